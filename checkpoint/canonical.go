@@ -1,0 +1,148 @@
+package checkpoint
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// CanonicalJSON re-encodes one JSON value in canonical form: object keys sorted by
+// their UTF-8 bytes, no insignificant whitespace, numbers exactly as written in the
+// input, strings escaped the way encoding/json escapes them with HTML escaping off.
+// Two values that differ only in key order or layout have the same canonical form.
+func CanonicalJSON(raw []byte) ([]byte, error) {
+	v, err := decodeGeneric(raw)
+	if err != nil {
+		return nil, err
+	}
+	return marshalCompact(v)
+}
+
+// ParamsHash is the hex SHA-256 of the canonical JSON of {"action": action, "params":
+// params}. Empty params count as null. A confirmation is bound to this hash: if the
+// action or any of its params changes, the hash changes and the old approval is void.
+func ParamsHash(action string, params json.RawMessage) (string, error) {
+	var p any
+	if len(bytes.TrimSpace(params)) > 0 {
+		var err error
+		if p, err = decodeGeneric(params); err != nil {
+			return "", fmt.Errorf("params of %s: %w", action, err)
+		}
+	}
+	b, err := marshalCompact(map[string]any{"action": action, "params": p})
+	if err != nil {
+		return "", fmt.Errorf("params of %s: %w", action, err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func decodeGeneric(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("invalid JSON: data after the value at offset %d", dec.InputOffset())
+	}
+	return v, nil
+}
+
+func marshalCompact(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+// The checksum rule (docs/checkpoints.md): the document is encoded compactly with the
+// members in declaration order and "checksum":"" as the last member; the checksum is
+// the hex SHA-256 of those bytes, and the file is the same bytes with the 64 hex digits
+// written between the last pair of quotes, plus a newline. Encoding once and splicing
+// the digest in avoids a second marshal of a large state, and lets Load verify the file
+// with one hash over its bytes instead of re-encoding what it decoded.
+const (
+	checksumKey  = `"checksum":"`
+	checksumTail = `"}`
+	checksumLen  = sha256.Size * 2
+)
+
+// encode returns the file bytes of cp and its checksum. It does not modify cp.
+func encode(cp *Checkpoint) ([]byte, string, error) {
+	c := *cp
+	c.Checksum = ""
+	if c.Effects == nil {
+		c.Effects = []Effect{} // "effects": [] rather than null, one spelling on disk
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(c.State) + len(c.MCP) + 1024 + 256*len(c.Effects))
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&c); err != nil {
+		return nil, "", err
+	}
+	body := bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
+	if !bytes.HasSuffix(body, []byte(checksumKey+checksumTail)) {
+		// Only a reordering of the struct fields can cause this.
+		return nil, "", errors.New("internal error: checksum is not the last member of the encoding")
+	}
+	h := sha256.Sum256(body)
+	sum := hex.EncodeToString(h[:])
+	cut := len(body) - len(checksumTail)
+	out := make([]byte, 0, len(body)+checksumLen+1)
+	out = append(out, body[:cut]...)
+	out = append(out, sum...)
+	out = append(out, checksumTail...)
+	out = append(out, '\n')
+	return out, sum, nil
+}
+
+// verifyChecksum checks data against the checksum rule. It returns a reason when the
+// file fails, "" when it passes.
+func verifyChecksum(data []byte) string {
+	body := bytes.TrimRight(data, " \t\r\n")
+	n := len(body)
+	if n < len(checksumKey)+checksumLen+len(checksumTail) ||
+		!bytes.HasSuffix(body, []byte(checksumTail)) {
+		return "no checksum as the last member"
+	}
+	sumStart := n - len(checksumTail) - checksumLen
+	keyStart := sumStart - len(checksumKey)
+	if string(body[keyStart:sumStart]) != checksumKey {
+		return "no checksum as the last member"
+	}
+	want := body[sumStart : n-len(checksumTail)]
+	for _, c := range want {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return "checksum is not 64 lowercase hex digits"
+		}
+	}
+	h := sha256.New()
+	h.Write(body[:sumStart])
+	h.Write([]byte(checksumTail))
+	var got [checksumLen]byte
+	hex.Encode(got[:], h.Sum(nil))
+	if !bytes.Equal(got[:], want) {
+		return "checksum mismatch (the file was modified or damaged after it was written)"
+	}
+	return ""
+}
+
+// checksumOf returns the checksum stored at the end of data ("" when there is none).
+func checksumOf(data []byte) string {
+	body := bytes.TrimRight(data, " \t\r\n")
+	n := len(body)
+	if n < len(checksumKey)+checksumLen+len(checksumTail) {
+		return ""
+	}
+	return string(body[n-len(checksumTail)-checksumLen : n-len(checksumTail)])
+}

@@ -1,0 +1,276 @@
+package checkpoint
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// FormatVersion is the version of the checkpoint format this package writes. Any change
+// to the encoding (a field added, renamed or re-typed) bumps it and registers a
+// migration from the previous version (see migrate.go), because readers decode strictly.
+const FormatVersion = 1
+
+// Status is where a session stands between two processes.
+type Status string
+
+const (
+	StatusIdle                 Status = "idle"
+	StatusRunning              Status = "running"
+	StatusAwaitingConfirmation Status = "awaiting_confirmation"
+	StatusWaitingJob           Status = "waiting_job"
+	StatusTerminated           Status = "terminated"
+
+	// StatusCorrupt never appears in a checkpoint; List uses it for sessions whose
+	// checkpoint cannot be read, so a listing never fails because of one bad file.
+	StatusCorrupt Status = "corrupt"
+)
+
+// Valid reports whether s may appear in a checkpoint.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusIdle, StatusRunning, StatusAwaitingConfirmation, StatusWaitingJob, StatusTerminated:
+		return true
+	}
+	return false
+}
+
+// Interrupt kinds.
+const (
+	KindConfirmation = "confirmation"
+	KindJob          = "job"
+)
+
+// Effect states.
+const (
+	EffectStarted = "started"
+	EffectDone    = "done"
+	EffectFailed  = "failed"
+)
+
+// Checkpoint is one saved state of a session. The declaration order of the fields is
+// the order of the members on disk, which the checksum depends on (docs/checkpoints.md):
+// the small header fields come first and the large opaque ones last, so that listing
+// sessions can stop reading before the bulk. Checksum must stay the last field.
+type Checkpoint struct {
+	FormatVersion int        `json:"format_version"`
+	SessionID     string     `json:"session_id"`
+	Seq           int        `json:"seq"`
+	ParentSeq     int        `json:"parent_seq"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+	Status        Status     `json:"status"`
+	NextNode      string     `json:"next_node,omitempty"`
+	Interrupt     *Interrupt `json:"interrupt,omitempty"`
+	Counters      Counters   `json:"counters"`
+	Usage         Usage      `json:"usage"`
+	// Summary is filled by the pipeline for `sessions list`, since State is opaque here.
+	Summary *SessionSummary `json:"summary,omitempty"`
+	// MCP holds the capabilities negotiated with MCP servers, so that a resumed process
+	// still knows which servers run tools as jobs.
+	MCP     json.RawMessage `json:"mcp,omitempty"`
+	Effects []Effect        `json:"effects"`
+	// State is the pipeline's session state (pipeline.md), opaque to this package.
+	State    json.RawMessage `json:"state"`
+	Checksum string          `json:"checksum"`
+}
+
+// Interrupt is why a turn stopped before its end: a confirmation to ask or a job to wait for.
+type Interrupt struct {
+	ID           string        `json:"id"`
+	Kind         string        `json:"kind"` // KindConfirmation or KindJob
+	CreatedAt    time.Time     `json:"created_at"`
+	Confirmation *Confirmation `json:"confirmation,omitempty"`
+	Job          *JobRef       `json:"job,omitempty"`
+}
+
+// Confirmation is what the human was shown. Resume executes exactly this action with
+// exactly these params, and refuses when ParamsHash or the experiment version no longer
+// match (the saved decision is stale).
+type Confirmation struct {
+	Action      string          `json:"action"`
+	Params      json.RawMessage `json:"params"`
+	ParamsHash  string          `json:"params_hash"`
+	Message     string          `json:"message"`
+	Destructive bool            `json:"destructive"`
+	// ExperimentID and ExperimentVersion identify the experiment the action touches and
+	// the version seen when the confirmation was shown (its updatedAt or versionNumber).
+	ExperimentID      string `json:"experiment_id,omitempty"`
+	ExperimentVersion string `json:"experiment_version,omitempty"`
+}
+
+// JobRef points at a long-running job the turn waits for.
+type JobRef struct {
+	ID     string          `json:"id"`
+	Action string          `json:"action"`
+	Handle json.RawMessage `json:"handle,omitempty"`
+}
+
+// Effect is one entry of the exactly-once log: persisted as started before the
+// non-idempotent call, then done or failed after it.
+type Effect struct {
+	EffectID   string          `json:"effect_id"`
+	Action     string          `json:"action"`
+	ParamsHash string          `json:"params_hash"`
+	State      string          `json:"state"` // EffectStarted, EffectDone or EffectFailed
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	StartedAt  time.Time       `json:"started_at"`
+	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+}
+
+// Counters persist across turns.
+type Counters struct {
+	ConsecutiveAutoReplies int `json:"consecutive_auto_replies"`
+	Turns                  int `json:"turns"`
+}
+
+// Usage is the session's LLM usage in total.
+type Usage struct {
+	LLMCalls         int `json:"llm_calls"`
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	CachedTokens     int `json:"cached_tokens"`
+}
+
+// Add returns u plus o.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		LLMCalls:         u.LLMCalls + o.LLMCalls,
+		PromptTokens:     u.PromptTokens + o.PromptTokens,
+		CompletionTokens: u.CompletionTokens + o.CompletionTokens,
+		CachedTokens:     u.CachedTokens + o.CachedTokens,
+	}
+}
+
+// SessionSummary is what `sessions list` shows besides the header fields.
+type SessionSummary struct {
+	LastMessage string `json:"last_message,omitempty"`
+	Turns       int    `json:"turns,omitempty"`
+}
+
+// Effect returns the effect with this id, or nil. The pointer is into cp.Effects and is
+// invalidated by StartEffect (which may grow the slice).
+func (cp *Checkpoint) Effect(id string) *Effect {
+	// Newest first: the effect looked up is nearly always the last one started.
+	for i := len(cp.Effects) - 1; i >= 0; i-- {
+		if cp.Effects[i].EffectID == id {
+			return &cp.Effects[i]
+		}
+	}
+	return nil
+}
+
+// StartEffect appends a started effect. The caller persists the checkpoint before it
+// makes the call the effect stands for.
+func (cp *Checkpoint) StartEffect(id, action, paramsHash string, now time.Time) error {
+	if id == "" {
+		return fmt.Errorf("start effect: empty effect_id")
+	}
+	if cp.Effect(id) != nil {
+		return fmt.Errorf("start effect %s: already in the effect log", id)
+	}
+	cp.Effects = append(cp.Effects, Effect{
+		EffectID:   id,
+		Action:     action,
+		ParamsHash: paramsHash,
+		State:      EffectStarted,
+		StartedAt:  now.UTC(),
+	})
+	return nil
+}
+
+// FinishEffect records the outcome of a started effect: done with result when errMsg is
+// empty, failed with errMsg otherwise.
+func (cp *Checkpoint) FinishEffect(id string, result json.RawMessage, errMsg string, now time.Time) error {
+	e := cp.Effect(id)
+	if e == nil {
+		return fmt.Errorf("finish effect %s: not in the effect log", id)
+	}
+	if e.State != EffectStarted {
+		return fmt.Errorf("finish effect %s: already %s", id, e.State)
+	}
+	t := now.UTC()
+	e.FinishedAt = &t
+	if errMsg != "" {
+		e.State, e.Error, e.Result = EffectFailed, errMsg, nil
+		return nil
+	}
+	e.State, e.Result = EffectDone, result
+	return nil
+}
+
+// PendingEffects returns the effects started without a recorded outcome: the process
+// died during the call, so the executor must reconcile them with the server rather than
+// repeat them.
+func (cp *Checkpoint) PendingEffects() []Effect {
+	var out []Effect
+	for _, e := range cp.Effects {
+		if e.State == EffectStarted {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Validate checks the invariants Save relies on and Load enforces. The returned error
+// names the offending field.
+func (cp *Checkpoint) Validate() error {
+	if err := cp.validateHeader(); err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(cp.Effects))
+	for i, e := range cp.Effects {
+		if e.EffectID == "" {
+			return fmt.Errorf("effects[%d].effect_id: empty", i)
+		}
+		if seen[e.EffectID] {
+			return fmt.Errorf("effects[%d].effect_id: duplicate %q", i, e.EffectID)
+		}
+		seen[e.EffectID] = true
+		switch e.State {
+		case EffectStarted, EffectDone, EffectFailed:
+		default:
+			return fmt.Errorf("effects[%d].state: unknown value %q", i, e.State)
+		}
+	}
+	return nil
+}
+
+// validateHeader checks the members that come before effects and state on disk.
+func (cp *Checkpoint) validateHeader() error {
+	if !ValidID(cp.SessionID) {
+		return fmt.Errorf("session_id: invalid %q", cp.SessionID)
+	}
+	if cp.Seq < 0 || cp.ParentSeq < 0 {
+		return fmt.Errorf("seq: negative (seq %d, parent_seq %d)", cp.Seq, cp.ParentSeq)
+	}
+	if !cp.Status.Valid() {
+		return fmt.Errorf("status: unknown value %q", cp.Status)
+	}
+	if in := cp.Interrupt; in != nil {
+		switch in.Kind {
+		case KindConfirmation:
+			if in.Confirmation == nil || in.Confirmation.Action == "" {
+				return fmt.Errorf("interrupt.confirmation: missing or without action")
+			}
+		case KindJob:
+			if in.Job == nil || in.Job.ID == "" {
+				return fmt.Errorf("interrupt.job: missing or without id")
+			}
+		default:
+			return fmt.Errorf("interrupt.kind: unknown value %q", in.Kind)
+		}
+	}
+	switch cp.Status {
+	case StatusAwaitingConfirmation:
+		if cp.Interrupt == nil || cp.Interrupt.Kind != KindConfirmation {
+			return fmt.Errorf("interrupt: status %s needs a confirmation interrupt", cp.Status)
+		}
+	case StatusWaitingJob:
+		if cp.Interrupt == nil || cp.Interrupt.Kind != KindJob {
+			return fmt.Errorf("interrupt: status %s needs a job interrupt", cp.Status)
+		}
+	}
+	return nil
+}

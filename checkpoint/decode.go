@@ -1,0 +1,204 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// migrations[N] rewrites a decoded document of format_version N into the shape of
+// version N+1, in place; Load applies them in a chain up to FormatVersion and sets
+// format_version after each step. There are none yet: version 1 is the first format.
+// A migration gets numbers as json.Number, so it can move them without rounding.
+var migrations = map[int]func(raw map[string]any) error{}
+
+// decode reads the bytes of a checkpoint file. path is only used in errors; wantID,
+// when not empty, is the folder the file was found in. migrated reports that the file
+// was in an older format and was converted in memory (the file itself is untouched).
+func decode(path string, data []byte, wantID string) (cp *Checkpoint, migrated bool, err error) {
+	corrupt := func(format string, args ...any) error {
+		return &CorruptError{Path: path, Reason: fmt.Sprintf(format, args...)}
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, false, corrupt("empty file")
+	}
+	if reason := verifyChecksum(data); reason != "" {
+		// A torn or hand-edited file usually fails both checks; the JSON error says
+		// more about where the damage is.
+		if syn := syntaxReason(data); syn != "" {
+			return nil, false, corrupt("%s", syn)
+		}
+		return nil, false, corrupt("%s", reason)
+	}
+
+	cp = new(Checkpoint)
+	derr := decodeStrict(data, cp)
+	version := cp.FormatVersion
+	if derr != nil {
+		if syn := syntaxReason(data); syn != "" {
+			return nil, false, corrupt("%s", syn)
+		}
+		v, ok := peekVersion(data)
+		if !ok {
+			return nil, false, corrupt("%s", fieldReason(derr, data))
+		}
+		version = v
+	}
+	switch {
+	case version > FormatVersion:
+		return nil, false, corrupt("format_version %d was written by a newer upgrade-agent (this one reads up to %d)", version, FormatVersion)
+	case version < FormatVersion:
+		cp, err = migrate(data, version)
+		if err != nil {
+			return nil, false, corrupt("%s", err.Error())
+		}
+		migrated = true
+	case derr != nil:
+		return nil, false, corrupt("%s", fieldReason(derr, data))
+	}
+
+	if wantID != "" && cp.SessionID != wantID {
+		return nil, false, corrupt("session_id %q does not match its folder %q", cp.SessionID, wantID)
+	}
+	if err := cp.Validate(); err != nil {
+		return nil, false, corrupt("%s", err.Error())
+	}
+	return cp, migrated, nil
+}
+
+// decodeStrict decodes exactly one object with no unknown members: a field this
+// version does not know means the file is not of this version, and silently dropping
+// it on the next Save would lose data.
+func decodeStrict(data []byte, cp *Checkpoint) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(cp); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("data after the checkpoint object at byte offset %d", dec.InputOffset())
+	}
+	return nil
+}
+
+func migrate(data []byte, from int) (*Checkpoint, error) {
+	if migrations[from] == nil {
+		return nil, fmt.Errorf("unknown format_version %d (this upgrade-agent reads %d)", from, FormatVersion)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var raw map[string]any
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("format_version %d: %w", from, err)
+	}
+	for v := from; v < FormatVersion; v++ {
+		m := migrations[v]
+		if m == nil {
+			return nil, fmt.Errorf("no migration from format_version %d to %d", v, v+1)
+		}
+		if err := m(raw); err != nil {
+			return nil, fmt.Errorf("migrating format_version %d to %d: %w", v, v+1, err)
+		}
+		raw["format_version"] = v + 1
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, fmt.Errorf("after migration from format_version %d: %w", from, err)
+	}
+	cp := new(Checkpoint)
+	if err := decodeStrict(b, cp); err != nil {
+		return nil, fmt.Errorf("after migration from format_version %d: %s", from, fieldReason(err, b))
+	}
+	if cp.FormatVersion != FormatVersion {
+		return nil, fmt.Errorf("after migration from format_version %d: format_version is %d", from, cp.FormatVersion)
+	}
+	return cp, nil
+}
+
+// peekVersion reads format_version alone, leniently, to tell a newer or older format
+// from a damaged one when the strict decode fails.
+func peekVersion(data []byte) (int, bool) {
+	var h struct {
+		FormatVersion *json.Number `json:"format_version"`
+	}
+	if err := json.Unmarshal(data, &h); err != nil || h.FormatVersion == nil {
+		return 0, false
+	}
+	v, err := h.FormatVersion.Int64()
+	if err != nil || v < -1<<31 || v > 1<<31-1 {
+		return 0, false
+	}
+	return int(v), true
+}
+
+// syntaxReason returns "" for well-formed JSON, else where it breaks.
+func syntaxReason(data []byte) string {
+	var v json.RawMessage
+	err := json.Unmarshal(data, &v)
+	if err == nil {
+		return ""
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := position(data, se.Offset)
+		return fmt.Sprintf("broken JSON at line %d, column %d (byte %d): %v", line, col, se.Offset, se)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || err.Error() == "unexpected end of JSON input" {
+		line, col := position(data, int64(len(data)))
+		return fmt.Sprintf("broken JSON: truncated at line %d, column %d (byte %d)", line, col, len(data))
+	}
+	return "broken JSON: " + err.Error()
+}
+
+func position(data []byte, off int64) (line, col int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	prefix := data[:off]
+	line = bytes.Count(prefix, []byte{'\n'}) + 1
+	col = int(off) - (bytes.LastIndexByte(prefix, '\n') + 1) + 1
+	return line, col
+}
+
+// fieldReason turns a decoding error into a reason that names the field.
+func fieldReason(err error, data []byte) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "(top level)"
+		}
+		return fmt.Sprintf("field %s: %s where %s was expected (byte %d)", field, te.Value, te.Type, te.Offset)
+	}
+	var pe *time.ParseError
+	if errors.As(err, &pe) {
+		// encoding/json does not say which field a time came from; find the value.
+		if i := bytes.Index(data, []byte(`"`+pe.Value+`"`)); i > 0 {
+			if key := keyBefore(data[:i]); key != "" {
+				return fmt.Sprintf("field %s: bad time %q: %v", key, pe.Value, err)
+			}
+		}
+		return "bad time value: " + err.Error()
+	}
+	return "invalid content: " + err.Error()
+}
+
+// keyBefore returns the object key whose value starts right after prefix, if any.
+func keyBefore(prefix []byte) string {
+	p := bytes.TrimRight(prefix, " \t\r\n")
+	if len(p) == 0 || p[len(p)-1] != ':' {
+		return ""
+	}
+	p = bytes.TrimRight(p[:len(p)-1], " \t\r\n")
+	if len(p) < 2 || p[len(p)-1] != '"' {
+		return ""
+	}
+	start := bytes.LastIndexByte(p[:len(p)-1], '"')
+	if start < 0 {
+		return ""
+	}
+	return string(p[start+1 : len(p)-1])
+}

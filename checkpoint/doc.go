@@ -1,0 +1,22 @@
+// Package checkpoint stores the durable state of agent sessions: one checkpoint per
+// session on disk, written atomically at every node boundary and interrupt, with a
+// short history, a per-session lock, integrity checks and format migrations.
+//
+// What it is for:
+//   - the on-disk format (type Checkpoint, FormatVersion, the checksum rule);
+//   - the file store under <state-dir>/sessions (FileStore): Load, Save, Lock, List,
+//     Latest, Remove, Import;
+//   - the effect log that makes executor actions exactly-once (Effect, StartEffect,
+//     FinishEffect, ParamsHash).
+//
+// What it must not do:
+//   - import the pipeline, llm or upgrade packages: the pipeline imports this package,
+//     and the session state is opaque JSON here (Checkpoint.State);
+//   - hold secrets: Save refuses to write bytes that contain a configured secret;
+//   - repair, rewrite or move a file that fails its integrity checks: a corrupt
+//     checkpoint is reported (ErrCorrupt, naming the file) and left byte-identical so a
+//     person can inspect it;
+//   - wait for a lock: a session in use by another process is ErrLocked at once.
+//
+// The layout on disk and the exact checksum rule are described in docs/checkpoints.md.
+package checkpoint

@@ -1,0 +1,142 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const fuzzID = "fuzz0001"
+
+// fuzzSeeds are the seed corpus of FuzzLoad, kept in testdata/fuzz/FuzzLoad/ (written by
+// go test -update). reseal asks the target to fix the checksum up, so that mutations
+// get past it to the JSON, version, field and validity checks.
+func fuzzSeeds(t testing.TB) map[string]struct {
+	data   []byte
+	reseal bool
+	valid  bool
+} {
+	s := newStore(t)
+	if err := s.Save(sample(t, fuzzID)); err != nil {
+		t.Fatal(err)
+	}
+	good := readBytes(t, s.Path(fuzzID))
+	return map[string]struct {
+		data   []byte
+		reseal bool
+		valid  bool
+	}{
+		"valid":           {good, false, true},
+		"valid-resealed":  {good, true, true},
+		"broken-json":     {good[:len(good)/3], false, false},
+		"bad-checksum":    {bytes.Replace(good, []byte(`"hello"`), []byte(`"jello"`), 1), false, false},
+		"unknown-version": {bytes.Replace(good, []byte(`"format_version":1,`), []byte(`"format_version":2,`), 1), true, false},
+		"empty":           {nil, false, false},
+	}
+}
+
+func corpusFile(data []byte, reseal bool) []byte {
+	return fmt.Appendf(nil, "go test fuzz v1\n[]byte(%s)\nbool(%t)\n", strconv.Quote(string(data)), reseal)
+}
+
+// TestFuzzSeeds keeps the seed corpus in step with the format and checks that each
+// seed means what its name says.
+func TestFuzzSeeds(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzLoad")
+	for name, seed := range fuzzSeeds(t) {
+		path := filepath.Join(dir, name)
+		if *update {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, corpusFile(seed.data, seed.reseal), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := readBytes(t, path); !bytes.Equal(got, corpusFile(seed.data, seed.reseal)) {
+			t.Errorf("%s is out of date: run go test -run TestFuzzSeeds -update", path)
+		}
+		_, err := loadFuzzInput(t, seed.data, seed.reseal)
+		if seed.valid != (err == nil) {
+			t.Errorf("seed %s: Load error %v, want valid=%v", name, err, seed.valid)
+		}
+	}
+}
+
+func loadFuzzInput(t *testing.T, data []byte, fix bool) (*Checkpoint, error) {
+	if fix {
+		data = reseal(data)
+	}
+	s, err := OpenFileStore(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := writeSession(t, s, fuzzID, data)
+	cp, err := s.Load(fuzzID)
+	checkLoadOutcome(t, s, path, data, cp, err)
+	return cp, err
+}
+
+// checkLoadOutcome is the property: Load gives either a valid checkpoint that can be
+// saved and read back unchanged, or ErrCorrupt naming the file; the file is untouched.
+func checkLoadOutcome(t *testing.T, s *FileStore, path string, data []byte, cp *Checkpoint, err error) {
+	t.Helper()
+	if got := readBytes(t, path); !bytes.Equal(got, data) {
+		t.Fatalf("Load modified the file")
+	}
+	if err != nil {
+		var ce *CorruptError
+		if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.Path != path || !strings.Contains(err.Error(), path) {
+			t.Fatalf("Load error is not a CorruptError naming %s: %v", path, err)
+		}
+		return
+	}
+	if cp.SessionID != fuzzID || cp.FormatVersion != FormatVersion {
+		t.Fatalf("loaded session %q version %d", cp.SessionID, cp.FormatVersion)
+	}
+	if verr := cp.Validate(); verr != nil {
+		t.Fatalf("Load returned an invalid checkpoint: %v", verr)
+	}
+	if serr := s.Save(cp); serr != nil {
+		t.Fatalf("a loaded checkpoint cannot be saved again: %v", serr)
+	}
+	again, lerr := s.Load(fuzzID)
+	if lerr != nil {
+		t.Fatalf("reloading what was saved: %v", lerr)
+	}
+	// Opaque members are compared as JSON: Save writes them compactly, and an absent
+	// one as null. Nil effects are written as [].
+	sameJSON := cmp.Comparer(func(a, b json.RawMessage) bool {
+		norm := func(m json.RawMessage) []byte {
+			if len(m) == 0 {
+				return []byte("null")
+			}
+			var c bytes.Buffer
+			if err := json.Compact(&c, m); err != nil {
+				return m
+			}
+			return c.Bytes()
+		}
+		return bytes.Equal(norm(a), norm(b))
+	})
+	if cp.Effects == nil {
+		cp.Effects = []Effect{}
+	}
+	if diff := cmp.Diff(cp, again, sameJSON); diff != "" {
+		t.Fatalf("save and reload changed the checkpoint (-saved +reloaded):\n%s", diff)
+	}
+}
+
+func FuzzLoad(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte, fix bool) {
+		_, _ = loadFuzzInput(t, data, fix)
+	})
+}

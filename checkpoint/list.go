@@ -1,0 +1,192 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Summary describes one stored session for `sessions list`.
+type Summary struct {
+	ID     string `json:"id"`
+	Status Status `json:"status"` // StatusCorrupt when the checkpoint cannot be read
+	Seq    int    `json:"seq"`
+	// Turns is summary.turns when the pipeline set it, else counters.turns.
+	Turns       int       `json:"turns"`
+	LastMessage string    `json:"last_message,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	// UpdatedAt is the file's modification time for a corrupt session.
+	UpdatedAt time.Time `json:"updated_at"`
+	Usage     Usage     `json:"usage"`
+	// Error says why a corrupt session cannot be read, naming the file.
+	Error string `json:"error,omitempty"`
+}
+
+// List summarises every session that has a checkpoint, most recently updated first.
+// A session whose checkpoint fails its checks is listed with Status "corrupt" and the
+// reason in Error, so one bad file never hides the others.
+func (s *FileStore) List() ([]Summary, error) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Summary
+	for _, e := range entries {
+		id := e.Name()
+		if !e.IsDir() || !ValidID(id) {
+			continue
+		}
+		path := s.Path(id)
+		data, err := readFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // locked but never saved, or being created right now
+		}
+		if err == nil {
+			var cp *Checkpoint
+			if cp, err = inspect(path, data, id); err == nil {
+				out = append(out, summaryOf(cp))
+				continue
+			}
+		}
+		sum := Summary{ID: id, Status: StatusCorrupt, Error: err.Error()}
+		if st, serr := os.Stat(path); serr == nil {
+			sum.UpdatedAt = st.ModTime().UTC()
+		}
+		out = append(out, sum)
+	}
+	slices.SortFunc(out, func(a, b Summary) int {
+		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// Latest returns the id of the most recently updated session whose status is one of
+// statuses (any status when none is given). Corrupt sessions never qualify. None:
+// ErrNotFound.
+func (s *FileStore) Latest(statuses ...Status) (string, error) {
+	list, err := s.List()
+	if err != nil {
+		return "", err
+	}
+	for _, sum := range list {
+		if sum.Status == StatusCorrupt {
+			continue
+		}
+		if len(statuses) == 0 || slices.Contains(statuses, sum.Status) {
+			return sum.ID, nil
+		}
+	}
+	msg := "no stored session"
+	if len(statuses) > 0 {
+		names := make([]string, len(statuses))
+		for i, st := range statuses {
+			names[i] = string(st)
+		}
+		msg += " is " + strings.Join(names, " or ")
+	}
+	return "", &sessionError{err: ErrNotFound, msg: msg}
+}
+
+// summaryOf builds the listing entry from a checkpoint (possibly only its header).
+func summaryOf(cp *Checkpoint) Summary {
+	s := Summary{
+		ID:        cp.SessionID,
+		Status:    cp.Status,
+		Seq:       cp.Seq,
+		Turns:     cp.Counters.Turns,
+		CreatedAt: cp.CreatedAt,
+		UpdatedAt: cp.UpdatedAt,
+		Usage:     cp.Usage,
+	}
+	if cp.Summary != nil {
+		s.LastMessage = cp.Summary.LastMessage
+		if cp.Summary.Turns > 0 {
+			s.Turns = cp.Summary.Turns
+		}
+	}
+	return s
+}
+
+// inspect verifies a checkpoint file and returns it, possibly without its effects and
+// state. For a file of the current format it decodes only the members before effects
+// and state, which hold nearly all of the bytes, and checks them; the checksum still
+// covers the whole file. So a listing costs a hash, not a decode, per session. What it
+// cannot see (an invalid effect under a valid checksum, which only a hand-crafted file
+// can have) Load still reports. Anything unusual falls back to the full decode, which
+// also produces the precise error.
+func inspect(path string, data []byte, id string) (*Checkpoint, error) {
+	if verifyChecksum(data) == "" {
+		if cp, ok := readHeader(data); ok && cp.FormatVersion == FormatVersion && cp.SessionID == id && cp.validateHeader() == nil {
+			return cp, nil
+		}
+	}
+	cp, _, err := decode(path, data, id)
+	return cp, err
+}
+
+// readHeader decodes members one by one, strictly, until it reaches effects or state.
+// ok is false when the file does not look like this package wrote it.
+func readHeader(data []byte) (cp *Checkpoint, ok bool) {
+	cp = new(Checkpoint)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	const required = 1<<9 - 1 // the members always written before effects
+	var seen int
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		key, _ := t.(string)
+		var target any
+		bit := 0
+		switch key {
+		case "format_version":
+			target, bit = &cp.FormatVersion, 1<<0
+		case "session_id":
+			target, bit = &cp.SessionID, 1<<1
+		case "seq":
+			target, bit = &cp.Seq, 1<<2
+		case "parent_seq":
+			target, bit = &cp.ParentSeq, 1<<3
+		case "created_at":
+			target, bit = &cp.CreatedAt, 1<<4
+		case "updated_at":
+			target, bit = &cp.UpdatedAt, 1<<5
+		case "status":
+			target, bit = &cp.Status, 1<<6
+		case "counters":
+			target, bit = &cp.Counters, 1<<7
+		case "usage":
+			target, bit = &cp.Usage, 1<<8
+		case "next_node":
+			target = &cp.NextNode
+		case "interrupt":
+			target = &cp.Interrupt
+		case "summary":
+			target = &cp.Summary
+		case "mcp":
+			target = &cp.MCP
+		case "effects", "state":
+			return cp, seen == required
+		default:
+			return nil, false
+		}
+		if err := dec.Decode(target); err != nil {
+			return nil, false
+		}
+		seen |= bit
+	}
+	return nil, false
+}

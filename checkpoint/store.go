@@ -1,0 +1,577 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// Store is what the pipeline needs to persist a session; FileStore implements it.
+type Store interface {
+	Load(id string) (*Checkpoint, error)
+	Save(cp *Checkpoint) error
+}
+
+const (
+	checkpointFile = "checkpoint.json"
+	historyDir     = "history"
+	lockFile       = "lock"
+	tempPrefix     = ".checkpoint-"
+	tempSuffix     = ".tmp"
+
+	// HistoryLimit is how many earlier checkpoints a session keeps in history/.
+	HistoryLimit = 20
+
+	// maxFileSize guards against reading something that cannot be a checkpoint into
+	// memory (a 1,000-turn session is about 0.5 MB).
+	maxFileSize = 1 << 30
+
+	dirPerm  = 0o700
+	filePerm = 0o600
+)
+
+// FileStore keeps sessions under <state-dir>/sessions/<id>/. Its methods are safe for
+// concurrent use as long as each session is written by one holder of its Lock.
+type FileStore struct {
+	// Now is the clock for created_at and updated_at; nil means time.Now.
+	Now func() time.Time
+	// Secrets are values that must never reach the disk (the API key, the UpGrade
+	// token). Values shorter than 8 bytes are ignored: they would match ordinary text.
+	Secrets []string
+
+	dir string
+
+	// verified remembers, per session, the checksum of the checkpoint.json this store
+	// last decoded in full or wrote. Save must not replace a corrupt file, and a file
+	// whose bytes still hash to a remembered checksum is known to be sound, so the
+	// common load-then-save cycle skips a second full decode.
+	mu       sync.Mutex
+	verified map[string]string
+
+	// beforeRename, when set, runs after the new file is written and synced and before
+	// it replaces checkpoint.json; a test returns an error to simulate a crash there.
+	beforeRename func() error
+}
+
+var _ Store = (*FileStore)(nil)
+
+// OpenFileStore opens (creating it if needed) the store in <stateDir>/sessions. Both
+// folders are made 0700, also when they existed with wider permissions.
+func OpenFileStore(stateDir string) (*FileStore, error) {
+	if stateDir == "" {
+		return nil, errors.New("open session store: empty state dir")
+	}
+	dir := filepath.Join(stateDir, "sessions")
+	for _, d := range []string{stateDir, dir} {
+		if err := ensureDir(d); err != nil {
+			return nil, fmt.Errorf("open session store: %w", err)
+		}
+	}
+	return &FileStore{dir: dir}, nil
+}
+
+// Dir returns the sessions folder.
+func (s *FileStore) Dir() string { return s.dir }
+
+// Path returns the path of the session's checkpoint.json (whether or not it exists).
+func (s *FileStore) Path(id string) string {
+	return filepath.Join(s.dir, id, checkpointFile)
+}
+
+func (s *FileStore) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Load reads and verifies the session's latest checkpoint. Unknown id: ErrNotFound.
+// A file that fails a check: *CorruptError (errors.Is ErrCorrupt), file untouched.
+// An older format is migrated in memory; the next Save writes the current format.
+func (s *FileStore) Load(id string) (*Checkpoint, error) {
+	if !ValidID(id) {
+		return nil, notFound(id)
+	}
+	path := s.Path(id)
+	data, err := readFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cp, _, err := decode(path, data, id)
+	if err != nil {
+		return nil, err
+	}
+	s.remember(id, checksumOf(data))
+	return cp, nil
+}
+
+func (s *FileStore) remember(id, sum string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.verified == nil {
+		s.verified = make(map[string]string)
+	}
+	if sum == "" {
+		delete(s.verified, id)
+		return
+	}
+	s.verified[id] = sum
+}
+
+func (s *FileStore) known(id, sum string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return sum != "" && s.verified[id] == sum
+}
+
+// LoadHistory reads an earlier checkpoint of the session from history/<seq>.json.
+func (s *FileStore) LoadHistory(id string, seq int) (*Checkpoint, error) {
+	if !ValidID(id) {
+		return nil, notFound(id)
+	}
+	path := filepath.Join(s.dir, id, historyDir, strconv.Itoa(seq)+".json")
+	data, err := readFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &sessionError{id: id, err: ErrNotFound, msg: fmt.Sprintf("session %s has no checkpoint %d in its history", id, seq)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	cp, _, err := decode(path, data, id)
+	return cp, err
+}
+
+// History returns the seqs kept in the session's history, oldest first.
+func (s *FileStore) History(id string) ([]int, error) {
+	if !ValidID(id) {
+		return nil, notFound(id)
+	}
+	seqs, err := historySeqs(filepath.Join(s.dir, id, historyDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return seqs, err
+}
+
+// Save writes cp as the session's new latest checkpoint. It sets format_version,
+// seq (the previous seq + 1, where the previous one is cp.Seq as loaded), parent_seq,
+// created_at (when zero), updated_at and checksum, in cp too once the write succeeded.
+// The checkpoint it replaces goes to history/. Save refuses (ErrConflict) when the
+// file on disk is not the one cp was loaded from, (ErrCorrupt) when that file is
+// corrupt, and (ErrSecret) when the encoding contains a configured secret.
+//
+// The write is atomic: a crash at any instant leaves the old or the new checkpoint.
+func (s *FileStore) Save(cp *Checkpoint) error {
+	if cp == nil {
+		return errors.New("save checkpoint: nil checkpoint")
+	}
+	id := cp.SessionID
+	if !ValidID(id) {
+		return fmt.Errorf("save checkpoint: session_id: invalid %q", id)
+	}
+	now := s.now().UTC()
+	next := *cp
+	next.FormatVersion = FormatVersion
+	next.ParentSeq = cp.Seq
+	next.Seq = cp.Seq + 1
+	if next.CreatedAt.IsZero() {
+		next.CreatedAt = now
+	}
+	next.UpdatedAt = now
+	if err := next.Validate(); err != nil {
+		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
+	}
+	data, sum, err := encode(&next)
+	if err != nil {
+		return fmt.Errorf("save checkpoint of session %s: encode: %w", id, err)
+	}
+	if err := s.checkSecrets(data); err != nil {
+		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
+	}
+	expect := cp.Seq
+	err = s.commit(id, data, func(exists bool, diskSeq int, _ string) error {
+		switch {
+		case !exists && expect != 0:
+			return fmt.Errorf("%w: session %s has no checkpoint on disk, but this one follows seq %d", ErrConflict, id, expect)
+		case exists && diskSeq != expect:
+			return fmt.Errorf("%w: session %s is at seq %d on disk, but this checkpoint follows seq %d (written by someone else meanwhile?)", ErrConflict, id, diskSeq, expect)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.remember(id, sum)
+	next.Checksum = sum
+	*cp = next
+	return nil
+}
+
+// errUnchanged tells commit that the file on disk is already the one to write.
+var errUnchanged = errors.New("unchanged")
+
+// commit atomically makes data the session's checkpoint.json, after check approved
+// the current one (exists, its seq and checksum). The current one is verified first:
+// a corrupt file is never replaced or moved.
+func (s *FileStore) commit(id string, data []byte, check func(exists bool, diskSeq int, diskSum string) error) error {
+	dir := filepath.Join(s.dir, id)
+	if err := ensureDir(dir); err != nil {
+		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
+	}
+	final := filepath.Join(dir, checkpointFile)
+	old, err := readFile(final)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
+	}
+	var oldSeq int
+	if exists {
+		var cur *Checkpoint
+		if s.known(id, checksumOf(old)) {
+			cur, err = inspect(final, old, id) // verifies the checksum again
+		} else {
+			cur, _, err = decode(final, old, id)
+		}
+		if err != nil {
+			return fmt.Errorf("save checkpoint of session %s: refusing to replace it: %w", id, err)
+		}
+		oldSeq = cur.Seq
+	}
+	if err := check(exists, oldSeq, checksumOf(old)); err != nil {
+		return err
+	}
+	removeStrayTemps(dir)
+
+	tmp, err := writeTemp(dir, data)
+	if err != nil {
+		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
+	}
+	if s.beforeRename != nil {
+		if err := s.beforeRename(); err != nil {
+			return err // a simulated crash: the temp file stays, as it would
+		}
+	}
+	if exists {
+		if err := keepHistory(dir, final, old, oldSeq); err != nil {
+			_ = os.Remove(tmp)
+			return fmt.Errorf("save checkpoint of session %s: %w", id, err)
+		}
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
+	}
+	if exists {
+		pruneHistory(filepath.Join(dir, historyDir), HistoryLimit)
+	}
+	return nil
+}
+
+// writeTemp writes data to a new temp file in dir (so the rename stays within one
+// file system) and syncs it; the rename must not make visible a file whose blocks are
+// not yet on disk.
+func writeTemp(dir string, data []byte) (string, error) {
+	f, err := os.CreateTemp(dir, tempPrefix+"*"+tempSuffix)
+	if err != nil {
+		return "", err
+	}
+	name := f.Name()
+	fail := func(err error) (string, error) {
+		_ = f.Close()
+		_ = os.Remove(name)
+		return "", err
+	}
+	if err := f.Chmod(filePerm); err != nil {
+		return fail(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		_ = os.Remove(name)
+		return "", err
+	}
+	return name, nil
+}
+
+// keepHistory makes the current checkpoint history/<seq>.json before it is replaced.
+// A hard link costs no copy; where links are not supported the bytes already read are
+// written instead. History is for inspection, so its folder is not fsynced: a crash
+// may lose the newest history entry, never the checkpoint.
+func keepHistory(dir, final string, old []byte, seq int) error {
+	hd := filepath.Join(dir, historyDir)
+	if err := ensureDir(hd); err != nil {
+		return err
+	}
+	target := filepath.Join(hd, strconv.Itoa(seq)+".json")
+	// A leftover from a save that crashed before its rename holds the same seq.
+	if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.Link(final, target); err == nil {
+		return nil
+	}
+	tmp, err := writeTemp(hd, old)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func historySeqs(hd string) ([]int, error) {
+	entries, err := os.ReadDir(hd)
+	if err != nil {
+		return nil, err
+	}
+	var seqs []int
+	for _, e := range entries {
+		n, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		if seq, err := strconv.Atoi(n); err == nil && seq >= 0 && strconv.Itoa(seq) == n {
+			seqs = append(seqs, seq)
+		}
+	}
+	slices.Sort(seqs)
+	return seqs, nil
+}
+
+// pruneHistory keeps the newest keep entries. Failures are ignored: an extra history
+// file costs space, not correctness, and the next save tries again.
+func pruneHistory(hd string, keep int) {
+	seqs, err := historySeqs(hd)
+	if err != nil || len(seqs) <= keep {
+		return
+	}
+	for _, seq := range seqs[:len(seqs)-keep] {
+		_ = os.Remove(filepath.Join(hd, strconv.Itoa(seq)+".json"))
+	}
+}
+
+// removeStrayTemps deletes temp files left by a save that crashed before its rename.
+// Only the lock holder saves, so no other save can be using them.
+func removeStrayTemps(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if n := e.Name(); strings.HasPrefix(n, tempPrefix) && strings.HasSuffix(n, tempSuffix) {
+			_ = os.Remove(filepath.Join(dir, n))
+		}
+	}
+}
+
+func (s *FileStore) checkSecrets(data []byte) error {
+	for i, sec := range s.Secrets {
+		if len(sec) < 8 {
+			continue
+		}
+		found := bytes.Contains(data, []byte(sec))
+		if !found {
+			// The value as it would appear inside a JSON string, in case it has
+			// characters that encoding/json escapes.
+			if q, err := json.Marshal(sec); err == nil {
+				found = bytes.Contains(data, q[1:len(q)-1])
+			}
+		}
+		if found {
+			return fmt.Errorf("%w (configured secret #%d); nothing was written", ErrSecret, i+1)
+		}
+	}
+	return nil
+}
+
+// Lock takes the session's lock without waiting: when another process, or another
+// Lock in this process, holds it, the result is ErrLocked at once. The lock is
+// released by unlock, or by the operating system when the process ends, so a crashed
+// process never leaves a session locked.
+func (s *FileStore) Lock(id string) (unlock func(), err error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("lock session: invalid session id %q", id)
+	}
+	dir := filepath.Join(s.dir, id)
+	_, statErr := os.Stat(dir)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	if err := ensureDir(dir); err != nil {
+		return nil, fmt.Errorf("lock session %s: %w", id, err)
+	}
+	fl := flock.New(filepath.Join(dir, lockFile), flock.SetPermissions(filePerm))
+	ok, err := fl.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("lock session %s: %w", id, err)
+	}
+	if !ok {
+		return nil, locked(id)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			// Tidy up after a lock on an id that never got a checkpoint (a mistyped
+			// `resume ID`), so it does not linger as an empty folder.
+			if created {
+				if _, err := os.Stat(filepath.Join(dir, checkpointFile)); errors.Is(err, fs.ErrNotExist) {
+					_ = os.Remove(filepath.Join(dir, lockFile))
+					_ = os.Remove(dir) // fails, harmlessly, when anything else is inside
+				}
+			}
+			_ = fl.Unlock()
+		})
+	}, nil
+}
+
+// Remove deletes the session with its history. A locked session is refused
+// (ErrLocked); a corrupt one can be removed.
+func (s *FileStore) Remove(id string) error {
+	if !ValidID(id) {
+		return notFound(id)
+	}
+	dir := filepath.Join(s.dir, id)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return notFound(id)
+	}
+	unlock, err := s.Lock(id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	s.remember(id, "")
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove session %s: %w", id, err)
+	}
+	return nil
+}
+
+// Import verifies a checkpoint file from anywhere (say, a CI artifact) and copies it
+// into the store under its session_id, which it returns. It refuses (ErrConflict) when
+// the store holds that session at a higher seq, or at the same seq with different
+// content; importing the same file twice is a no-op. The session's lock is held while
+// importing.
+func (s *FileStore) Import(path string) (string, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return "", fmt.Errorf("import checkpoint: %w", err)
+	}
+	cp, migrated, err := decode(path, data, "")
+	if err != nil {
+		return "", fmt.Errorf("import checkpoint: %w", err)
+	}
+	id := cp.SessionID
+	if migrated {
+		// Store the current format, with the same seq and times: the session continues.
+		if data, _, err = encode(cp); err != nil {
+			return "", fmt.Errorf("import checkpoint %s: encode: %w", path, err)
+		}
+	}
+	if err := s.checkSecrets(data); err != nil {
+		return "", fmt.Errorf("import checkpoint %s: %w", path, err)
+	}
+	unlock, err := s.Lock(id)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	sum := checksumOf(data)
+	err = s.commit(id, data, func(exists bool, diskSeq int, diskSum string) error {
+		switch {
+		case !exists:
+			return nil
+		case diskSeq == cp.Seq && diskSum == sum:
+			return errUnchanged
+		case diskSeq > cp.Seq:
+			return fmt.Errorf("%w: import %s: session %s is at seq %d in the store, newer than the file's seq %d", ErrConflict, path, id, diskSeq, cp.Seq)
+		case diskSeq == cp.Seq:
+			return fmt.Errorf("%w: import %s: session %s is at seq %d in the store with different content", ErrConflict, path, id, diskSeq)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errUnchanged) {
+		return "", err
+	}
+	s.remember(id, sum)
+	return id, nil
+}
+
+// readFile reads a whole file, refusing sizes no checkpoint has.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &CorruptError{Path: path, Reason: "not a regular file"}
+	}
+	if st.Size() > maxFileSize {
+		return nil, &CorruptError{Path: path, Reason: fmt.Sprintf("%d bytes, larger than any checkpoint (limit %d)", st.Size(), maxFileSize)}
+	}
+	data := make([]byte, st.Size())
+	n, err := io.ReadFull(f, data)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, err
+	}
+	return data[:n], nil
+}
+
+// ensureDir creates dir 0700, or narrows it to 0700 when it exists with wider access.
+func ensureDir(dir string) error {
+	if err := os.MkdirAll(dir, dirPerm); err != nil {
+		return err
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if st.Mode().Perm() != dirPerm {
+		if err := os.Chmod(dir, dirPerm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

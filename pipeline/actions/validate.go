@@ -1,0 +1,597 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
+
+// Problem is one reason the params cannot be executed as they are. Field is
+// the param's path as the model wrote it (conditions[1].code).
+type Problem struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+	// Missing: a required param is absent; the pipeline adds Field to
+	// missing_params.
+	Missing bool `json:"missing,omitempty"`
+	// NotFound: the param names something the server does not have (an
+	// experiment id); reported with error type not_found.
+	NotFound bool `json:"not_found,omitempty"`
+}
+
+// Type is the state's error type for the problem: not_found or validation.
+func (p Problem) Type() string {
+	if p.NotFound {
+		return string(upgrade.CategoryNotFound)
+	}
+	return string(upgrade.CategoryValidation)
+}
+
+func (p Problem) String() string {
+	if p.Field == "" {
+		return p.Message
+	}
+	return p.Field + ": " + p.Message
+}
+
+// WeightTolerance is how far from 100 the weights may sum (rounding of
+// thirds and the like).
+const WeightTolerance = 0.01
+
+// Validate checks p against UpGrade's rules (upgrade-api.md, "Rules the
+// client validates"), reading the context metadata and experiments it needs.
+// A nil or empty slice means the params may be confirmed. The error is
+// non-nil only when the check itself failed (UpGrade unreachable, auth).
+func Validate(ctx context.Context, api API, p Params) ([]Problem, error) {
+	c := &checker{ctx: ctx, api: api}
+	var err error
+	switch v := unwrap(p).(type) {
+	case CreateExperimentParams:
+		err = c.design(withDefaults(v), "")
+	case UpdateExperimentParams:
+		err = c.update(v)
+	case UpdateExperimentStatusParams:
+		err = c.status(v)
+	case DeleteExperimentParams:
+		_, err = c.experiment("experiment_id", v.ExperimentID)
+	case InitExperimentUserParams:
+		c.userID(v.UserID)
+		c.groups(v.Group, v.WorkingGroup)
+	case GetDecisionPointAssignmentsParams:
+		c.userID(v.UserID)
+		_, _, err = c.context(v.Context)
+	case MarkDecisionPointParams:
+		err = c.mark(v)
+	case VisitDecisionPointParams:
+		c.userID(v.UserID)
+		err = c.siteTarget(v.Context, v.Site, v.Target)
+		c.groups(v.Group, v.WorkingGroup)
+	case BalanceParams:
+		err = c.balance(v)
+	default:
+		return nil, fmt.Errorf("validate: %w: %T", ErrUnknownAction, p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.problems, nil
+}
+
+type checker struct {
+	ctx      context.Context
+	api      API
+	meta     upgrade.ContextMetadata
+	problems []Problem
+}
+
+func (c *checker) add(field, format string, args ...any) {
+	c.problems = append(c.problems, Problem{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) missing(field, format string, args ...any) {
+	c.problems = append(c.problems, Problem{Field: field, Message: fmt.Sprintf(format, args...), Missing: true})
+}
+
+func (c *checker) notFound(field, format string, args ...any) {
+	c.problems = append(c.problems, Problem{Field: field, Message: fmt.Sprintf(format, args...), NotFound: true})
+}
+
+func (c *checker) metadata() (upgrade.ContextMetadata, error) {
+	if c.meta != nil {
+		return c.meta, nil
+	}
+	m, err := c.api.ContextMetadata(c.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading context metadata: %w", err)
+	}
+	if m == nil {
+		m = upgrade.ContextMetadata{}
+	}
+	c.meta = m
+	return m, nil
+}
+
+// context checks that the app context exists; ok is false when it does not
+// (or is missing), so that checks depending on it are skipped rather than
+// reported twice.
+func (c *checker) context(name string) (upgrade.ContextInfo, bool, error) {
+	if name == "" {
+		c.missing("context", "context is required (one of the app contexts in the context metadata)")
+		return upgrade.ContextInfo{}, false, nil
+	}
+	m, err := c.metadata()
+	if err != nil {
+		return upgrade.ContextInfo{}, false, err
+	}
+	info, ok := m[name]
+	if !ok {
+		c.add("context", "unknown context %q; valid contexts: %s", name, listOrNone(contextNames(m)))
+	}
+	return info, ok, nil
+}
+
+func (c *checker) userID(id string) {
+	if id == "" {
+		c.missing("user_id", "user_id is required")
+	}
+}
+
+// experiment reads an experiment, turning an id the server does not know
+// into a not_found problem. It returns nil (and no error) in that case.
+func (c *checker) experiment(field, id string) (*upgrade.Experiment, error) {
+	if id == "" {
+		c.missing(field, "%s is required (look the experiment up by name with find_experiment)", field)
+		return nil, nil
+	}
+	if !upgrade.IsUUID(id) {
+		c.notFound(field, "%q is not an experiment id (a UUID); look the experiment up by name with find_experiment", id)
+		return nil, nil
+	}
+	e, err := c.api.Experiment(c.ctx, id)
+	if err != nil {
+		switch upgrade.CategoryOf(err) {
+		case upgrade.CategoryNotFound, upgrade.CategoryValidation:
+			c.notFound(field, "no experiment with id %s", id)
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading experiment %s: %w", id, err)
+	}
+	return e, nil
+}
+
+// design checks a complete experiment design; selfID is the experiment
+// being updated ("" on create), which may keep its own name.
+func (c *checker) design(d CreateExperimentParams, selfID string) error {
+	if d.Name == "" {
+		c.missing("name", "name is required")
+	} else if err := c.uniqueName(d.Name, selfID); err != nil {
+		return err
+	}
+
+	info, ctxOK, err := c.context(d.Context)
+	if err != nil {
+		return err
+	}
+
+	if len(d.DecisionPoints) == 0 {
+		c.missing("decision_points", "at least one decision point (site and target) is required")
+	}
+	seenDP := map[[2]string]int{}
+	for i, dp := range d.DecisionPoints {
+		f := fmt.Sprintf("decision_points[%d]", i)
+		if dp.Site == "" {
+			c.missing(f+".site", "site is required")
+		} else if ctxOK && !contains(info.ExpPoints, dp.Site) {
+			c.add(f+".site", "site %q is not a site of context %s; valid sites: %s", dp.Site, d.Context, listOrNone(info.ExpPoints))
+		}
+		if dp.Target == "" {
+			c.missing(f+".target", "target is required")
+		} else if ctxOK && !contains(info.ExpIDs, dp.Target) {
+			c.add(f+".target", "target %q is not a target of context %s; valid targets: %s", dp.Target, d.Context, listOrNone(info.ExpIDs))
+		}
+		key := [2]string{dp.Site, dp.Target}
+		if j, dup := seenDP[key]; dup && dp.Site != "" {
+			c.add(f, "decision point %s/%s is listed twice (also decision_points[%d])", dp.Site, dp.Target, j)
+		} else {
+			seenDP[key] = i
+		}
+	}
+
+	if len(d.Conditions) == 0 {
+		c.missing("conditions", "at least one condition (code and weight) is required")
+	}
+	seenCode := map[string]int{}
+	sum, weightsOK := 0.0, true
+	for i, cond := range d.Conditions {
+		f := fmt.Sprintf("conditions[%d]", i)
+		switch {
+		case cond.Code == "":
+			c.missing(f+".code", "condition code is required")
+		case strings.EqualFold(cond.Code, "default"):
+			c.add(f+".code", "%q is reserved for UpGrade's default condition; choose another code", cond.Code)
+		case ctxOK && !contains(info.Conditions, cond.Code):
+			c.add(f+".code", "condition %q is not a condition of context %s; valid conditions: %s", cond.Code, d.Context, listOrNone(info.Conditions))
+		}
+		if j, dup := seenCode[cond.Code]; dup && cond.Code != "" {
+			c.add(f+".code", "condition code %q is used twice (also conditions[%d]); codes must be unique", cond.Code, j)
+		} else {
+			seenCode[cond.Code] = i
+		}
+		switch {
+		case cond.Weight == nil:
+			c.missing(f+".weight", "weight is required (percent; all weights sum to 100)")
+			weightsOK = false
+		case *cond.Weight < 0 || math.IsNaN(*cond.Weight):
+			c.add(f+".weight", "weight %s is negative; weights are percentages from 0 to 100", fmtNum(*cond.Weight))
+			weightsOK = false
+		default:
+			sum += *cond.Weight
+		}
+	}
+	// The extra 1e-9 absorbs float error: 3 x 33.33 must pass.
+	if weightsOK && len(d.Conditions) > 0 && math.Abs(sum-100) > WeightTolerance+1e-9 {
+		c.add("conditions", "the weights sum to %s; they must sum to 100", fmtNum(sum))
+	}
+
+	switch d.AssignmentUnit {
+	case upgrade.UnitIndividual, upgrade.UnitGroup:
+	case upgrade.UnitWithinSubjects:
+		c.add("assignment_unit", "within-subjects experiments are not supported by the agent; use individual or group")
+	default:
+		c.add("assignment_unit", "unknown assignment unit %q; use individual or group", d.AssignmentUnit)
+	}
+	if d.AssignmentUnit == upgrade.UnitGroup {
+		if d.GroupType == "" {
+			c.missing("group_type", "group_type is required with assignment_unit group; valid group types: %s", listOrNone(info.GroupTypes))
+		} else if ctxOK && !contains(info.GroupTypes, d.GroupType) {
+			c.add("group_type", "group type %q is not a group type of context %s; valid group types: %s", d.GroupType, d.Context, listOrNone(info.GroupTypes))
+		}
+	}
+
+	switch d.ConsistencyRule {
+	case upgrade.ConsistencyIndividual, upgrade.ConsistencyExperiment:
+	case upgrade.ConsistencyGroup:
+		if d.AssignmentUnit != upgrade.UnitGroup {
+			c.add("consistency_rule", "group consistency needs assignment_unit group (with a group_type)")
+		}
+	default:
+		c.add("consistency_rule", "unknown consistency rule %q; use individual, group or experiment", d.ConsistencyRule)
+	}
+
+	if r := d.PostExperimentRule; r != nil {
+		switch r.Rule {
+		case upgrade.PostRuleContinue, upgrade.PostRuleRevert:
+			if r.ConditionCode != "" {
+				c.add("post_experiment_rule.condition_code", "condition_code applies only with rule assign (rule is %s)", r.Rule)
+			}
+		case upgrade.PostRuleAssign:
+			if r.ConditionCode != "" {
+				if _, ok := seenCode[r.ConditionCode]; !ok {
+					c.add("post_experiment_rule.condition_code", "condition %q is not one of the experiment's conditions (%s); leave it empty for the default condition",
+						r.ConditionCode, listOrNone(conditionCodes(d.Conditions)))
+				}
+			}
+		default:
+			c.add("post_experiment_rule.rule", "unknown post-experiment rule %q; use continue or assign", r.Rule)
+		}
+	}
+
+	switch d.FilterMode {
+	case upgrade.FilterIncludeAll:
+		if len(d.InclusionUsers) > 0 {
+			c.add("inclusion_users", "inclusion lists need filter_mode excludeAll (includeAll enrolls everyone except the excluded)")
+		}
+		if len(d.InclusionGroups) > 0 {
+			c.add("inclusion_groups", "inclusion lists need filter_mode excludeAll (includeAll enrolls everyone except the excluded)")
+		}
+	case upgrade.FilterExcludeAll:
+	default:
+		c.add("filter_mode", "unknown filter mode %q; use includeAll or excludeAll", d.FilterMode)
+	}
+	c.userList("inclusion_users", d.InclusionUsers)
+	c.userList("exclusion_users", d.ExclusionUsers)
+	c.groupList("inclusion_groups", d.InclusionGroups, d.Context, info, ctxOK)
+	c.groupList("exclusion_groups", d.ExclusionGroups, d.Context, info, ctxOK)
+	for i, t := range d.Tags {
+		if strings.TrimSpace(t) == "" {
+			c.add(fmt.Sprintf("tags[%d]", i), "tag is empty")
+		}
+	}
+	return nil
+}
+
+func (c *checker) uniqueName(name, selfID string) error {
+	names, err := c.api.ExperimentNames(c.ctx)
+	if err != nil {
+		return fmt.Errorf("reading experiment names: %w", err)
+	}
+	for _, n := range names {
+		if n.ID != selfID && strings.EqualFold(strings.TrimSpace(n.Name), name) {
+			if selfID == "" {
+				c.add("name", "an experiment named %q already exists (id %s); change it with update_experiment instead, or choose another name", n.Name, n.ID)
+			} else {
+				c.add("name", "another experiment is already named %q (id %s); choose another name", n.Name, n.ID)
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+func (c *checker) userList(field string, users []string) {
+	for i, u := range users {
+		if u == "" {
+			c.add(fmt.Sprintf("%s[%d]", field, i), "user id is empty")
+		}
+	}
+}
+
+func (c *checker) groupList(field string, groups []GroupParam, ctxName string, info upgrade.ContextInfo, ctxOK bool) {
+	for i, g := range groups {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if g.Type == "" {
+			c.missing(f+".type", "group type is required")
+		} else if ctxOK && !contains(info.GroupTypes, g.Type) {
+			c.add(f+".type", "group type %q is not a group type of context %s; valid group types: %s", g.Type, ctxName, listOrNone(info.GroupTypes))
+		}
+		if g.GroupID == "" {
+			c.missing(f+".group_id", "group_id is required")
+		}
+	}
+}
+
+func (c *checker) update(u UpdateExperimentParams) error {
+	e, err := c.experiment("experiment_id", u.ExperimentID)
+	if err != nil || e == nil {
+		return err
+	}
+	if !updateTouches(u) {
+		c.missing("fields", "name at least one field to change (status changes use update_experiment_status)")
+		return nil
+	}
+	if e.Type != "" && e.Type != upgrade.TypeSimple {
+		c.add("experiment_id", "experiment %q is a %s experiment; the agent only edits Simple experiments", e.Name, e.Type)
+		return nil
+	}
+	return c.design(applyUpdate(designOf(e), u), e.ID)
+}
+
+func (c *checker) status(p UpdateExperimentStatusParams) error {
+	e, err := c.experiment("experiment_id", p.ExperimentID)
+	if err != nil {
+		return err
+	}
+	target := upgrade.State(p.Status)
+	switch {
+	case p.Status == "":
+		c.missing("status", "status is required (enrolling to start, enrollmentComplete to stop, cancelled, archived)")
+		return nil
+	case !target.Valid():
+		c.add("status", "unknown status %q; use one of %s (or running, paused, completed)", p.Status, stateList())
+		return nil
+	}
+	if e == nil {
+		return nil
+	}
+	if e.State == target {
+		c.add("status", "experiment %q is already %s", e.Name, target)
+		return nil
+	}
+	if _, ok := AllowedTransition(e.State, target); !ok {
+		c.add("status", "cannot change experiment %q from %s to %s; %s", e.Name, e.State, target, describeTransitionsFrom(e.State))
+	}
+	return nil
+}
+
+func (c *checker) siteTarget(ctxName, site, target string) error {
+	info, ok, err := c.context(ctxName)
+	if err != nil {
+		return err
+	}
+	if site == "" {
+		c.missing("site", "site is required")
+	} else if ok && !contains(info.ExpPoints, site) {
+		c.add("site", "site %q is not a site of context %s; valid sites: %s", site, ctxName, listOrNone(info.ExpPoints))
+	}
+	if target == "" {
+		c.missing("target", "target is required")
+	} else if ok && !contains(info.ExpIDs, target) {
+		c.add("target", "target %q is not a target of context %s; valid targets: %s", target, ctxName, listOrNone(info.ExpIDs))
+	}
+	return nil
+}
+
+// groups checks init-style group memberships: each working group must be
+// one of the user's groups of that type, which the server insists on.
+func (c *checker) groups(group map[string][]string, working map[string]string) {
+	for _, typ := range sortedMapKeys(group) {
+		f := "group." + typ
+		if strings.TrimSpace(typ) == "" {
+			c.add("group", "group type (key) is empty")
+			continue
+		}
+		if len(group[typ]) == 0 {
+			c.add(f, "list at least one group id for group type %s", typ)
+		}
+		for i, id := range group[typ] {
+			if strings.TrimSpace(id) == "" {
+				c.add(fmt.Sprintf("%s[%d]", f, i), "group id is empty")
+			}
+		}
+	}
+	for _, typ := range sortedMapKeys(working) {
+		f := "working_group." + typ
+		id := working[typ]
+		switch {
+		case strings.TrimSpace(id) == "":
+			c.add(f, "working group id is empty")
+		case group == nil:
+			c.add(f, "working_group needs the user's group memberships in group as well (the working group must be one of them)")
+		case !contains(group[typ], id):
+			c.add(f, "working group %q is not one of the user's %s groups (%s)", id, typ, listOrNone(group[typ]))
+		}
+	}
+}
+
+func (c *checker) mark(p MarkDecisionPointParams) error {
+	c.userID(p.UserID)
+	if p.DecisionPoint.Site == "" {
+		c.missing("decision_point.site", "decision_point.site is required")
+	}
+	status := p.Status
+	switch status {
+	case "", upgrade.MarkConditionApplied, upgrade.MarkConditionNotApplied, upgrade.MarkNoConditionAssigned:
+	default:
+		c.add("status", "unknown mark status %q; use %q, %q or %q", status,
+			upgrade.MarkConditionApplied, upgrade.MarkConditionNotApplied, upgrade.MarkNoConditionAssigned)
+		status = ""
+	}
+	ac := p.AssignedCondition
+	if ac == nil {
+		if status != "" && status != upgrade.MarkNoConditionAssigned {
+			c.add("status", "status %q needs assigned_condition (the condition the user saw)", status)
+		}
+		return nil
+	}
+	if status == upgrade.MarkNoConditionAssigned {
+		c.add("status", "status %q contradicts assigned_condition; drop one of them", status)
+	}
+	if ac.ConditionCode == "" {
+		c.missing("assigned_condition.condition_code", "assigned_condition.condition_code is required")
+	}
+	e, err := c.experiment("assigned_condition.experiment_id", ac.ExperimentID)
+	if err != nil || e == nil {
+		return err
+	}
+	if ac.ConditionCode != "" && e.ConditionByCode(ac.ConditionCode) == nil {
+		c.add("assigned_condition.condition_code", "experiment %q has no condition %q; its conditions: %s",
+			e.Name, ac.ConditionCode, listOrNone(experimentCodes(e)))
+	}
+	if p.DecisionPoint.Site != "" && !hasPartition(e, p.DecisionPoint.Site, p.DecisionPoint.Target) {
+		c.add("decision_point", "experiment %q has no decision point %s; its decision points: %s",
+			e.Name, siteTarget(p.DecisionPoint.Site, p.DecisionPoint.Target), listOrNone(partitionNames(e)))
+	}
+	return nil
+}
+
+func (c *checker) balance(p BalanceParams) error {
+	switch {
+	case p.NumUsers == 0:
+		c.missing("num_users", "num_users is required (1..%d)", MaxBalanceUsers)
+	case p.NumUsers < 1 || p.NumUsers > MaxBalanceUsers:
+		c.add("num_users", "num_users must be between 1 and %d (got %d)", MaxBalanceUsers, p.NumUsers)
+	}
+	if err := c.siteTarget(p.Context, p.Site, p.Target); err != nil {
+		return err
+	}
+	c.groups(p.Group, p.WorkingGroup)
+	if p.ExperimentID == "" {
+		return nil
+	}
+	e, err := c.experiment("experiment_id", p.ExperimentID)
+	if err != nil || e == nil {
+		return err
+	}
+	if p.Context != "" && !contains(e.Context, p.Context) {
+		c.add("experiment_id", "experiment %q runs in context %s, not %s", e.Name, listOrNone(e.Context), p.Context)
+	} else if p.Site != "" && p.Target != "" && !hasPartition(e, p.Site, p.Target) {
+		c.add("experiment_id", "experiment %q has no decision point %s; its decision points: %s",
+			e.Name, siteTarget(p.Site, p.Target), listOrNone(partitionNames(e)))
+	}
+	return nil
+}
+
+func hasPartition(e *upgrade.Experiment, site, target string) bool {
+	for _, p := range e.Partitions {
+		if p.Site == site && p.Target == target {
+			return true
+		}
+	}
+	return false
+}
+
+func partitionNames(e *upgrade.Experiment) []string {
+	var out []string
+	for _, p := range sortedPartitions(e.Partitions) {
+		out = append(out, siteTarget(p.Site, p.Target))
+	}
+	return out
+}
+
+func experimentCodes(e *upgrade.Experiment) []string {
+	var out []string
+	for _, c := range sortedConditions(e.Conditions) {
+		out = append(out, c.ConditionCode)
+	}
+	return out
+}
+
+func conditionCodes(cs []ConditionParam) []string {
+	var out []string
+	for _, c := range cs {
+		if c.Code != "" {
+			out = append(out, c.Code)
+		}
+	}
+	return out
+}
+
+func siteTarget(site, target string) string {
+	if target == "" {
+		return site
+	}
+	return site + "/" + target
+}
+
+func contextNames(m upgrade.ContextMetadata) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedMapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func listOrNone(list []string) string {
+	if len(list) == 0 {
+		return "(none)"
+	}
+	return strings.Join(list, ", ")
+}
+
+func stateList() string {
+	parts := make([]string, len(upgrade.AllStates))
+	for i, s := range upgrade.AllStates {
+		parts[i] = string(s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fmtNum prints a number the way a person writes it: 50, 33.33, 0.5.
+// Rounding to four places hides float noise such as 99.99000000000001.
+func fmtNum(f float64) string {
+	return strconv.FormatFloat(math.Round(f*1e4)/1e4, 'f', -1, 64)
+}

@@ -1,0 +1,51 @@
+package pipeline
+
+import (
+	"context"
+)
+
+// responderTools are read-only accessors of the state. The turn report in the
+// responder's prompt usually makes them unnecessary.
+func responderTools() *toolSet {
+	return newToolSet(
+		toolContextMetadata,
+		toolExperimentNames,
+		toolAllExperiments,
+		newTool("get_all_gathered_info", "Everything gathered in this session (details, enrollment, terms, schemas).", true,
+			func(_ context.Context, t *turn, _ noArgs) (any, error) {
+				t.mu.Lock()
+				defer t.mu.Unlock()
+				return t.st.GatheredInfo, nil
+			}),
+		newTool("get_execution_log", "Actions executed in this session, oldest first.", true,
+			func(_ context.Context, t *turn, _ noArgs) (any, error) {
+				t.mu.Lock()
+				defer t.mu.Unlock()
+				return map[string]any{"execution_log": t.st.ExecutionLog, "older_entries_dropped": t.st.LogDropped}, nil
+			}),
+		newTool("get_errors", "Errors of this turn.", true,
+			func(_ context.Context, t *turn, _ noArgs) (any, error) {
+				t.mu.Lock()
+				defer t.mu.Unlock()
+				return map[string]any{"errors": t.st.Errors}, nil
+			}),
+		newTool("get_action_status", "The pending action, its params, missing params and confirmation state.", true,
+			func(_ context.Context, t *turn, _ noArgs) (any, error) {
+				t.mu.Lock()
+				defer t.mu.Unlock()
+				return map[string]any{"action_needed": t.st.ActionNeeded, "action_params": t.st.ActionParams,
+					"missing_params": t.st.MissingParams, "needs_confirmation": t.st.NeedsConfirmation,
+					"confirmation_message": t.st.ConfirmationMessage, "user_confirmed": t.st.UserConfirmed}, nil
+			}),
+		newTool("get_conversation_history", "Earlier exchanges of this session (most recent last).", true,
+			func(_ context.Context, t *turn, _ noArgs) (any, error) {
+				t.mu.Lock()
+				defer t.mu.Unlock()
+				h := t.st.ConversationHistory
+				if len(h) > 20 {
+					h = h[len(h)-20:]
+				}
+				return map[string]any{"history": h, "older_exchanges": t.st.HistoryDropped + len(t.st.ConversationHistory) - len(h)}, nil
+			}),
+	)
+}

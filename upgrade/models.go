@@ -1,0 +1,532 @@
+package upgrade
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// State is an experiment state, always held in UpGrade's internal naming.
+// Servers of version 6.5 answer with display names (running, paused,
+// completed); NormalizeState folds them back so the rest of the program only
+// ever sees one vocabulary.
+type State string
+
+// The experiment states of upgrade-api.md, internal names.
+const (
+	StateInactive           State = "inactive"
+	StatePreview            State = "preview"
+	StateScheduled          State = "scheduled"
+	StateEnrolling          State = "enrolling"
+	StateEnrollmentComplete State = "enrollmentComplete"
+	StateCancelled          State = "cancelled"
+	StateArchived           State = "archived"
+	StateDraft              State = "draft"
+)
+
+// AllStates lists every internal state name.
+var AllStates = []State{StateInactive, StatePreview, StateScheduled, StateEnrolling,
+	StateEnrollmentComplete, StateCancelled, StateArchived, StateDraft}
+
+var displayToInternal = map[string]State{
+	"running":   StateEnrolling,
+	"paused":    StateEnrollmentComplete,
+	"completed": StateCancelled,
+}
+
+// NormalizeState maps a display name to its internal name; internal names
+// (any case) pass through. Unknown names are returned unchanged.
+func NormalizeState(s string) State {
+	t := strings.TrimSpace(s)
+	if st, ok := displayToInternal[strings.ToLower(t)]; ok {
+		return st
+	}
+	for _, st := range AllStates {
+		if strings.EqualFold(string(st), t) {
+			return st
+		}
+	}
+	return State(t)
+}
+
+// Valid reports whether s is one of the internal state names.
+func (s State) Valid() bool {
+	for _, st := range AllStates {
+		if st == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Display is the name a 6.5 server shows for the state.
+func (s State) Display() string {
+	switch s {
+	case StateEnrolling:
+		return "running"
+	case StateEnrollmentComplete:
+		return "paused"
+	case StateCancelled:
+		return "completed"
+	}
+	return string(s)
+}
+
+// UnmarshalJSON accepts both internal and display names.
+func (s *State) UnmarshalJSON(b []byte) error {
+	var str string
+	if err := json.Unmarshal(b, &str); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	*s = NormalizeState(str)
+	return nil
+}
+
+// Enumerations of upgrade-api.md.
+const (
+	ConsistencyIndividual = "individual"
+	ConsistencyExperiment = "experiment"
+	ConsistencyGroup      = "group"
+
+	UnitIndividual     = "individual"
+	UnitGroup          = "group"
+	UnitWithinSubjects = "within-subjects"
+
+	PostRuleContinue = "continue"
+	PostRuleRevert   = "revert"
+	PostRuleAssign   = "assign"
+
+	FilterIncludeAll = "includeAll"
+	FilterExcludeAll = "excludeAll"
+
+	TypeSimple    = "Simple"
+	TypeFactorial = "Factorial"
+
+	AlgorithmRandom = "random"
+
+	MarkConditionApplied    = "condition applied"
+	MarkConditionNotApplied = "condition not applied"
+	MarkNoConditionAssigned = "no condition assigned"
+)
+
+// Condition is one arm of an experiment.
+type Condition struct {
+	ID               string  `json:"id"`
+	ConditionCode    string  `json:"conditionCode"`
+	AssignmentWeight float64 `json:"assignmentWeight"`
+	Order            int     `json:"order"`
+	Name             string  `json:"name,omitempty"`
+	Description      string  `json:"description,omitempty"`
+	TwoCharacterID   string  `json:"twoCharacterId,omitempty"`
+}
+
+// DecisionPoint is what the server calls a partition: a site and an
+// optional target where a condition is chosen.
+type DecisionPoint struct {
+	ID               string `json:"id"`
+	Site             string `json:"site"`
+	Target           string `json:"target,omitempty"`
+	Description      string `json:"description,omitempty"`
+	Order            int    `json:"order"`
+	ExcludeIfReached bool   `json:"excludeIfReached"`
+}
+
+// GroupRef names one group of a group type.
+type GroupRef struct {
+	Type    string `json:"type"`
+	GroupID string `json:"groupId"`
+}
+
+// Segment is the normalised form of an inclusion or exclusion list. Both wire
+// shapes (6.5: an array of {segment}; 6.2: a single {segment}) decode into it.
+type Segment struct {
+	Users  []string   `json:"users"`
+	Groups []GroupRef `json:"groups"`
+}
+
+// Empty reports whether the segment lists nobody.
+func (s Segment) Empty() bool { return len(s.Users) == 0 && len(s.Groups) == 0 }
+
+// StateTimeLog is one recorded state change.
+type StateTimeLog struct {
+	// ID is the server's id of the log row. The server validates it when an
+	// experiment is sent back in a PUT, so it must survive a round trip.
+	ID        string `json:"id,omitempty"`
+	FromState State  `json:"fromState"`
+	ToState   State  `json:"toState"`
+	TimeLog   string `json:"timeLog"`
+}
+
+// EnrollmentCompleteCondition ends enrollment automatically.
+type EnrollmentCompleteCondition struct {
+	UserCount  int `json:"userCount"`
+	GroupCount int `json:"groupCount"`
+}
+
+// Experiment is the full experiment object, normalised: internal state names
+// and segments in the Segment form. Use MarshalFor to write the shape a
+// particular server version expects; MarshalJSON writes the 6.5 shape.
+type Experiment struct {
+	ID                          string                       `json:"id,omitempty"`
+	Name                        string                       `json:"name"`
+	Description                 string                       `json:"description,omitempty"`
+	Context                     []string                     `json:"context"`
+	State                       State                        `json:"state"`
+	ConsistencyRule             string                       `json:"consistencyRule,omitempty"`
+	AssignmentUnit              string                       `json:"assignmentUnit"`
+	PostExperimentRule          string                       `json:"postExperimentRule"`
+	Tags                        []string                     `json:"tags"`
+	FilterMode                  string                       `json:"filterMode"`
+	Type                        string                       `json:"type"`
+	AssignmentAlgorithm         string                       `json:"assignmentAlgorithm,omitempty"`
+	Group                       string                       `json:"group,omitempty"`
+	RevertTo                    *string                      `json:"revertTo"`
+	StartOn                     *string                      `json:"startOn,omitempty"`
+	EndOn                       *string                      `json:"endOn,omitempty"`
+	EnrollmentCompleteCondition *EnrollmentCompleteCondition `json:"enrollmentCompleteCondition,omitempty"`
+	Conditions                  []Condition                  `json:"conditions"`
+	Partitions                  []DecisionPoint              `json:"partitions"`
+	Inclusion                   Segment                      `json:"-"`
+	Exclusion                   Segment                      `json:"-"`
+	ConditionPayloads           []json.RawMessage            `json:"conditionPayloads,omitempty"`
+	Queries                     []json.RawMessage            `json:"queries,omitempty"`
+	StateTimeLogs               []StateTimeLog               `json:"stateTimeLogs,omitempty"`
+	CreatedAt                   string                       `json:"createdAt,omitempty"`
+	UpdatedAt                   string                       `json:"updatedAt,omitempty"`
+	VersionNumber               int                          `json:"versionNumber,omitempty"`
+}
+
+// ConditionByCode returns the condition with that code, or nil.
+func (e *Experiment) ConditionByCode(code string) *Condition {
+	for i := range e.Conditions {
+		if e.Conditions[i].ConditionCode == code {
+			return &e.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// ConditionByID returns the condition with that id, or nil.
+func (e *Experiment) ConditionByID(id string) *Condition {
+	for i := range e.Conditions {
+		if e.Conditions[i].ID == id {
+			return &e.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// ContextName is the experiment's single context ("" when none).
+func (e *Experiment) ContextName() string {
+	if len(e.Context) == 0 {
+		return ""
+	}
+	return e.Context[0]
+}
+
+// SegmentShape says which wire form of segments a server speaks.
+type SegmentShape int
+
+const (
+	// SegmentsArray is the 6.5 form: experimentSegmentInclusion: [{segment}].
+	SegmentsArray SegmentShape = iota
+	// SegmentsObject is the 6.2 form: experimentSegmentInclusion: {segment}.
+	SegmentsObject
+)
+
+type wireIndividual struct {
+	UserID string `json:"userId"`
+}
+
+type wireSegmentBody struct {
+	IndividualForSegment []wireIndividual  `json:"individualForSegment"`
+	GroupForSegment      []GroupRef        `json:"groupForSegment"`
+	SubSegments          []json.RawMessage `json:"subSegments"`
+	Type                 string            `json:"type"`
+	ListType             string            `json:"listType,omitempty"`
+	Name                 string            `json:"name,omitempty"`
+	ID                   string            `json:"id,omitempty"`
+	Context              string            `json:"context,omitempty"`
+}
+
+type wireSegment struct {
+	Segment *wireSegmentBody `json:"segment"`
+}
+
+func toWire(s Segment) wireSegment {
+	b := &wireSegmentBody{IndividualForSegment: []wireIndividual{}, GroupForSegment: []GroupRef{},
+		SubSegments: []json.RawMessage{}, Type: "private"}
+	for _, u := range s.Users {
+		b.IndividualForSegment = append(b.IndividualForSegment, wireIndividual{UserID: u})
+	}
+	b.GroupForSegment = append(b.GroupForSegment, s.Groups...)
+	return wireSegment{Segment: b}
+}
+
+func fromWire(ws []wireSegment) Segment {
+	seg := Segment{Users: []string{}, Groups: []GroupRef{}}
+	for _, w := range ws {
+		if w.Segment == nil {
+			continue
+		}
+		for _, u := range w.Segment.IndividualForSegment {
+			seg.Users = append(seg.Users, u.UserID)
+		}
+		seg.Groups = append(seg.Groups, w.Segment.GroupForSegment...)
+	}
+	return seg
+}
+
+// decodeSegments reads either wire shape: an array of {segment}, a single
+// {segment}, or null.
+func decodeSegments(raw json.RawMessage) (Segment, error) {
+	t := strings.TrimSpace(string(raw))
+	if t == "" || t == "null" {
+		return Segment{Users: []string{}, Groups: []GroupRef{}}, nil
+	}
+	if strings.HasPrefix(t, "[") {
+		var arr []wireSegment
+		if err := json.Unmarshal(raw, &arr); err != nil {
+			return Segment{}, err
+		}
+		return fromWire(arr), nil
+	}
+	var one wireSegment
+	if err := json.Unmarshal(raw, &one); err != nil {
+		return Segment{}, err
+	}
+	return fromWire([]wireSegment{one}), nil
+}
+
+type experimentAlias Experiment
+
+type experimentWire struct {
+	experimentAlias
+	Inclusion json.RawMessage `json:"experimentSegmentInclusion"`
+	Exclusion json.RawMessage `json:"experimentSegmentExclusion"`
+}
+
+// UnmarshalJSON reads both segment shapes and both state vocabularies.
+func (e *Experiment) UnmarshalJSON(b []byte) error {
+	var w experimentWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	inc, err := decodeSegments(w.Inclusion)
+	if err != nil {
+		return fmt.Errorf("experimentSegmentInclusion: %w", err)
+	}
+	exc, err := decodeSegments(w.Exclusion)
+	if err != nil {
+		return fmt.Errorf("experimentSegmentExclusion: %w", err)
+	}
+	*e = Experiment(w.experimentAlias)
+	e.Inclusion, e.Exclusion = inc, exc
+	return nil
+}
+
+// MarshalJSON writes the 6.5 shape.
+func (e Experiment) MarshalJSON() ([]byte, error) { return e.MarshalFor(SegmentsArray) }
+
+// MarshalFor writes the experiment with the segment shape a server expects.
+func (e Experiment) MarshalFor(shape SegmentShape) ([]byte, error) {
+	var inc, exc any
+	switch shape {
+	case SegmentsObject:
+		inc, exc = toWire(e.Inclusion), toWire(e.Exclusion)
+	default:
+		inc, exc = []wireSegment{toWire(e.Inclusion)}, []wireSegment{toWire(e.Exclusion)}
+	}
+	type out struct {
+		experimentAlias
+		Inclusion any `json:"experimentSegmentInclusion"`
+		Exclusion any `json:"experimentSegmentExclusion"`
+	}
+	return json.Marshal(out{experimentAlias(e), inc, exc})
+}
+
+// ExperimentName is one row of GET /experiments/names.
+type ExperimentName struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// ContextInfo is one context of the context metadata.
+type ContextInfo struct {
+	Conditions []string `json:"CONDITIONS"`
+	GroupTypes []string `json:"GROUP_TYPES"`
+	ExpIDs     []string `json:"EXP_IDS"`    // targets
+	ExpPoints  []string `json:"EXP_POINTS"` // sites
+}
+
+// ContextMetadata maps a context name to its options.
+type ContextMetadata map[string]ContextInfo
+
+// ServerInfo is the answer of GET /api.
+type ServerInfo struct {
+	Name        string `json:"name"`
+	Version     string `json:"version"`
+	Description string `json:"description"`
+}
+
+// SearchParams filters POST /experiments/paginated.
+type SearchParams struct {
+	Key    string `json:"key"` // all, name, status, tag, context
+	String string `json:"string"`
+}
+
+// SortParams orders POST /experiments/paginated.
+type SortParams struct {
+	Key    string `json:"key"`    // name, state, updatedAt, postExperimentRule
+	SortAs string `json:"sortAs"` // ASC, DESC
+}
+
+// PageRequest is the body of POST /experiments/paginated.
+type PageRequest struct {
+	Skip         int           `json:"skip"`
+	Take         int           `json:"take"`
+	SearchParams *SearchParams `json:"searchParams,omitempty"`
+	SortParams   *SortParams   `json:"sortParams,omitempty"`
+}
+
+// Page is the answer of POST /experiments/paginated.
+type Page struct {
+	Total int          `json:"total"`
+	Nodes []Experiment `json:"nodes"`
+}
+
+// StateChange is the body of POST /experiments/state.
+type StateChange struct {
+	ExperimentID string  `json:"experimentId"`
+	State        State   `json:"state"`
+	ScheduleDate *string `json:"scheduleDate,omitempty"`
+}
+
+// PartitionStats is enrollment at one decision point of one condition.
+type PartitionStats struct {
+	ID     string `json:"id"`
+	Users  int    `json:"users"`
+	Groups int    `json:"groups"`
+}
+
+// ConditionStats is enrollment in one condition.
+type ConditionStats struct {
+	ID         string           `json:"id"`
+	Users      int              `json:"users"`
+	Groups     int              `json:"groups"`
+	Partitions []PartitionStats `json:"partitions"`
+}
+
+// EnrollmentStats is the answer of POST /stats/enrollment/detail.
+type EnrollmentStats struct {
+	ID             string           `json:"id"`
+	Users          int              `json:"users"`
+	Groups         int              `json:"groups"`
+	UsersExcluded  int              `json:"usersExcluded"`
+	GroupsExcluded int              `json:"groupsExcluded"`
+	Conditions     []ConditionStats `json:"conditions"`
+}
+
+// InitRequest is the body of POST /v6/init. Nil fields are not sent and keep
+// their stored values on the server.
+type InitRequest struct {
+	Group        map[string][]string `json:"group,omitempty"`
+	WorkingGroup map[string]string   `json:"workingGroup,omitempty"`
+}
+
+// InitResponse is the answer of POST /v6/init.
+type InitResponse struct {
+	ID           string              `json:"id"`
+	Group        map[string][]string `json:"group"`
+	WorkingGroup map[string]string   `json:"workingGroup"`
+}
+
+// Payload is a condition payload as the client sees it.
+type Payload struct {
+	Type  string `json:"type"`
+	Value string `json:"value"`
+}
+
+// AssignedCondition is one condition handed to a user.
+type AssignedCondition struct {
+	ID            string   `json:"id"`
+	ConditionCode string   `json:"conditionCode"`
+	Payload       *Payload `json:"payload"`
+	ExperimentID  string   `json:"experimentId"`
+}
+
+// Assignment is one decision point of the answer of POST /v6/assign.
+type Assignment struct {
+	Site              string              `json:"site"`
+	Target            string              `json:"target"`
+	ExperimentType    string              `json:"experimentType"`
+	AssignedCondition []AssignedCondition `json:"assignedCondition"`
+	AssignedFactor    json.RawMessage     `json:"assignedFactor,omitempty"`
+}
+
+// MarkCondition is the condition a mark reports.
+type MarkCondition struct {
+	ID            string `json:"id,omitempty"`
+	ConditionCode string `json:"conditionCode,omitempty"`
+	ExperimentID  string `json:"experimentId,omitempty"`
+}
+
+// MarkData is the data of a mark.
+type MarkData struct {
+	Site              string         `json:"site"`
+	Target            string         `json:"target,omitempty"`
+	AssignedCondition *MarkCondition `json:"assignedCondition,omitempty"`
+}
+
+// MarkRequest is the body of POST /v6/mark.
+type MarkRequest struct {
+	Data        MarkData `json:"data"`
+	Status      string   `json:"status,omitempty"`
+	Uniquifier  string   `json:"uniquifier,omitempty"`
+	ClientError string   `json:"clientError,omitempty"`
+}
+
+// MarkResponse is the answer of POST /v6/mark.
+type MarkResponse struct {
+	ID           string `json:"id"`
+	UserID       string `json:"userId"`
+	Site         string `json:"site"`
+	Target       string `json:"target"`
+	ExperimentID string `json:"experimentId"`
+	Condition    string `json:"condition"`
+}
+
+// ServerError is the JSON error body UpGrade answers with.
+type ServerError struct {
+	Name      string          `json:"name"`
+	Message   string          `json:"message"`
+	EndPoint  string          `json:"endPoint"`
+	ErrorCode int             `json:"errorCode"`
+	Type      string          `json:"type,omitempty"`
+	Request   json.RawMessage `json:"request,omitempty"`
+}
+
+// DefaultContextMetadata is the metadata the simulator serves unless told
+// otherwise (upgrade-api.md, "Default context metadata").
+func DefaultContextMetadata() ContextMetadata {
+	return ContextMetadata{
+		"assign-prog": {
+			Conditions: []string{"control", "variant"},
+			GroupTypes: []string{"schoolId", "classId", "instructorId"},
+			ExpIDs:     []string{"absolute_value_plot_equality", "analyzing_step_functions"},
+			ExpPoints:  []string{"SelectSection"},
+		},
+		"mathstream": {
+			Conditions: []string{"question-hint-default", "question-hint-tutorbot"},
+			GroupTypes: []string{"schoolId", "classId", "instructorId"},
+			ExpIDs:     []string{"question-hint"},
+			ExpPoints:  []string{"lesson-stream"},
+		},
+		"livehint-ai": {
+			Conditions: []string{"tutorbot-enabled1", "tutorbot-enabled2", "solver_bot_with_goal", "solver_bot_without_goal"},
+			GroupTypes: []string{"schoolId", "classId"},
+			ExpIDs:     []string{"digital", "mathbook_ca", "mathbook_tx", "mathstream"},
+			ExpPoints:  []string{"problem-info", "create-session"},
+		},
+	}
+}

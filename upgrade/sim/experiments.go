@@ -1,0 +1,566 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
+
+// conditionPayload is one element of an experiment's conditionPayloads.
+type conditionPayload struct {
+	ID              string           `json:"id"`
+	Payload         *upgrade.Payload `json:"payload"`
+	ParentCondition string           `json:"parentCondition"`
+	DecisionPoint   string           `json:"decisionPoint,omitempty"`
+}
+
+// timestamp formats a time like the server does (ISO 8601, UTC, milliseconds).
+func (s *Sim) timestamp() string {
+	return s.now().UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// normalizeStored makes every list of a stored experiment non-nil, so the
+// answers show [] rather than null.
+func normalizeStored(e *upgrade.Experiment) {
+	if e.Context == nil {
+		e.Context = []string{}
+	}
+	if e.Tags == nil {
+		e.Tags = []string{}
+	}
+	if e.Conditions == nil {
+		e.Conditions = []upgrade.Condition{}
+	}
+	if e.Partitions == nil {
+		e.Partitions = []upgrade.DecisionPoint{}
+	}
+	for _, seg := range []*upgrade.Segment{&e.Inclusion, &e.Exclusion} {
+		if seg.Users == nil {
+			seg.Users = []string{}
+		}
+		if seg.Groups == nil {
+			seg.Groups = []upgrade.GroupRef{}
+		}
+	}
+}
+
+// wire encodes an experiment as the configured server version shows it:
+// 6.5 display state names (when display is set) and array segments, or the
+// 6.2 internal names and single-object segments.
+func (s *Sim) wire(e *upgrade.Experiment, display bool) []byte {
+	cp := *e
+	shape := upgrade.SegmentsArray
+	if s.legacy {
+		shape = upgrade.SegmentsObject
+	} else if display {
+		cp.State = upgrade.State(cp.State.Display())
+		cp.StateTimeLogs = make([]upgrade.StateTimeLog, len(e.StateTimeLogs))
+		for i, l := range e.StateTimeLogs {
+			l.FromState = upgrade.State(l.FromState.Display())
+			l.ToState = upgrade.State(l.ToState.Display())
+			cp.StateTimeLogs[i] = l
+		}
+	}
+	b, err := cp.MarshalFor(shape)
+	if err != nil {
+		// The stored model always encodes; keep the answer valid JSON anyway.
+		return []byte("{}")
+	}
+	return b
+}
+
+func jsonArray(items [][]byte) []byte {
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	for i, it := range items {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(it)
+	}
+	buf.WriteByte(']')
+	return buf.Bytes()
+}
+
+// prepareExperiment validates a create or update body and decodes it. It
+// reads nothing but the metadata, so it runs outside the lock.
+func (s *Sim) prepareExperiment(body []byte) (*upgrade.Experiment, []conditionPayload, *apiError) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, nil, badBody(err.Error())
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, badBody("the body is not a JSON object")
+	}
+	if aerr := validateExperiment(m); aerr != nil {
+		return nil, nil, aerr
+	}
+	var e upgrade.Experiment
+	if err := json.Unmarshal(body, &e); err != nil {
+		return nil, nil, badBody(err.Error())
+	}
+	ctx := e.ContextName()
+	if _, ok := s.meta[ctx]; !ok {
+		return nil, nil, &apiError{Status: 400, Name: "BadRequestError", Type: typeIncorrectParam,
+			Message: fmt.Sprintf("The app context %q is not defined in CONTEXT_METADATA.", ctx)}
+	}
+	payloads := make([]conditionPayload, 0, len(e.ConditionPayloads))
+	for i, raw := range e.ConditionPayloads {
+		var p conditionPayload
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, nil, badBody(fmt.Sprintf("conditionPayloads[%d]: %v", i, err))
+		}
+		payloads = append(payloads, p)
+	}
+	e.StateTimeLogs = nil // the server keeps its own log
+	normalizeStored(&e)
+	return &e, payloads, nil
+}
+
+func encodePayloads(ps []conditionPayload) []json.RawMessage {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]json.RawMessage, 0, len(ps))
+	for _, p := range ps {
+		b, err := json.Marshal(p)
+		if err != nil {
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func decodePayloads(e *upgrade.Experiment) []conditionPayload {
+	out := make([]conditionPayload, 0, len(e.ConditionPayloads))
+	for _, raw := range e.ConditionPayloads {
+		var p conditionPayload
+		if json.Unmarshal(raw, &p) == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// createLocked stores a new experiment (or overwrites one with the same id,
+// as the server's POST does) with fresh condition and decision point ids.
+func (s *Sim) createLocked(body []byte) (*upgrade.Experiment, *apiError) {
+	e, payloads, aerr := s.prepareExperiment(body)
+	if aerr != nil {
+		return nil, aerr
+	}
+	return s.insertLocked(e, payloads)
+}
+
+func (s *Sim) insertLocked(e *upgrade.Experiment, payloads []conditionPayload) (*upgrade.Experiment, *apiError) {
+	if e.ID != "" && !isUUID(e.ID) {
+		// The id is the primary key of a uuid column: PostgreSQL refuses it.
+		return nil, &apiError{Status: 500, Name: "QueryFailedError", Type: typeQueryFailed,
+			Message: fmt.Sprintf("invalid input syntax for type uuid: %q", e.ID)}
+	}
+	old := s.idx[e.ID]
+	if e.ID == "" {
+		e.ID = s.newID()
+	}
+	condIDs := map[string]string{}
+	for i := range e.Conditions {
+		id := s.newID()
+		condIDs[e.Conditions[i].ID] = id
+		e.Conditions[i].ID = id
+		e.Conditions[i].Order = i + 1
+	}
+	partIDs := map[string]string{}
+	for i := range e.Partitions {
+		id := s.newID()
+		partIDs[e.Partitions[i].ID] = id
+		e.Partitions[i].ID = id
+		e.Partitions[i].Order = i + 1
+	}
+	if e.RevertTo != nil {
+		if id, ok := condIDs[*e.RevertTo]; ok {
+			e.RevertTo = &id
+		}
+	}
+	for i := range payloads {
+		if id, ok := condIDs[payloads[i].ParentCondition]; ok {
+			payloads[i].ParentCondition = id
+		}
+		if id, ok := partIDs[payloads[i].DecisionPoint]; ok {
+			payloads[i].DecisionPoint = id
+		}
+	}
+	e.ConditionPayloads = encodePayloads(payloads)
+	now := s.timestamp()
+	e.CreatedAt, e.UpdatedAt, e.VersionNumber = now, now, 1
+	if old != nil {
+		// An upsert: the row keeps its creation time; everything that hung
+		// on the old conditions is gone with them.
+		e.CreatedAt, e.VersionNumber = old.CreatedAt, old.VersionNumber+1
+		e.StateTimeLogs = old.StateTimeLogs
+		delete(s.st.Runtime, e.ID)
+		i := slices.Index(s.st.Experiments, old)
+		s.st.Experiments[i] = e
+	} else {
+		s.st.Experiments = append(s.st.Experiments, e)
+	}
+	s.idx[e.ID] = e
+	return e, nil
+}
+
+// updateLocked replaces experiment id with the body, keeping the ids sent.
+func (s *Sim) updateLocked(id string, e *upgrade.Experiment, payloads []conditionPayload) (*upgrade.Experiment, *apiError) {
+	old := s.idx[id]
+	if old == nil {
+		return nil, notFoundExperiment()
+	}
+	e.ID = id
+	e.ConditionPayloads = encodePayloads(payloads)
+	e.CreatedAt = old.CreatedAt
+	e.UpdatedAt = s.timestamp()
+	e.VersionNumber = old.VersionNumber + 1
+	e.StateTimeLogs = old.StateTimeLogs
+	if e.State != old.State {
+		e.StateTimeLogs = append(slices.Clone(old.StateTimeLogs), upgrade.StateTimeLog{
+			ID: s.newID(), FromState: old.State, ToState: e.State, TimeLog: e.UpdatedAt})
+	}
+	s.st.Experiments[slices.Index(s.st.Experiments, old)] = e
+	s.idx[id] = e
+	return e, nil
+}
+
+// setStateLocked changes a state. The server enforces no transition rules.
+func (s *Sim) setStateLocked(id string, st upgrade.State, scheduleDate *string) (*upgrade.Experiment, *apiError) {
+	old := s.idx[id]
+	if old == nil {
+		// The real server reads the missing row and fails on it.
+		return nil, &apiError{Status: 500, Name: "TypeError",
+			Message: "Cannot read properties of undefined (reading 'context')"}
+	}
+	if !st.Valid() {
+		return nil, badBody("state: must be one of: " + strings.Join(stateNames, ", "))
+	}
+	e := *old
+	now := s.timestamp()
+	e.StateTimeLogs = append(slices.Clone(old.StateTimeLogs), upgrade.StateTimeLog{
+		ID: s.newID(), FromState: old.State, ToState: st, TimeLog: now})
+	e.State = st
+	e.UpdatedAt = now
+	e.VersionNumber = old.VersionNumber + 1
+	if st == upgrade.StateScheduled && scheduleDate != nil {
+		d := *scheduleDate
+		e.StartOn = &d
+	}
+	s.st.Experiments[slices.Index(s.st.Experiments, old)] = &e
+	s.idx[id] = &e
+	return &e, nil
+}
+
+func notFoundExperiment() *apiError {
+	return &apiError{Status: 404, Name: "NotFoundError", Message: "Experiment not found!", Type: typeQueryFailed}
+}
+
+func (s *Sim) handleList(c *call) {
+	var items [][]byte
+	if err := s.view(func() {
+		for _, e := range s.st.Experiments {
+			items = append(items, s.wire(e, true))
+		}
+	}); err != nil {
+		c.failErr(err)
+		return
+	}
+	c.raw(200, jsonArray(items))
+}
+
+func (s *Sim) handleNames(c *call) {
+	out := []upgrade.ExperimentName{}
+	if err := s.view(func() {
+		for _, e := range s.st.Experiments {
+			out = append(out, upgrade.ExperimentName{ID: e.ID, Name: e.Name})
+		}
+	}); err != nil {
+		c.failErr(err)
+		return
+	}
+	c.ok(out)
+}
+
+func (s *Sim) handleSingle(c *call, id string) {
+	if !isUUID(id) {
+		c.fail(badParam("id: must be a UUID"))
+		return
+	}
+	var out []byte
+	if err := s.view(func() {
+		if e := s.idx[id]; e != nil {
+			out = s.wire(e, true)
+		}
+	}); err != nil {
+		c.failErr(err)
+		return
+	}
+	if out == nil {
+		c.fail(notFoundExperiment())
+		return
+	}
+	c.raw(200, out)
+}
+
+func (s *Sim) handleCreate(c *call) {
+	e, payloads, aerr := s.prepareExperiment(c.body)
+	if aerr != nil {
+		c.fail(aerr)
+		return
+	}
+	var out []byte
+	err := s.mutate(func() (bool, *apiError) {
+		created, aerr := s.insertLocked(e, payloads)
+		if aerr != nil {
+			return false, aerr
+		}
+		out = s.wire(created, true)
+		return true, nil
+	})
+	if err != nil {
+		c.failErr(err)
+		return
+	}
+	c.raw(200, out)
+}
+
+func (s *Sim) handleUpdate(c *call, id string) {
+	if !isUUID(id) {
+		c.fail(badParam("id: must be a UUID"))
+		return
+	}
+	e, payloads, aerr := s.prepareExperiment(c.body)
+	if aerr != nil {
+		c.fail(aerr)
+		return
+	}
+	var out []byte
+	err := s.mutate(func() (bool, *apiError) {
+		updated, aerr := s.updateLocked(id, e, payloads)
+		if aerr != nil {
+			return false, aerr
+		}
+		out = s.wire(updated, true)
+		return true, nil
+	})
+	if err != nil {
+		c.failErr(err)
+		return
+	}
+	c.raw(200, out)
+}
+
+func (s *Sim) handleState(c *call) {
+	m, aerr := c.object()
+	if aerr != nil {
+		c.fail(aerr)
+		return
+	}
+	ck := &checker{}
+	if id := ck.str(m, "", "experimentId", true); id != "" && !isUUID(id) {
+		ck.failf("experimentId", "must be a UUID")
+	}
+	if v, ok := m["state"]; !ok || v == nil {
+		ck.failf("state", "should not be null or undefined")
+	} else {
+		ck.enum(m, "", "state", stateNames, true)
+	}
+	ck.date(m, "", "scheduleDate", false)
+	if aerr := ck.err(); aerr != nil {
+		c.fail(aerr)
+		return
+	}
+	id, _ := m["experimentId"].(string)
+	st, _ := m["state"].(string)
+	var sched *string
+	if d, ok := m["scheduleDate"].(string); ok {
+		sched = &d
+	}
+	var out []byte
+	err := s.mutate(func() (bool, *apiError) {
+		e, aerr := s.setStateLocked(id, upgrade.NormalizeState(st), sched)
+		if aerr != nil {
+			return false, aerr
+		}
+		out = s.wire(e, true)
+		return true, nil
+	})
+	if err != nil {
+		c.failErr(err)
+		return
+	}
+	c.raw(200, out)
+}
+
+func (s *Sim) handleDelete(c *call, id string) {
+	if !isUUID(id) {
+		c.fail(badParam("id: must be a UUID"))
+		return
+	}
+	var out []byte
+	err := s.mutate(func() (bool, *apiError) {
+		e := s.idx[id]
+		if e == nil {
+			return false, &apiError{Status: 404, Name: "NotFoundException", Message: "Experiment not found."}
+		}
+		s.st.Experiments = slices.DeleteFunc(s.st.Experiments, func(x *upgrade.Experiment) bool { return x == e })
+		delete(s.idx, id)
+		delete(s.st.Runtime, id)
+		// The server answers the raw deleted rows: internal state names.
+		out = jsonArray([][]byte{s.wire(e, false)})
+		return true, nil
+	})
+	if err != nil {
+		c.failErr(err)
+		return
+	}
+	c.raw(200, out)
+}
+
+func (s *Sim) handlePaginated(c *call) {
+	m, aerr := c.object()
+	if aerr != nil {
+		c.fail(aerr)
+		return
+	}
+	ck := &checker{}
+	ck.number(m, "", "skip", false, true)
+	ck.number(m, "", "take", false, true)
+	var search, sortBy map[string]any
+	if v, ok := m["searchParams"]; !absent(v, ok) {
+		if search = ck.object(m, "", "searchParams", false); search != nil {
+			ck.enum(search, "searchParams", "key", searchKeys, false)
+			ck.str(search, "searchParams", "string", true)
+		}
+	}
+	if v, ok := m["sortParams"]; !absent(v, ok) {
+		if sortBy = ck.object(m, "", "sortParams", false); sortBy != nil {
+			ck.enum(sortBy, "sortParams", "key", sortKeys, true)
+			ck.enum(sortBy, "sortParams", "sortAs", sortDirections, true)
+		}
+	}
+	if aerr := ck.err(); aerr != nil {
+		c.fail(aerr)
+		return
+	}
+	skip, take := intOf(m["skip"]), intOf(m["take"])
+	var nodes [][]byte
+	total := 0
+	if err := s.view(func() {
+		list := make([]*upgrade.Experiment, 0, len(s.st.Experiments))
+		for _, e := range s.st.Experiments {
+			if search == nil || matchesSearch(e, search) {
+				list = append(list, e)
+			}
+		}
+		sortExperiments(list, sortBy)
+		total = len(list)
+		if skip > 0 {
+			list = list[min(skip, len(list)):]
+		}
+		if take > 0 && take < len(list) {
+			list = list[:take]
+		}
+		for _, e := range list {
+			nodes = append(nodes, s.wire(e, true))
+		}
+	}); err != nil {
+		c.failErr(err)
+		return
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, `{"total":%d,"nodes":`, total)
+	buf.Write(jsonArray(nodes))
+	buf.WriteByte('}')
+	c.raw(200, buf.Bytes())
+}
+
+func intOf(v any) int {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0
+	}
+	f, err := n.Float64()
+	if err != nil || f < 0 {
+		return 0
+	}
+	if f > 1e9 {
+		return 1e9
+	}
+	return int(f)
+}
+
+// matchesSearch imitates the server's ILIKE search: substrings, case
+// insensitive; the status is compared whole, in either vocabulary.
+func matchesSearch(e *upgrade.Experiment, p map[string]any) bool {
+	key, _ := p["key"].(string)
+	str, _ := p["string"].(string)
+	needle := strings.ToLower(str)
+	has := func(hay string) bool { return strings.Contains(strings.ToLower(hay), needle) }
+	status := func() bool { return upgrade.NormalizeState(str) == e.State }
+	name := func() bool { return has(e.Name) }
+	ctx := func() bool { return has(strings.Join(e.Context, ",")) }
+	tag := func() bool { return has(strings.Join(e.Tags, ",")) }
+	switch key {
+	case "name":
+		return name()
+	case "status":
+		return status()
+	case "context":
+		return ctx()
+	case "tag":
+		return tag()
+	case "id":
+		return strings.EqualFold(e.ID, str)
+	}
+	if name() || status() || ctx() || tag() || strings.EqualFold(e.ID, str) {
+		return true
+	}
+	for _, dp := range e.Partitions {
+		if has(dp.Site) || has(dp.Target) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortExperiments orders by the requested key, newest update first by
+// default; ties keep creation order.
+func sortExperiments(list []*upgrade.Experiment, p map[string]any) {
+	key, dir := "updatedAt", "DESC"
+	if p != nil {
+		key, _ = p["key"].(string)
+		dir, _ = p["sortAs"].(string)
+	}
+	field := func(e *upgrade.Experiment) string {
+		switch key {
+		case "name":
+			return e.Name
+		case "state":
+			return string(e.State)
+		case "postExperimentRule":
+			return e.PostExperimentRule
+		}
+		return e.UpdatedAt
+	}
+	sort.SliceStable(list, func(i, j int) bool {
+		a, b := field(list[i]), field(list[j])
+		if dir == "DESC" {
+			return a > b
+		}
+		return a < b
+	})
+}
