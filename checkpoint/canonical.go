@@ -77,33 +77,66 @@ const (
 )
 
 // encode returns the file bytes of cp and its checksum. It does not modify cp.
+//
+// The state is validated by scanJSON and copied once, not run through encoding/json:
+// the rest is marshalled with state null, and the state's bytes are put in place of
+// that null. The result is byte for byte what json.Encoder (HTML escaping off) would
+// write for the whole checkpoint; TestGoldenV1 and TestEncodeMatchesEncodingJSON hold
+// it to that.
 func encode(cp *Checkpoint) ([]byte, string, error) {
+	state := []byte(cp.State)
+	if len(state) == 0 {
+		state = []byte("null")
+	}
+	valid, compact := scanJSON(state)
+	if !valid {
+		var v json.RawMessage
+		err := json.Unmarshal(state, &v)
+		return nil, "", fmt.Errorf("state: invalid JSON: %v", err)
+	}
+	if !compact {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, state); err != nil {
+			return nil, "", fmt.Errorf("state: %w", err)
+		}
+		state = buf.Bytes()
+	}
+
 	c := *cp
 	c.Checksum = ""
+	c.State = nil
 	if c.Effects == nil {
 		c.Effects = []Effect{} // "effects": [] rather than null, one spelling on disk
 	}
 	var buf bytes.Buffer
-	buf.Grow(len(c.State) + len(c.MCP) + 1024 + 256*len(c.Effects))
+	buf.Grow(1024 + len(c.MCP) + 256*len(c.Effects))
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(&c); err != nil {
 		return nil, "", err
 	}
-	body := bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
-	if !bytes.HasSuffix(body, []byte(checksumKey+checksumTail)) {
+	head := bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
+	const nullTail = `null,` + checksumKey + checksumTail
+	if !bytes.HasSuffix(head, []byte(`"state":`+nullTail)) {
 		// Only a reordering of the struct fields can cause this.
-		return nil, "", errors.New("internal error: checksum is not the last member of the encoding")
+		return nil, "", errors.New("internal error: state and checksum are not the last members of the encoding")
 	}
-	h := sha256.Sum256(body)
-	sum := hex.EncodeToString(h[:])
-	cut := len(body) - len(checksumTail)
-	out := make([]byte, 0, len(body)+checksumLen+1)
-	out = append(out, body[:cut]...)
-	out = append(out, sum...)
+	head = head[:len(head)-len(nullTail)]
+
+	out := make([]byte, 0, len(head)+len(state)+1+len(checksumKey)+checksumLen+len(checksumTail)+1)
+	out = append(out, head...)
+	out = append(out, state...)
+	out = append(out, ',')
+	out = append(out, checksumKey...)
+	h := sha256.New()
+	h.Write(out)
+	h.Write([]byte(checksumTail))
+	var sum [checksumLen]byte
+	hex.Encode(sum[:], h.Sum(nil))
+	out = append(out, sum[:]...)
 	out = append(out, checksumTail...)
 	out = append(out, '\n')
-	return out, sum, nil
+	return out, string(sum[:]), nil
 }
 
 // verifyChecksum checks data against the checksum rule. It returns a reason when the

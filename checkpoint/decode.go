@@ -22,6 +22,15 @@ func decode(path string, data []byte, wantID string) (cp *Checkpoint, migrated b
 	corrupt := func(format string, args ...any) error {
 		return &CorruptError{Path: path, Reason: fmt.Sprintf(format, args...)}
 	}
+	finish := func(cp *Checkpoint, migrated bool) (*Checkpoint, bool, error) {
+		if wantID != "" && cp.SessionID != wantID {
+			return nil, false, corrupt("session_id %q does not match its folder %q", cp.SessionID, wantID)
+		}
+		if err := cp.Validate(); err != nil {
+			return nil, false, corrupt("%s", err.Error())
+		}
+		return cp, migrated, nil
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, false, corrupt("empty file")
 	}
@@ -34,6 +43,9 @@ func decode(path string, data []byte, wantID string) (cp *Checkpoint, migrated b
 		return nil, false, corrupt("%s", reason)
 	}
 
+	if cp, ok := decodeFast(data); ok && cp.FormatVersion == FormatVersion {
+		return finish(cp, false)
+	}
 	cp = new(Checkpoint)
 	derr := decodeStrict(data, cp)
 	version := cp.FormatVersion
@@ -60,13 +72,113 @@ func decode(path string, data []byte, wantID string) (cp *Checkpoint, migrated b
 		return nil, false, corrupt("%s", fieldReason(derr, data))
 	}
 
-	if wantID != "" && cp.SessionID != wantID {
-		return nil, false, corrupt("session_id %q does not match its folder %q", cp.SessionID, wantID)
+	return finish(cp, migrated)
+}
+
+// decodeFast decodes a file laid out the way Save writes it: it decodes the members
+// before state with encoding/json (strictly), takes the state's bytes from between
+// "state": and the checksum member, which must follow it, and only validates them with
+// scanJSON. The caller has verified the checksum. ok is false for anything else,
+// and then the full decode decides; FuzzDecodeFast holds both to the same result.
+func decodeFast(data []byte) (cp *Checkpoint, ok bool) {
+	body := bytes.TrimRight(data, " \t\r\n")
+	keyAt := len(body) - len(checksumTail) - checksumLen - len(checksumKey)
+	if keyAt <= 0 || string(body[keyAt:keyAt+len(checksumKey)]) != checksumKey || !bytes.HasSuffix(body, []byte(checksumTail)) {
+		return nil, false
 	}
-	if err := cp.Validate(); err != nil {
-		return nil, false, corrupt("%s", err.Error())
+	cp = new(Checkpoint)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
 	}
-	return cp, migrated, nil
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		key, _ := t.(string)
+		if key == "state" {
+			break
+		}
+		target := fieldTarget(cp, key)
+		if target == nil {
+			return nil, false // unknown, or checksum before state
+		}
+		if err := dec.Decode(target); err != nil {
+			return nil, false
+		}
+	}
+	// The decoder stopped right after the "state" key (or at the end of the object,
+	// and then what follows is not a colon).
+	start := skipSpace(data, int(dec.InputOffset()))
+	if start >= len(data) || data[start] != ':' {
+		return nil, false
+	}
+	start = skipSpace(data, start+1)
+	end := keyAt
+	for end > start && isSpace(data[end-1]) {
+		end--
+	}
+	if end <= start || data[end-1] != ',' {
+		return nil, false
+	}
+	end--
+	for end > start && isSpace(data[end-1]) {
+		end--
+	}
+	state := data[start:end:end]
+	if valid, _ := scanJSON(state); !valid {
+		return nil, false
+	}
+	cp.State = state
+	cp.Checksum = string(body[keyAt+len(checksumKey) : len(body)-len(checksumTail)])
+	return cp, true
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && isSpace(data[i]) {
+		i++
+	}
+	return i
+}
+
+// fieldTarget returns where the member key of a checkpoint decodes to, except state
+// and checksum, which the fast paths handle themselves; nil for any other key.
+func fieldTarget(cp *Checkpoint, key string) any {
+	switch key {
+	case "format_version":
+		return &cp.FormatVersion
+	case "session_id":
+		return &cp.SessionID
+	case "seq":
+		return &cp.Seq
+	case "parent_seq":
+		return &cp.ParentSeq
+	case "created_at":
+		return &cp.CreatedAt
+	case "updated_at":
+		return &cp.UpdatedAt
+	case "status":
+		return &cp.Status
+	case "next_node":
+		return &cp.NextNode
+	case "interrupt":
+		return &cp.Interrupt
+	case "counters":
+		return &cp.Counters
+	case "usage":
+		return &cp.Usage
+	case "summary":
+		return &cp.Summary
+	case "mcp":
+		return &cp.MCP
+	case "effects":
+		return &cp.Effects
+	}
+	return nil
 }
 
 // decodeStrict decodes exactly one object with no unknown members: a field this

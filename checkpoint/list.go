@@ -31,6 +31,12 @@ type Summary struct {
 // A session whose checkpoint fails its checks is listed with Status "corrupt" and the
 // reason in Error, so one bad file never hides the others.
 func (s *FileStore) List() ([]Summary, error) {
+	return s.scan(true)
+}
+
+// scan summarises the sessions; with verify false it trusts each file's header
+// without hashing the file (Latest verifies the one it picks).
+func (s *FileStore) scan(verify bool) ([]Summary, error) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		return nil, err
@@ -42,11 +48,17 @@ func (s *FileStore) List() ([]Summary, error) {
 			continue
 		}
 		path := s.Path(id)
-		data, err := readFile(path)
+		data, _, err := readFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // locked but never saved, or being created right now
 		}
 		if err == nil {
+			if !verify {
+				if cp, ok := readHeader(data); ok && cp.FormatVersion == FormatVersion && cp.SessionID == id && cp.validateHeader() == nil {
+					out = append(out, summaryOf(cp))
+					continue
+				}
+			}
 			var cp *Checkpoint
 			if cp, err = inspect(path, data, id); err == nil {
 				out = append(out, summaryOf(cp))
@@ -70,17 +82,24 @@ func (s *FileStore) List() ([]Summary, error) {
 
 // Latest returns the id of the most recently updated session whose status is one of
 // statuses (any status when none is given). Corrupt sessions never qualify. None:
-// ErrNotFound.
+// ErrNotFound. It runs before every `resume` and `ask --continue`, so it orders the
+// sessions by their headers and hashes only the candidates it considers, normally one.
 func (s *FileStore) Latest(statuses ...Status) (string, error) {
-	list, err := s.List()
+	list, err := s.scan(false)
 	if err != nil {
 		return "", err
 	}
 	for _, sum := range list {
-		if sum.Status == StatusCorrupt {
+		if sum.Status == StatusCorrupt || len(statuses) > 0 && !slices.Contains(statuses, sum.Status) {
 			continue
 		}
-		if len(statuses) == 0 || slices.Contains(statuses, sum.Status) {
+		path := s.Path(sum.ID)
+		data, _, err := readFile(path)
+		if err != nil {
+			continue // removed meanwhile, or unreadable: not a candidate
+		}
+		// The header of an intact file says the same, so the choice stands.
+		if cp, err := inspect(path, data, sum.ID); err == nil && cp.Status == sum.Status {
 			return sum.ID, nil
 		}
 	}
@@ -141,52 +160,26 @@ func readHeader(data []byte) (cp *Checkpoint, ok bool) {
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, false
 	}
-	const required = 1<<9 - 1 // the members always written before effects
-	var seen int
+	// The members always written before effects; the others are omitted when empty.
+	required := map[string]bool{"format_version": true, "session_id": true, "seq": true, "parent_seq": true,
+		"created_at": true, "updated_at": true, "status": true, "counters": true, "usage": true}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
 			return nil, false
 		}
 		key, _ := t.(string)
-		var target any
-		bit := 0
-		switch key {
-		case "format_version":
-			target, bit = &cp.FormatVersion, 1<<0
-		case "session_id":
-			target, bit = &cp.SessionID, 1<<1
-		case "seq":
-			target, bit = &cp.Seq, 1<<2
-		case "parent_seq":
-			target, bit = &cp.ParentSeq, 1<<3
-		case "created_at":
-			target, bit = &cp.CreatedAt, 1<<4
-		case "updated_at":
-			target, bit = &cp.UpdatedAt, 1<<5
-		case "status":
-			target, bit = &cp.Status, 1<<6
-		case "counters":
-			target, bit = &cp.Counters, 1<<7
-		case "usage":
-			target, bit = &cp.Usage, 1<<8
-		case "next_node":
-			target = &cp.NextNode
-		case "interrupt":
-			target = &cp.Interrupt
-		case "summary":
-			target = &cp.Summary
-		case "mcp":
-			target = &cp.MCP
-		case "effects", "state":
-			return cp, seen == required
-		default:
+		if key == "effects" || key == "state" {
+			return cp, len(required) == 0
+		}
+		target := fieldTarget(cp, key)
+		if target == nil {
 			return nil, false
 		}
 		if err := dec.Decode(target); err != nil {
 			return nil, false
 		}
-		seen |= bit
+		delete(required, key)
 	}
 	return nil, false
 }

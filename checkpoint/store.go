@@ -53,12 +53,13 @@ type FileStore struct {
 
 	dir string
 
-	// verified remembers, per session, the checksum of the checkpoint.json this store
-	// last decoded in full or wrote. Save must not replace a corrupt file, and a file
-	// whose bytes still hash to a remembered checksum is known to be sound, so the
-	// common load-then-save cycle skips a second full decode.
+	// verified remembers, per session, the checkpoint.json this store last decoded in
+	// full or wrote itself. Save must not replace a corrupt file, so it checks the file
+	// it replaces; when that is still the very file remembered here (same inode, size
+	// and modification time), it is known to be sound and the common load-then-save
+	// cycle skips reading and decoding it a second time.
 	mu       sync.Mutex
-	verified map[string]string
+	verified map[string]knownFile
 
 	// beforeRename, when set, runs after the new file is written and synced and before
 	// it replaces checkpoint.json; a test returns an error to simulate a crash there.
@@ -105,7 +106,7 @@ func (s *FileStore) Load(id string) (*Checkpoint, error) {
 		return nil, notFound(id)
 	}
 	path := s.Path(id)
-	data, err := readFile(path)
+	data, fi, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, notFound(id)
 	}
@@ -116,27 +117,40 @@ func (s *FileStore) Load(id string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.remember(id, checksumOf(data))
+	s.remember(id, &knownFile{seq: cp.Seq, sum: checksumOf(data), fi: fi})
 	return cp, nil
 }
 
-func (s *FileStore) remember(id, sum string) {
+type knownFile struct {
+	seq int
+	sum string
+	fi  os.FileInfo
+}
+
+// remember records a sound checkpoint.json of the session; nil forgets it.
+func (s *FileStore) remember(id string, k *knownFile) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.verified == nil {
-		s.verified = make(map[string]string)
-	}
-	if sum == "" {
+	if k == nil {
 		delete(s.verified, id)
 		return
 	}
-	s.verified[id] = sum
+	if s.verified == nil {
+		s.verified = make(map[string]knownFile)
+	}
+	s.verified[id] = *k
 }
 
-func (s *FileStore) known(id, sum string) bool {
+// known returns what is remembered of the session's checkpoint.json when fi is still
+// that file.
+func (s *FileStore) known(id string, fi os.FileInfo) (knownFile, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return sum != "" && s.verified[id] == sum
+	k, ok := s.verified[id]
+	if !ok || !os.SameFile(k.fi, fi) || k.fi.Size() != fi.Size() || !k.fi.ModTime().Equal(fi.ModTime()) {
+		return knownFile{}, false
+	}
+	return k, true
 }
 
 // LoadHistory reads an earlier checkpoint of the session from history/<seq>.json.
@@ -145,7 +159,7 @@ func (s *FileStore) LoadHistory(id string, seq int) (*Checkpoint, error) {
 		return nil, notFound(id)
 	}
 	path := filepath.Join(s.dir, id, historyDir, strconv.Itoa(seq)+".json")
-	data, err := readFile(path)
+	data, _, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &sessionError{id: id, err: ErrNotFound, msg: fmt.Sprintf("session %s has no checkpoint %d in its history", id, seq)}
 	}
@@ -204,7 +218,7 @@ func (s *FileStore) Save(cp *Checkpoint) error {
 		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
 	}
 	expect := cp.Seq
-	err = s.commit(id, data, func(exists bool, diskSeq int, _ string) error {
+	err = s.commit(id, data, next.Seq, func(exists bool, diskSeq int, _ string) error {
 		switch {
 		case !exists && expect != 0:
 			return fmt.Errorf("%w: session %s has no checkpoint on disk, but this one follows seq %d", ErrConflict, id, expect)
@@ -216,7 +230,6 @@ func (s *FileStore) Save(cp *Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	s.remember(id, sum)
 	next.Checksum = sum
 	*cp = next
 	return nil
@@ -225,34 +238,39 @@ func (s *FileStore) Save(cp *Checkpoint) error {
 // errUnchanged tells commit that the file on disk is already the one to write.
 var errUnchanged = errors.New("unchanged")
 
-// commit atomically makes data the session's checkpoint.json, after check approved
-// the current one (exists, its seq and checksum). The current one is verified first:
-// a corrupt file is never replaced or moved.
-func (s *FileStore) commit(id string, data []byte, check func(exists bool, diskSeq int, diskSum string) error) error {
+// commit atomically makes data (of seq newSeq) the session's checkpoint.json, after
+// check approved the current one (exists, its seq and checksum). The current one is
+// verified first: a corrupt file is never replaced or moved.
+func (s *FileStore) commit(id string, data []byte, newSeq int, check func(exists bool, diskSeq int, diskSum string) error) error {
 	dir := filepath.Join(s.dir, id)
 	if err := ensureDir(dir); err != nil {
 		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
 	}
 	final := filepath.Join(dir, checkpointFile)
-	old, err := readFile(final)
+	fi, err := os.Lstat(final)
 	exists := err == nil
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
 	}
 	var oldSeq int
+	var oldSum string
 	if exists {
-		var cur *Checkpoint
-		if s.known(id, checksumOf(old)) {
-			cur, err = inspect(final, old, id) // verifies the checksum again
-		} else {
-			cur, _, err = decode(final, old, id)
+		k, ok := s.known(id, fi)
+		if !ok {
+			old, _, err := readFile(final)
+			if err == nil {
+				var cur *Checkpoint
+				if cur, _, err = decode(final, old, id); err == nil {
+					k = knownFile{seq: cur.Seq, sum: checksumOf(old)}
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("save checkpoint of session %s: refusing to replace it: %w", id, err)
+			}
 		}
-		if err != nil {
-			return fmt.Errorf("save checkpoint of session %s: refusing to replace it: %w", id, err)
-		}
-		oldSeq = cur.Seq
+		oldSeq, oldSum = k.seq, k.sum
 	}
-	if err := check(exists, oldSeq, checksumOf(old)); err != nil {
+	if err := check(exists, oldSeq, oldSum); err != nil {
 		return err
 	}
 	removeStrayTemps(dir)
@@ -267,7 +285,7 @@ func (s *FileStore) commit(id string, data []byte, check func(exists bool, diskS
 		}
 	}
 	if exists {
-		if err := keepHistory(dir, final, old, oldSeq); err != nil {
+		if err := keepHistory(dir, final, oldSeq); err != nil {
 			_ = os.Remove(tmp)
 			return fmt.Errorf("save checkpoint of session %s: %w", id, err)
 		}
@@ -278,6 +296,9 @@ func (s *FileStore) commit(id string, data []byte, check func(exists bool, diskS
 	}
 	if err := syncDir(dir); err != nil {
 		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
+	}
+	if fi, err := os.Lstat(final); err == nil {
+		s.remember(id, &knownFile{seq: newSeq, sum: checksumOf(data), fi: fi})
 	}
 	if exists {
 		pruneHistory(filepath.Join(dir, historyDir), HistoryLimit)
@@ -316,10 +337,10 @@ func writeTemp(dir string, data []byte) (string, error) {
 }
 
 // keepHistory makes the current checkpoint history/<seq>.json before it is replaced.
-// A hard link costs no copy; where links are not supported the bytes already read are
-// written instead. History is for inspection, so its folder is not fsynced: a crash
-// may lose the newest history entry, never the checkpoint.
-func keepHistory(dir, final string, old []byte, seq int) error {
+// A hard link costs no copy; where links are not supported the file is copied.
+// History is for inspection, so its folder is not fsynced: a crash may lose the
+// newest history entry, never the checkpoint.
+func keepHistory(dir, final string, seq int) error {
 	hd := filepath.Join(dir, historyDir)
 	if err := ensureDir(hd); err != nil {
 		return err
@@ -331,6 +352,10 @@ func keepHistory(dir, final string, old []byte, seq int) error {
 	}
 	if err := os.Link(final, target); err == nil {
 		return nil
+	}
+	old, _, err := readFile(final)
+	if err != nil {
+		return err
 	}
 	tmp, err := writeTemp(hd, old)
 	if err != nil {
@@ -461,7 +486,7 @@ func (s *FileStore) Remove(id string) error {
 		return err
 	}
 	defer unlock()
-	s.remember(id, "")
+	s.remember(id, nil)
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove session %s: %w", id, err)
 	}
@@ -474,7 +499,7 @@ func (s *FileStore) Remove(id string) error {
 // content; importing the same file twice is a no-op. The session's lock is held while
 // importing.
 func (s *FileStore) Import(path string) (string, error) {
-	data, err := readFile(path)
+	data, _, err := readFile(path)
 	if err != nil {
 		return "", fmt.Errorf("import checkpoint: %w", err)
 	}
@@ -498,7 +523,7 @@ func (s *FileStore) Import(path string) (string, error) {
 	}
 	defer unlock()
 	sum := checksumOf(data)
-	err = s.commit(id, data, func(exists bool, diskSeq int, diskSum string) error {
+	err = s.commit(id, data, cp.Seq, func(exists bool, diskSeq int, diskSum string) error {
 		switch {
 		case !exists:
 			return nil
@@ -514,33 +539,32 @@ func (s *FileStore) Import(path string) (string, error) {
 	if err != nil && !errors.Is(err, errUnchanged) {
 		return "", err
 	}
-	s.remember(id, sum)
 	return id, nil
 }
 
 // readFile reads a whole file, refusing sizes no checkpoint has.
-func readFile(path string) ([]byte, error) {
+func readFile(path string) ([]byte, os.FileInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, &CorruptError{Path: path, Reason: "not a regular file"}
+		return nil, nil, &CorruptError{Path: path, Reason: "not a regular file"}
 	}
 	if st.Size() > maxFileSize {
-		return nil, &CorruptError{Path: path, Reason: fmt.Sprintf("%d bytes, larger than any checkpoint (limit %d)", st.Size(), maxFileSize)}
+		return nil, nil, &CorruptError{Path: path, Reason: fmt.Sprintf("%d bytes, larger than any checkpoint (limit %d)", st.Size(), maxFileSize)}
 	}
 	data := make([]byte, st.Size())
 	n, err := io.ReadFull(f, data)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, err
+		return nil, nil, err
 	}
-	return data[:n], nil
+	return data[:n], st, nil
 }
 
 // ensureDir creates dir 0700, or narrows it to 0700 when it exists with wider access.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // cassetteVersion is the format version written in every cassette.
@@ -116,6 +117,7 @@ func summarize(req Request) requestSummary {
 // recorder runs calls on a live client and keeps what it answered.
 type recorder struct {
 	inner  Client
+	model  string // the inner client's default, recorded when a request names none
 	path   string
 	secret redactor
 
@@ -133,8 +135,12 @@ func (r *recorder) Chat(ctx context.Context, req Request) (*Response, error) {
 	if node == "" {
 		node = nodeFrom(ctx)
 	}
+	model := req.Model
+	if model == "" {
+		model = r.model
+	}
 	it := interaction{
-		Fingerprint: Fingerprint(req), Node: node, Model: req.Model, Request: summarize(req),
+		Fingerprint: Fingerprint(req), Node: node, Model: model, Request: summarize(req),
 		Response: recordedResponse{Content: resp.Content, ToolCalls: resp.ToolCalls,
 			FinishReason: resp.FinishReason, Usage: resp.Usage},
 	}
@@ -220,6 +226,10 @@ func loadCassette(path string) (*player, error) {
 	}
 	c, err := parseCassette(data)
 	if err != nil {
+		var le *lineError
+		if errors.As(err, &le) {
+			return nil, fmt.Errorf("cassette %s:%d: %w", path, le.line, le.err)
+		}
 		return nil, fmt.Errorf("cassette %s: %w", path, err)
 	}
 	p := &player{path: path, provider: "replay:" + path, items: c.Interactions,
@@ -239,11 +249,11 @@ func parseCassette(data []byte) (*cassette, error) {
 	if err := dec.Decode(&c); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return nil, fmt.Errorf("line %d: %w", lineOf(data, se.Offset), err)
+			return nil, &lineError{lineOf(data, se.Offset), err}
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, fmt.Errorf("line %d: field %s: %w", lineOf(data, te.Offset), te.Field, err)
+			return nil, &lineError{lineOf(data, te.Offset), fmt.Errorf("field %s: %w", te.Field, err)}
 		}
 		return nil, err
 	}
@@ -260,6 +270,15 @@ func parseCassette(data []byte) (*cassette, error) {
 	}
 	return &c, nil
 }
+
+// lineError places a decoding error on a line of the file.
+type lineError struct {
+	line int
+	err  error
+}
+
+func (e *lineError) Error() string { return fmt.Sprintf("line %d: %v", e.line, e.err) }
+func (e *lineError) Unwrap() error { return e.err }
 
 func lineOf(data []byte, offset int64) int {
 	if offset > int64(len(data)) {
@@ -386,6 +405,12 @@ func excerpt(line string, at int) string {
 	end := min(len(line), at+after)
 	if at == 0 {
 		end = min(len(line), before+after)
+	}
+	for start > 0 && !utf8.RuneStart(line[start]) {
+		start--
+	}
+	for end < len(line) && !utf8.RuneStart(line[end]) {
+		end++
 	}
 	out := line[start:end]
 	if start > 0 {

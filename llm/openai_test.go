@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -584,5 +585,63 @@ func TestNewRejectsBadBaseURL(t *testing.T) {
 	c, err := llm.New(llm.Options{})
 	if err != nil || c.Model() != llm.DefaultModel || c.Model() != "gpt-4o-mini" || c.Provider() != "api.openai.com" {
 		t.Errorf("defaults: %v %v", c, err)
+	}
+}
+
+// Logs at debug level carry sizes and outcomes, never the key.
+func TestLogsNeverHoldTheKey(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv := llmtest.NewServer(t)
+	srv.Enqueue(
+		llmtest.Reply{Fault: &llmtest.Fault{Kind: llmtest.FaultStatus, Status: 503, Body: `{"error":{"message":"bad key ` + plantedKey + `"}}`}},
+		llmtest.TextReply("ok"))
+	c, _ := newClient(t, srv.URL(), func(o *llm.Options) { o.Logger = logger })
+	if _, err := c.Chat(llm.WithNode(context.Background(), "responder"), userRequest("x")); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	out := buf.String()
+	if strings.Contains(out, plantedKey) || !strings.Contains(out, "llm retry") || !strings.Contains(out, "node=responder") {
+		t.Errorf("log:\n%s", out)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// BenchmarkChatLoopback measures one whole call through go-openai, the
+// transport and the scripted server over loopback: the floor under every
+// scripted scenario step.
+func BenchmarkChatLoopback(b *testing.B) {
+	for _, stream := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "stream"}[stream], func(b *testing.B) {
+			srv := llmtest.NewServer(nil)
+			defer srv.Close()
+			c, err := llm.New(llm.Options{BaseURL: srv.URL()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := userRequest("find Math Hints")
+			req.Tools = twoTools
+			req.Stream = stream
+			zero := float32(0)
+			req.Temperature = &zero
+			reply := llmtest.CallReply(llmtest.NewCall("find_experiment", map[string]string{"name": "Math Hints"}))
+			b.ResetTimer()
+			for range b.N {
+				srv.Enqueue(reply)
+				if _, err := c.Chat(context.Background(), req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

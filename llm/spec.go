@@ -46,7 +46,7 @@ func FromSpec(spec string, opts Options) (Client, io.Closer, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		r := &recorder{inner: c, path: arg, secret: redactor(opts.APIKey)}
+		r := &recorder{inner: c, model: c.Model(), path: arg, secret: redactor(opts.APIKey)}
 		return r, r, nil
 	case "replay":
 		if arg == "" {

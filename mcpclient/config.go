@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -50,7 +51,7 @@ type Options struct {
 	// 0 means 24h, long enough for a job that waits on a later resume.
 	TaskTTL time.Duration
 	// Stderr, when set, also receives what stdio servers write to stderr.
-	Stderr interface{ Write([]byte) (int, error) }
+	Stderr io.Writer
 }
 
 const (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -19,7 +20,8 @@ import (
 
 // serverModeEnv makes the test binary an MCP server on stdio (the re-exec
 // pattern: no separate build). Its value is the JSON of testserver.Options,
-// or "crash" for a server that dies before answering.
+// "crash" for a server that dies before answering, or "hang" for one that
+// never answers.
 const serverModeEnv = "MCPCLIENT_TEST_SERVER"
 
 func TestMain(m *testing.M) {
@@ -30,6 +32,9 @@ func TestMain(m *testing.M) {
 	case "crash":
 		fmt.Fprintln(os.Stderr, "testserver: cannot open the database")
 		os.Exit(3)
+	case "hang": // reads requests, never answers, leaves when stdin closes
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
 	}
 	var opts testserver.Options
 	if err := json.Unmarshal([]byte(mode), &opts); err != nil {
@@ -84,7 +89,11 @@ func stdioConfig(t *testing.T, name string, opts testserver.Options) mcpclient.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	return mcpclient.ServerConfig{Name: name, Command: os.Args[0], Env: map[string]string{serverModeEnv: string(b)}}
+	return mcpclient.ServerConfig{Name: name, Command: os.Args[0], Env: map[string]string{
+		serverModeEnv: string(b),
+		// Under -race the child would otherwise linger a second at exit.
+		"GORACE": "atexit_sleep_ms=0",
+	}}
 }
 
 // connect fails the test on any server error and closes the Manager at the end.

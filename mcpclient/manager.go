@@ -142,7 +142,7 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Manage
 	var errs []error
 	for _, r := range results {
 		if r.err != nil {
-			logger.Warn("mcp server skipped", "error", r.err)
+			logger.Debug("mcp server skipped", "error", r.err)
 			errs = append(errs, r.err)
 			continue
 		}
@@ -208,8 +208,7 @@ func connectOne(ctx context.Context, cfg ServerConfig, opts Options, logger *slo
 		return fail(OpInitialize, err)
 	}
 	caps := Capability{}
-	var res *mcp.InitializeResult = session.InitializeResult()
-	if res != nil {
+	if res := session.InitializeResult(); res != nil {
 		v, err := parseJobAdvert(res.Meta)
 		if err != nil {
 			logger.Warn("mcp server: ignoring its job advertisement", "server", cfg.Name, "error", err)

@@ -1,12 +1,14 @@
 package mcpclient_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -134,6 +136,13 @@ func TestMetaJobFailureAndCancellationAreErrorResults(t *testing.T) {
 	}
 	if diff := cmp.Diff(&mcpclient.CallResult{IsError: true, Text: "disk full"}, mustFetch(t, m, *failed)); diff != "" {
 		t.Errorf("FetchJob of a failed job (-want +got):\n%s", diff)
+	}
+
+	// A server whose failed FETCH says nothing: the message comes from job_status.
+	quiet := mustCall(t, m, "mcp__reports__long_report", `{"topic":"q3","fail":"disk full","polls":0,"quiet":true}`, "effect-q").Job
+	mustStatus(t, m, *quiet)
+	if diff := cmp.Diff(&mcpclient.CallResult{IsError: true, Text: "disk full"}, mustFetch(t, m, *quiet)); diff != "" {
+		t.Errorf("FetchJob of a quietly failed job (-want +got):\n%s", diff)
 	}
 
 	cancelled := mustCall(t, m, "mcp__reports__long_report", `{"topic":"q4"}`, "effect-c").Job
@@ -320,4 +329,21 @@ func mustExecutable(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+func TestServerThatNeverAnswersTimesOut(t *testing.T) {
+	good := newServer(t, testserver.Options{})
+	m, errs := mcpclient.Connect(testCtx(t), []mcpclient.ServerConfig{
+		{Name: "silent", Command: mustExecutable(t), Env: map[string]string{"MCPCLIENT_TEST_SERVER": "hang", "GORACE": "atexit_sleep_ms=0"}},
+		memConfig(t, good, "good"),
+	}, mcpclient.Options{Timeout: 300 * time.Millisecond})
+	t.Cleanup(func() { _ = m.Close() })
+	var se *mcpclient.ServerError
+	if len(errs) != 1 || !errors.As(errs[0], &se) || se.Server != "silent" || se.Op != mcpclient.OpInitialize ||
+		!errors.Is(errs[0], context.DeadlineExceeded) {
+		t.Fatalf("errs = %v, want one initialize timeout of server silent", errs)
+	}
+	if _, ok := m.Tool("mcp__good__echo"); !ok {
+		t.Error("the good server's tools are missing")
+	}
 }

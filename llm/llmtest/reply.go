@@ -14,17 +14,17 @@ import (
 // Reply is one scripted answer of the model, with optional checks of the
 // request it answers. In YAML (a scenario's `llm:` item or a script file):
 //
-//	- tools_offered: [analyze_user_request]   # exact set of tool names offered
-//	  tool_choice: analyze_user_request         # auto | required | none | a forced function
-//	  messages_contain: [Math Hints]            # substrings of the concatenated messages
-//	  call:                                     # several keys = parallel calls, in this order
-//	    analyze_user_request: {intent_type: needs_info, confidence: 0.9}
-//	- calls:                                    # a list, for the same tool twice
-//	    - get_experiment_details: {experiment_id: a}
-//	    - get_experiment_details: {experiment_id: b}
-//	- raw_call: {name: set_action_params, arguments: '{"action_params": '}
-//	- reply: Done.
-//	- fault: {status: 429, retry_after: "1"}    # or reset | empty_choices | length | truncated
+//   - tools_offered: [analyze_user_request]   # exact set of tool names offered
+//     tool_choice: analyze_user_request         # auto | required | none | a forced function
+//     messages_contain: [Math Hints]            # substrings of the concatenated messages
+//     call:                                     # several keys = parallel calls, in this order
+//     analyze_user_request: {intent_type: needs_info, confidence: 0.9}
+//   - calls:                                    # a list, for the same tool twice
+//   - get_experiment_details: {experiment_id: a}
+//   - get_experiment_details: {experiment_id: b}
+//   - raw_call: {name: set_action_params, arguments: '{"action_params": '}
+//   - reply: Done.
+//   - fault: {status: 429, retry_after: "1"}    # or reset | empty_choices | length | truncated
 type Reply struct {
 	// Text is the assistant's message content (`reply`).
 	Text string

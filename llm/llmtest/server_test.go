@@ -209,7 +209,9 @@ func TestServerStreamInterleavesCalls(t *testing.T) {
 				} `json:"delta"`
 				FinishReason *string `json:"finish_reason"`
 			} `json:"choices"`
-			Usage *struct{ PromptTokens int `json:"prompt_tokens"` } `json:"usage"`
+			Usage *struct {
+				PromptTokens int `json:"prompt_tokens"`
+			} `json:"usage"`
 		}
 		if err := json.Unmarshal([]byte(line), &ch); err != nil {
 			t.Fatalf("chunk %s: %v", line, err)

@@ -134,9 +134,21 @@ func RunBalance(ctx context.Context, api UserAPI, p BalanceParams, start Balance
 			}
 		}()
 	}
+	// Dispatch runs at most window users ahead of the committed tally:
+	// memory for pending batches stays bounded, and a server that fails
+	// every call is noticed after a batch, not after all users. The window
+	// holds a whole batch plus the pool, so the pool never idles waiting
+	// for a commit.
+	window := 2*size + conc
+	tickets := make(chan struct{}, window)
 	go func() {
 		defer close(indices)
 		for i := tally.Done; i < total; i++ {
+			select {
+			case tickets <- struct{}{}:
+			case <-runCtx.Done():
+				return
+			}
 			select {
 			case indices <- i:
 			case <-runCtx.Done():
@@ -203,6 +215,9 @@ func RunBalance(ctx context.Context, api UserAPI, p BalanceParams, start Balance
 			tally = candidate
 			delete(pending, next)
 			next++
+			for j := 0; j < acc.size; j++ {
+				<-tickets
+			}
 		}
 	}
 	if err := ctx.Err(); err != nil {

@@ -17,11 +17,12 @@ import (
 // test_condition_balance runs here inline (not resumable); the job runner
 // calls RunBalance and SummarizeBalance itself instead.
 func Execute(ctx context.Context, api API, p Params) (json.RawMessage, error) {
-	var (
-		res any
-		err error
-	)
-	switch v := unwrap(p).(type) {
+	p, err := canonicalParams(p)
+	if err != nil {
+		return nil, fmt.Errorf("execute: %w", err)
+	}
+	var res any
+	switch v := p.(type) {
 	case CreateExperimentParams:
 		res, err = execCreate(ctx, api, v)
 	case UpdateExperimentParams:

@@ -317,35 +317,46 @@ func (f *fakeAPI) Assign(ctx context.Context, userID, appContext string) ([]upgr
 	if _, ok := f.users[userID]; !ok {
 		return nil, &upgrade.Error{Category: upgrade.CategoryNotFound, Status: 404, Message: "user not initialised"}
 	}
-	out := []upgrade.Assignment{}
-	taken := map[[2]string]bool{}
+	// Like UpGrade, a user is enrolled in only one of the enrolling
+	// experiments sharing a decision point (a stable pick per user).
+	type candidate struct {
+		e *upgrade.Experiment
+		p upgrade.DecisionPoint
+	}
+	byDP := map[[2]string][]candidate{}
+	var keys [][2]string
 	for _, id := range f.order {
 		e, ok := f.exps[id]
 		if !ok || e.State != upgrade.StateEnrolling || !contains(e.Context, appContext) {
 			continue
 		}
-		b := bucket(userID, e.ID)
+		for _, p := range e.Partitions {
+			key := [2]string{p.Site, p.Target}
+			if byDP[key] == nil {
+				keys = append(keys, key)
+			}
+			byDP[key] = append(byDP[key], candidate{e, p})
+		}
+	}
+	out := []upgrade.Assignment{}
+	for _, key := range keys {
+		cands := byDP[key]
+		c := cands[int(bucket(userID, key[0]+key[1])*100)%len(cands)]
+		b := bucket(userID, c.e.ID)
 		var pick *upgrade.Condition
 		acc := 0.0
-		for i := range e.Conditions {
-			acc += e.Conditions[i].AssignmentWeight
+		for i := range c.e.Conditions {
+			acc += c.e.Conditions[i].AssignmentWeight
 			if b < acc {
-				pick = &e.Conditions[i]
+				pick = &c.e.Conditions[i]
 				break
 			}
 		}
 		if pick == nil {
 			continue
 		}
-		for _, p := range e.Partitions {
-			key := [2]string{p.Site, p.Target}
-			if taken[key] {
-				continue
-			}
-			taken[key] = true
-			out = append(out, upgrade.Assignment{Site: p.Site, Target: p.Target, ExperimentType: "Simple",
-				AssignedCondition: []upgrade.AssignedCondition{{ID: pick.ID, ConditionCode: pick.ConditionCode, ExperimentID: e.ID}}})
-		}
+		out = append(out, upgrade.Assignment{Site: key[0], Target: key[1], ExperimentType: "Simple",
+			AssignedCondition: []upgrade.AssignedCondition{{ID: pick.ID, ConditionCode: pick.ConditionCode, ExperimentID: c.e.ID}}})
 	}
 	return out, nil
 }

@@ -82,23 +82,29 @@ func Parse(name string, raw json.RawMessage) (Params, error) {
 // struct's fixed field order (maps sorted by key), so a value and its
 // re-parsed canonical form always give identical bytes.
 func Canonical(p Params) (json.RawMessage, error) {
-	p = unwrap(p)
-	if p == nil {
-		return nil, errors.New("canonical: no params")
-	}
-	first, err := json.Marshal(p)
-	if err != nil {
-		return nil, fmt.Errorf("canonical %s: %w", p.Action(), err)
-	}
-	q, err := Parse(string(p.Action()), first)
+	q, err := canonicalParams(p)
 	if err != nil {
 		return nil, fmt.Errorf("canonical: %w", err)
 	}
 	out, err := json.Marshal(q)
 	if err != nil {
-		return nil, fmt.Errorf("canonical %s: %w", p.Action(), err)
+		return nil, fmt.Errorf("canonical %s: %w", q.Action(), err)
 	}
 	return out, nil
+}
+
+// canonicalParams is p in canonical form: normalised spellings, and a deep
+// copy, so that normalising never touches the caller's value.
+func canonicalParams(p Params) (Params, error) {
+	p = unwrap(p)
+	if p == nil {
+		return nil, errors.New("no params")
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s params: %w", p.Action(), err)
+	}
+	return Parse(string(p.Action()), raw)
 }
 
 func jsonErrorText(err error) string {

@@ -40,21 +40,14 @@ const ConfirmPrompt = "Reply yes to proceed or no to cancel."
 // (current values, experiments at a decision point) and fails when that
 // read fails.
 func BuildPlan(ctx context.Context, api API, p Params) (*Plan, error) {
-	p = unwrap(p)
-	if p == nil {
-		return nil, fmt.Errorf("build plan: no params")
-	}
-	spec, ok := Lookup(string(p.Action()))
-	if !ok {
-		return nil, fmt.Errorf("build plan: %w %q", ErrUnknownAction, p.Action())
-	}
-	canon, err := Canonical(p)
+	// Describe what will run, which is the canonical form, not whatever
+	// spelling the caller's struct holds.
+	p, err := canonicalParams(p)
 	if err != nil {
 		return nil, fmt.Errorf("build plan: %w", err)
 	}
-	// Describe what will run, which is the canonical form, not whatever
-	// spelling the caller's struct holds.
-	p, err = Parse(string(p.Action()), canon)
+	spec, _ := Lookup(string(p.Action()))
+	canon, err := json.Marshal(p)
 	if err != nil {
 		return nil, fmt.Errorf("build plan: %w", err)
 	}
@@ -457,7 +450,11 @@ func (b *planBuilder) balance(p BalanceParams) error {
 			e = &es[0]
 		}
 	}
-	b.line("  Every user gets groups: %s; working groups: %s.", fmtGroupMap(p.Group), fmtWorkingGroups(p.WorkingGroup))
+	if len(p.Group) > 0 || len(p.WorkingGroup) > 0 {
+		b.line("  Every user gets groups: %s; working groups: %s.", fmtGroupMap(p.Group), fmtWorkingGroups(p.WorkingGroup))
+	} else {
+		b.line("  The users belong to no group.")
+	}
 	b.line("Each user is initialised, assigned and marked: this writes %s and their enrollment records into UpGrade, where they stay.",
 		plural(p.NumUsers, "synthetic user", "synthetic users"))
 	b.line("It runs as a background job; the result compares the counts with the weights (chi-square test).")

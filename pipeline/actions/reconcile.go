@@ -33,7 +33,11 @@ const clockSkew = 2 * time.Minute
 // on the server. It never writes. The error is non-nil only when the
 // server could not be asked.
 func Reconcile(ctx context.Context, api API, p Params, startedAt time.Time) (Reconciliation, error) {
-	switch v := unwrap(p).(type) {
+	p, err := canonicalParams(p)
+	if err != nil {
+		return Reconciliation{}, fmt.Errorf("reconcile: %w", err)
+	}
+	switch v := p.(type) {
 	case CreateExperimentParams:
 		return reconcileCreate(ctx, api, v, startedAt)
 	case UpdateExperimentParams:

@@ -49,8 +49,11 @@ const WeightTolerance = 0.01
 // non-nil only when the check itself failed (UpGrade unreachable, auth).
 func Validate(ctx context.Context, api API, p Params) ([]Problem, error) {
 	c := &checker{ctx: ctx, api: api}
-	var err error
-	switch v := unwrap(p).(type) {
+	p, err := canonicalParams(p)
+	if err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	switch v := p.(type) {
 	case CreateExperimentParams:
 		err = c.design(withDefaults(v), "")
 	case UpdateExperimentParams:

@@ -45,7 +45,7 @@ func startSim(t testing.TB, opts Options) *testServer {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return &testServer{t: t, srv: srv, base: srv.URL(), client: &http.Client{Timeout: 20 * time.Second}}
+	return &testServer{t: t, srv: srv, base: srv.URL(), client: &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 }
 
 type reply struct {

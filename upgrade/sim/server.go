@@ -18,6 +18,13 @@ type Server struct {
 	url  string
 	done chan struct{}
 
+	// fresh holds connections accepted but not yet used for a request.
+	// Shutdown counts them as busy for five seconds; a client's spare
+	// keep-alive dial would hold every Close up that long.
+	mu      sync.Mutex
+	fresh   map[net.Conn]struct{}
+	closing bool
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -41,7 +48,9 @@ func StartAddr(addr string, opts Options) (*Server, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
-	sv := &Server{sim: s, srv: srv, ln: ln, url: baseURL(ln.Addr()), done: make(chan struct{})}
+	sv := &Server{sim: s, srv: srv, ln: ln, url: baseURL(ln.Addr()), done: make(chan struct{}),
+		fresh: map[net.Conn]struct{}{}}
+	srv.ConnState = sv.track
 	go func() {
 		defer close(sv.done)
 		_ = srv.Serve(ln)
@@ -62,6 +71,20 @@ func baseURL(a net.Addr) string {
 	return "http://" + net.JoinHostPort(host, port) + "/api"
 }
 
+func (s *Server) track(c net.Conn, st http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st != http.StateNew {
+		delete(s.fresh, c)
+		return
+	}
+	if s.closing {
+		_ = c.Close()
+		return
+	}
+	s.fresh[c] = struct{}{}
+}
+
 // URL is the API base, "http://127.0.0.1:PORT/api".
 func (s *Server) URL() string { return s.url }
 
@@ -76,6 +99,12 @@ func (s *Server) Sim() *Sim { return s.sim }
 // left to flush.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closing = true
+		for c := range s.fresh {
+			_ = c.Close()
+		}
+		s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		err := s.srv.Shutdown(ctx)

@@ -61,6 +61,7 @@ type Job struct {
 	Needed         int       `json:"needed"`
 	Polls          int       `json:"polls"`
 	Fail           string    `json:"fail,omitempty"`
+	Quiet          bool      `json:"quiet,omitempty"`
 	State          string    `json:"state"` // running | succeeded | failed | cancelled
 	Message        string    `json:"message,omitempty"`
 	CreatedAt      time.Time `json:"created_at"`
@@ -327,7 +328,8 @@ func (s *Server) addTools() {
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
 			`"topic":{"type":"string"},` +
 			`"polls":{"type":"integer","minimum":0,"description":"status polls before the job ends"},` +
-			`"fail":{"type":"string","description":"make the job fail with this message"}},` +
+			`"fail":{"type":"string","description":"make the job fail with this message"},` +
+			`"quiet":{"type":"boolean","description":"a failed result carries no text (the status still has it)"}},` +
 			`"required":["topic"]}`),
 	}, s.longReport)
 
@@ -345,6 +347,7 @@ type reportArgs struct {
 	Topic string `json:"topic"`
 	Polls *int   `json:"polls"`
 	Fail  string `json:"fail"`
+	Quiet bool   `json:"quiet"`
 }
 
 func (s *Server) longReport(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -374,7 +377,7 @@ func (s *Server) longReport(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		return s.start(a, idem, false)
 	}
 	// The blocking path: the client cannot follow a job.
-	return finalResult(a.Topic, a.Fail), nil
+	return finalResult(a.Topic, a.Fail, a.Quiet), nil
 }
 
 func (s *Server) start(a reportArgs, idem string, task bool) (*mcp.CallToolResult, error) {
@@ -397,6 +400,7 @@ func (s *Server) start(a reportArgs, idem string, task bool) (*mcp.CallToolResul
 		Topic:          a.Topic,
 		Needed:         s.opts.Polls,
 		Fail:           a.Fail,
+		Quiet:          a.Quiet,
 		State:          "running",
 		CreatedAt:      now,
 		UpdatedAt:      now,
@@ -442,7 +446,7 @@ func (s *Server) fetch(key string) (*mcp.CallToolResult, error) {
 	case "cancelled":
 		return errorResult(j.Message), nil
 	}
-	return finalResult(j.Topic, j.Fail), nil
+	return finalResult(j.Topic, j.Fail, j.Quiet), nil
 }
 
 func (s *Server) jobStatus(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -536,7 +540,7 @@ func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *taskI
 			if snapshot.State == "cancelled" {
 				res = errorResult(snapshot.Message)
 			} else {
-				res = finalResult(snapshot.Topic, snapshot.Fail)
+				res = finalResult(snapshot.Topic, snapshot.Fail, snapshot.Quiet)
 			}
 			res.Meta = mcp.Meta{"io.modelcontextprotocol/related-task": map[string]any{"taskId": p.TaskID}}
 			return res, nil
@@ -549,7 +553,10 @@ func (s *Server) tasksResult(ctx context.Context, _ *mcp.ServerSession, p *taskI
 	}
 }
 
-func finalResult(topic, fail string) *mcp.CallToolResult {
+func finalResult(topic, fail string, quiet bool) *mcp.CallToolResult {
+	if fail != "" && quiet {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{}}
+	}
 	if fail != "" {
 		return errorResult(fail)
 	}

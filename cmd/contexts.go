@@ -1,0 +1,98 @@
+package cmd
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
+
+func init() { Register(func(f *Factory) *cobra.Command { return NewCmdContexts(f, nil) }) }
+
+// ContextsOptions are the inputs of "contexts".
+type ContextsOptions struct {
+	IO      *IOStreams
+	Output  string
+	Upgrade UpgradeFunc
+	Name    string // "" lists them all
+}
+
+// NewCmdContexts builds "contexts [NAME]".
+func NewCmdContexts(f *Factory, runF func(context.Context, *ContextsOptions) error) *cobra.Command {
+	opts := &ContextsOptions{IO: f.IO, Upgrade: f.Upgrade}
+	return &cobra.Command{
+		Use:   "contexts [NAME]",
+		Short: "List app contexts with their conditions, sites, targets and group types",
+		Long: `List the app contexts the UpGrade server knows, with the condition codes,
+decision point sites and targets, and group types each one allows. With NAME,
+show that context alone.`,
+		Aliases: []string{"context"},
+		Args:    maxArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Output = f.opts().Output
+			opts.Name = ""
+			if len(args) == 1 {
+				opts.Name = args[0]
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runContexts(c.Context(), opts)
+		},
+	}
+}
+
+// ContextList turns context metadata into a list sorted by name.
+func ContextList(meta upgrade.ContextMetadata) []ContextInfo {
+	list := make([]ContextInfo, 0, len(meta))
+	for name, m := range meta {
+		list = append(list, ContextInfo{
+			Name:       name,
+			Conditions: nonNil(m.Conditions),
+			Sites:      nonNil(m.ExpPoints),
+			Targets:    nonNil(m.ExpIDs),
+			GroupTypes: nonNil(m.GroupTypes),
+		})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	return list
+}
+
+// nonNil keeps JSON output as [] rather than null for empty lists.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func runContexts(ctx context.Context, opts *ContextsOptions) error {
+	client, done, err := opts.Upgrade(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	meta, err := client.ContextMetadata(ctx)
+	if err != nil {
+		return err
+	}
+	list := ContextList(meta)
+	view := NewReadView(opts.Output, opts.IO)
+	if opts.Name == "" {
+		return view.Contexts(list)
+	}
+	names := make([]string, len(list))
+	for i, c := range list {
+		if c.Name == opts.Name {
+			return view.Context(c)
+		}
+		names[i] = c.Name
+	}
+	if len(names) == 0 {
+		return Usagef("unknown context %q: the server has no contexts", opts.Name)
+	}
+	return Usagef("unknown context %q; known contexts: %s", opts.Name, strings.Join(names, ", "))
+}

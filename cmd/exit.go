@@ -1,0 +1,78 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/upgrade-agent/upgrade-agent/config"
+	"github.com/upgrade-agent/upgrade-agent/exitcode"
+	"github.com/upgrade-agent/upgrade-agent/llm"
+)
+
+// ExitError makes a command end with a chosen code. An ExitError with a nil
+// Err is silent: ask and resume print their result themselves and then use
+// it to exit 10, 11 or 12.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return ""
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// ExitCode makes ExitError an exitcode.Coder.
+func (e *ExitError) ExitCode() int { return e.Code }
+
+// UsageError is bad input a person must fix before running again: an
+// unknown context, an invalid setting, a bad file. It exits 2.
+type UsageError struct {
+	Err error
+}
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+func (e *UsageError) ExitCode() int { return exitcode.Usage }
+
+// Usagef builds a *UsageError from a format.
+func Usagef(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// FlagError is a command line that cobra could not take: an unknown flag or
+// command, a bad flag value, the wrong number of arguments. Besides exit 2,
+// it earns the "Run '... --help' for usage." hint.
+type FlagError struct {
+	Err     error
+	CmdPath string // the command the line was meant for, for the hint
+}
+
+func (e *FlagError) Error() string { return e.Err.Error() }
+func (e *FlagError) Unwrap() error { return e.Err }
+func (e *FlagError) ExitCode() int { return exitcode.Usage }
+
+// ExitCode maps an error to the exit code of spec/cli.md: nil 0; an
+// explicit code (ExitError, and every error carrying one: UsageError,
+// FlagError, RefError) as given; a config file problem or a bad --llm spec
+// 2; the rest as exitcode.Of decides (session lock 12, unknown or corrupt
+// session 2, no LLM configured 2, UpGrade or LLM authentication 3, anything
+// else 1). exitcode.Of is shared with the scenario runner, so both agree.
+func ExitCode(err error) int {
+	if err == nil {
+		return exitcode.OK
+	}
+	var coder exitcode.Coder
+	if errors.As(err, &coder) {
+		return coder.ExitCode()
+	}
+	var cfgErr *config.Error
+	if errors.As(err, &cfgErr) || errors.Is(err, llm.ErrInvalidSpec) {
+		return exitcode.Usage
+	}
+	return exitcode.Of(err)
+}

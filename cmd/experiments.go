@@ -1,0 +1,279 @@
+package cmd
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
+
+func init() { Register(NewCmdExperiments) }
+
+// NewCmdExperiments builds the "experiments" group.
+func NewCmdExperiments(f *Factory) *cobra.Command {
+	c := groupCmd("experiments", "List and inspect experiments")
+	c.Aliases = []string{"experiment", "exp"}
+	c.AddCommand(
+		NewCmdExperimentsList(f, nil),
+		NewCmdExperimentsShow(f, nil),
+		NewCmdExperimentsStats(f, nil),
+	)
+	return c
+}
+
+// ExperimentsListOptions are the inputs of "experiments list".
+type ExperimentsListOptions struct {
+	IO      *IOStreams
+	Output  string
+	Upgrade UpgradeFunc
+
+	Context string // exact context name
+	Status  string // internal or display state name
+	Name    string // substring of the name, any case
+}
+
+// NewCmdExperimentsList builds "experiments list".
+func NewCmdExperimentsList(f *Factory, runF func(context.Context, *ExperimentsListOptions) error) *cobra.Command {
+	opts := &ExperimentsListOptions{IO: f.IO, Upgrade: f.Upgrade}
+	c := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List experiments, sorted by name",
+		Example: `  upgrade-agent experiments list --context assign-prog --status enrolling
+  upgrade-agent experiments list --name hint -o json`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			opts.Output = f.opts().Output
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runExperimentsList(c.Context(), opts)
+		},
+	}
+	c.Flags().StringVar(&opts.Context, "context", "", "only experiments in this app `context`")
+	c.Flags().StringVar(&opts.Status, "status", "", "only experiments in this `state` (internal names such as enrolling, or display names such as running)")
+	c.Flags().StringVar(&opts.Name, "name", "", "only experiments whose name contains this `text` (any case)")
+	return c
+}
+
+// Summarize reduces an experiment to its list row.
+func Summarize(e *upgrade.Experiment) ExperimentSummary {
+	s := ExperimentSummary{
+		ID:             e.ID,
+		Name:           e.Name,
+		Context:        e.ContextName(),
+		Status:         e.State,
+		Unit:           e.AssignmentUnit,
+		Consistency:    e.ConsistencyRule,
+		Conditions:     make([]ConditionWeight, 0, len(e.Conditions)),
+		DecisionPoints: make([]DecisionPointRef, 0, len(e.Partitions)),
+		UpdatedAt:      e.UpdatedAt,
+	}
+	conds := append([]upgrade.Condition(nil), e.Conditions...)
+	sort.SliceStable(conds, func(i, j int) bool { return conds[i].Order < conds[j].Order })
+	for _, c := range conds {
+		s.Conditions = append(s.Conditions, ConditionWeight{Code: c.ConditionCode, Weight: c.AssignmentWeight})
+	}
+	points := append([]upgrade.DecisionPoint(nil), e.Partitions...)
+	sort.SliceStable(points, func(i, j int) bool { return points[i].Order < points[j].Order })
+	for _, p := range points {
+		s.DecisionPoints = append(s.DecisionPoints, DecisionPointRef{Site: p.Site, Target: p.Target})
+	}
+	return s
+}
+
+// statusFilter turns a --status value into an internal state name.
+func statusFilter(s string) (upgrade.State, error) {
+	st := upgrade.NormalizeState(s)
+	if st.Valid() {
+		return st, nil
+	}
+	names := make([]string, 0, len(upgrade.AllStates)+3)
+	for _, a := range upgrade.AllStates {
+		names = append(names, string(a))
+	}
+	names = append(names, "running", "paused", "completed")
+	return "", Usagef("invalid --status %q: use one of %s", s, strings.Join(names, ", "))
+}
+
+func runExperimentsList(ctx context.Context, opts *ExperimentsListOptions) error {
+	var want upgrade.State
+	if opts.Status != "" {
+		st, err := statusFilter(opts.Status)
+		if err != nil {
+			return err
+		}
+		want = st
+	}
+	client, done, err := opts.Upgrade(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	all, err := client.Experiments(ctx)
+	if err != nil {
+		return err
+	}
+	name := strings.ToLower(opts.Name)
+	list := make([]ExperimentSummary, 0, len(all))
+	for i := range all {
+		e := &all[i]
+		if opts.Context != "" && !containsString(e.Context, opts.Context) {
+			continue
+		}
+		if want != "" && e.State != want {
+			continue
+		}
+		if name != "" && !strings.Contains(strings.ToLower(e.Name), name) {
+			continue
+		}
+		list = append(list, Summarize(e))
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].Name != list[j].Name {
+			return list[i].Name < list[j].Name
+		}
+		return list[i].ID < list[j].ID
+	})
+	filtered := opts.Context != "" || opts.Status != "" || opts.Name != ""
+	return NewReadView(opts.Output, opts.IO).Experiments(list, filtered)
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ExperimentRefOptions are the inputs of "experiments show" and "stats".
+type ExperimentRefOptions struct {
+	IO      *IOStreams
+	Output  string
+	Upgrade UpgradeFunc
+	Ref     string // id, exact name, or unique name prefix
+}
+
+func newRefCmd(f *Factory, use, short string, runF, run func(context.Context, *ExperimentRefOptions) error) *cobra.Command {
+	opts := &ExperimentRefOptions{IO: f.IO, Upgrade: f.Upgrade}
+	return &cobra.Command{
+		Use:   use + " REF",
+		Short: short,
+		Long: short + `.
+
+REF is an experiment id, its exact name, or a prefix of the name (or of the id)
+that matches one experiment only.`,
+		Args: exactArgs("REF"),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Output = f.opts().Output
+			opts.Ref = args[0]
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return run(c.Context(), opts)
+		},
+	}
+}
+
+// NewCmdExperimentsShow builds "experiments show REF".
+func NewCmdExperimentsShow(f *Factory, runF func(context.Context, *ExperimentRefOptions) error) *cobra.Command {
+	return newRefCmd(f, "show", "Show one experiment in full", runF, runExperimentsShow)
+}
+
+// NewCmdExperimentsStats builds "experiments stats REF".
+func NewCmdExperimentsStats(f *Factory, runF func(context.Context, *ExperimentRefOptions) error) *cobra.Command {
+	return newRefCmd(f, "stats", "Show enrollment per condition of one experiment", runF, runExperimentsStats)
+}
+
+// fetchExperiment resolves ref against the server's experiment names and
+// reads that experiment.
+func fetchExperiment(ctx context.Context, client *upgrade.Client, ref string) (*upgrade.Experiment, error) {
+	names, err := client.ExperimentNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id, err := ResolveExperiment(names, ref)
+	if err != nil {
+		return nil, err
+	}
+	return client.Experiment(ctx, id)
+}
+
+func runExperimentsShow(ctx context.Context, opts *ExperimentRefOptions) error {
+	client, done, err := opts.Upgrade(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	e, err := fetchExperiment(ctx, client, opts.Ref)
+	if err != nil {
+		return err
+	}
+	return NewReadView(opts.Output, opts.IO).Experiment(e)
+}
+
+// EnrollmentReport combines an experiment and its enrollment counts: one
+// entry per condition in the experiment's order, with each condition's
+// share of the users enrolled in any condition.
+func EnrollmentReport(e *upgrade.Experiment, st *upgrade.EnrollmentStats) StatsReport {
+	r := StatsReport{
+		ExperimentID:   e.ID,
+		ExperimentName: e.Name,
+		Users:          st.Users,
+		Groups:         st.Groups,
+		UsersExcluded:  st.UsersExcluded,
+		GroupsExcluded: st.GroupsExcluded,
+		Conditions:     []ConditionEnrollment{},
+	}
+	byID := make(map[string]upgrade.ConditionStats, len(st.Conditions))
+	for _, c := range st.Conditions {
+		byID[c.ID] = c
+	}
+	conds := append([]upgrade.Condition(nil), e.Conditions...)
+	sort.SliceStable(conds, func(i, j int) bool { return conds[i].Order < conds[j].Order })
+	seen := map[string]bool{}
+	for _, c := range conds {
+		cs := byID[c.ID]
+		r.Conditions = append(r.Conditions, ConditionEnrollment{Condition: c.ConditionCode, ConditionID: c.ID, Users: cs.Users, Groups: cs.Groups})
+		seen[c.ID] = true
+	}
+	// Counts for a condition the experiment no longer has are still shown,
+	// under their id, rather than silently dropped.
+	for _, c := range st.Conditions {
+		if !seen[c.ID] {
+			r.Conditions = append(r.Conditions, ConditionEnrollment{Condition: c.ID, ConditionID: c.ID, Users: c.Users, Groups: c.Groups})
+		}
+	}
+	total := 0
+	for _, c := range r.Conditions {
+		total += c.Users
+	}
+	if total > 0 {
+		for i := range r.Conditions {
+			r.Conditions[i].Share = float64(r.Conditions[i].Users) / float64(total)
+		}
+	}
+	return r
+}
+
+func runExperimentsStats(ctx context.Context, opts *ExperimentRefOptions) error {
+	client, done, err := opts.Upgrade(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	e, err := fetchExperiment(ctx, client, opts.Ref)
+	if err != nil {
+		return err
+	}
+	st, err := client.EnrollmentStats(ctx, e.ID)
+	if err != nil {
+		return err
+	}
+	return NewReadView(opts.Output, opts.IO).Stats(EnrollmentReport(e, st))
+}

@@ -1,0 +1,274 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/config"
+	"github.com/upgrade-agent/upgrade-agent/llm"
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
+)
+
+// IOStreams are the standard streams of one run. Out carries only results;
+// everything else (notices, progress, logs, errors) goes to ErrOut.
+type IOStreams struct {
+	In          io.Reader
+	Out, ErrOut io.Writer
+
+	StdinTTY, StdoutTTY, StderrTTY bool
+}
+
+// SystemIO is the process's own streams with terminal detection.
+func SystemIO() *IOStreams {
+	return &IOStreams{
+		In:        os.Stdin,
+		Out:       os.Stdout,
+		ErrOut:    os.Stderr,
+		StdinTTY:  term.IsTerminal(int(os.Stdin.Fd())),
+		StdoutTTY: term.IsTerminal(int(os.Stdout.Fd())),
+		StderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
+	}
+}
+
+// GlobalOptions are the global settings after applying the precedence
+// flag > environment > config file > default. Paths are absolute.
+type GlobalOptions struct {
+	// ConfigFile is the file that was read; "" when none.
+	ConfigFile string
+	// StateDir holds sessions, jobs and the embedded simulator's data. ""
+	// when no default could be worked out (no HOME); StateDir() then fails.
+	StateDir string
+
+	UpgradeURL      string // "" = the embedded simulator
+	UpgradeToken    string
+	UpgradeTimeout  time.Duration
+	ClientAPIKey    string
+	ClientAPISecret string
+
+	LLMSpec         string
+	LLMBaseURL      string
+	Model           string
+	AzureAPIVersion string
+	LLMTimeout      time.Duration
+
+	Output  string // text, json or yaml
+	Verbose bool
+	NoColor bool
+
+	// Config is the loaded file (empty when there was none), for the
+	// settings that only exist there (replies, mcp_servers, ...).
+	Config *config.Config
+}
+
+// Factory hands every command what it needs from the outside world. Opts
+// is filled in by the root command before any command runs.
+type Factory struct {
+	IO     *IOStreams
+	Getenv func(string) string
+	Now    func() time.Time
+	Opts   *GlobalOptions
+
+	loggerOnce sync.Once
+	logger     *slog.Logger
+}
+
+// NewFactory builds a Factory over streams and an environment.
+func NewFactory(streams *IOStreams, getenv func(string) string) *Factory {
+	return &Factory{IO: streams, Getenv: getenv, Now: time.Now}
+}
+
+// opts is Opts, or defaults when a command runs without the root (tests).
+func (f *Factory) opts() *GlobalOptions {
+	if f.Opts == nil {
+		f.Opts = &GlobalOptions{Output: "text", Config: &config.Config{}}
+	}
+	return f.Opts
+}
+
+// Secrets are the values that must never be printed or logged.
+func (f *Factory) Secrets() []string {
+	o := f.opts()
+	var s []string
+	for _, v := range []string{o.UpgradeToken, o.ClientAPISecret, f.Getenv("OPENAI_API_KEY")} {
+		if v != "" {
+			s = append(s, v)
+		}
+	}
+	return s
+}
+
+// Logger is the stderr logger: warnings only, everything with -v. Known
+// secrets and credential-looking attributes are redacted.
+func (f *Factory) Logger() *slog.Logger {
+	f.loggerOnce.Do(func() {
+		f.logger = newLogger(f.IO.ErrOut, f.opts().Verbose, f.Secrets())
+	})
+	return f.logger
+}
+
+// StateDir returns the state dir, created 0700 when missing.
+func (f *Factory) StateDir() (string, error) {
+	dir := f.opts().StateDir
+	if dir == "" {
+		return "", &UsageError{Err: errors.New("no state dir: set UPGRADE_AGENT_HOME or --state-dir (HOME is not set)")}
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", fmt.Errorf("create state dir: %w", err)
+		}
+	} else if err != nil {
+		return "", fmt.Errorf("state dir: %w", err)
+	}
+	return dir, nil
+}
+
+// Upgrade returns a client for the configured UpGrade server. Without
+// UpgradeURL it starts the embedded simulator, persisted in the state dir,
+// and says so on stderr. Call cleanup when done.
+func (f *Factory) Upgrade(ctx context.Context) (*upgrade.Client, func(), error) {
+	o := f.opts()
+	cfg := upgrade.Config{
+		BaseURL:         o.UpgradeURL,
+		Token:           o.UpgradeToken,
+		Timeout:         o.UpgradeTimeout,
+		ClientAPIKey:    o.ClientAPIKey,
+		ClientAPISecret: o.ClientAPISecret,
+		Logger:          f.Logger(),
+	}
+	cleanup := func() {}
+	if cfg.BaseURL == "" {
+		srv, dir, err := f.startSimulator()
+		if err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintf(f.IO.ErrOut, "upgrade-agent: using the embedded UpGrade simulator (state in %s); set UPGRADE_API_URL for a real server\n", dir)
+		// The embedded simulator has login switched off; a token meant
+		// for a real server has no business there.
+		cfg.BaseURL, cfg.Token = srv.URL(), ""
+		cleanup = func() {
+			if err := srv.Close(); err != nil {
+				f.Logger().Warn("closing the embedded simulator", "err", err)
+			}
+		}
+	}
+	c, err := upgrade.New(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return c, cleanup, nil
+}
+
+func (f *Factory) startSimulator() (*sim.Server, string, error) {
+	o := f.opts()
+	state, err := f.StateDir()
+	if err != nil {
+		return nil, "", err
+	}
+	dir := filepath.Join(state, "sim")
+	opts := sim.Options{DataFile: filepath.Join(dir, "data.json"), Now: f.Now}
+	if o.Config != nil {
+		if o.Config.SimSeed != nil {
+			opts.Seed = *o.Config.SimSeed
+		}
+		if p := o.Config.ContextMetadata; p != "" {
+			meta, err := sim.LoadMetadataFile(p)
+			if err != nil {
+				return nil, "", &UsageError{Err: fmt.Errorf("config context_metadata: %w", err)}
+			}
+			opts.Metadata = meta
+		}
+	}
+	srv, err := sim.Start(opts)
+	if err != nil {
+		return nil, "", fmt.Errorf("start the embedded UpGrade simulator: %w", err)
+	}
+	return srv, dir, nil
+}
+
+// LLM returns the client the --llm spec names. The API key comes only from
+// OPENAI_API_KEY. Close the Closer when done (it writes a recorded cassette
+// and checks that a script was used up).
+func (f *Factory) LLM() (llm.Client, io.Closer, error) {
+	o := f.opts()
+	return llm.FromSpec(o.LLMSpec, llm.Options{
+		BaseURL:         o.LLMBaseURL,
+		APIKey:          f.Getenv("OPENAI_API_KEY"),
+		Model:           o.Model,
+		AzureAPIVersion: o.AzureAPIVersion,
+		Timeout:         o.LLMTimeout,
+		Logger:          f.Logger(),
+	})
+}
+
+// Sessions opens the checkpoint store in the state dir; it refuses to write
+// any of the secrets this process knows.
+func (f *Factory) Sessions() (*checkpoint.FileStore, error) {
+	dir, err := f.StateDir()
+	if err != nil {
+		return nil, err
+	}
+	s, err := checkpoint.OpenFileStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.Secrets = f.Secrets()
+	if f.Now != nil {
+		s.Now = f.Now
+	}
+	return s, nil
+}
+
+// redact replaces every secret in s.
+func redact(s string, secrets []string) string {
+	for _, v := range secrets {
+		if v != "" {
+			s = strings.ReplaceAll(s, v, "[REDACTED]")
+		}
+	}
+	return s
+}
+
+// credentialKey matches attribute names whose values are credentials
+// whatever they contain.
+var credentialKey = regexp.MustCompile(`(?i)(^|[_.-])(authorization|token|api[_-]?key|secret|password|cookie)$`)
+
+func newLogger(w io.Writer, verbose bool, secrets []string) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key != slog.MessageKey && credentialKey.MatchString(a.Key) && !a.Value.Equal(slog.StringValue("")) {
+				return slog.String(a.Key, "[REDACTED]")
+			}
+			switch a.Value.Kind() {
+			case slog.KindString:
+				if s := a.Value.String(); redact(s, secrets) != s {
+					return slog.String(a.Key, redact(s, secrets))
+				}
+			case slog.KindAny:
+				if s := fmt.Sprint(a.Value.Any()); redact(s, secrets) != s {
+					return slog.String(a.Key, redact(s, secrets))
+				}
+			}
+			return a
+		},
+	}))
+}

@@ -1,0 +1,84 @@
+package cmd
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/upgrade-agent/upgrade-agent/exitcode"
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
+
+// RefError says that an experiment reference matched no experiment, or
+// several. It is bad input (exit 2).
+type RefError struct {
+	Ref        string
+	Candidates []upgrade.ExperimentName // empty: nothing matched
+}
+
+func (e *RefError) Error() string {
+	if len(e.Candidates) == 0 {
+		return fmt.Sprintf("no experiment matches %q", e.Ref)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%q matches %d experiments; use the full name or the id:", e.Ref, len(e.Candidates))
+	for _, c := range e.Candidates {
+		fmt.Fprintf(&b, "\n  %s  %s", c.ID, c.Name)
+	}
+	return b.String()
+}
+
+// minIDPrefix is the shortest id prefix accepted: the ID column of
+// "experiments list" shows eight characters.
+const minIDPrefix = 4
+
+// ResolveExperiment finds the one experiment that ref names, trying in
+// order: an exact id, an exact name, a name differing only in case, then a
+// unique prefix of a name (any case) or of an id (at least four
+// characters). A stage with several matches is ambiguous: later stages are
+// not tried, so an exact name always beats a longer name it prefixes.
+func ResolveExperiment(list []upgrade.ExperimentName, ref string) (string, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return "", &RefError{Ref: ref}
+	}
+	stages := []func(upgrade.ExperimentName) bool{
+		func(e upgrade.ExperimentName) bool { return e.ID == ref },
+		func(e upgrade.ExperimentName) bool { return e.Name == ref },
+		func(e upgrade.ExperimentName) bool { return strings.EqualFold(e.Name, ref) },
+		func(e upgrade.ExperimentName) bool {
+			return hasPrefixFold(e.Name, ref) ||
+				(len(ref) >= minIDPrefix && strings.HasPrefix(strings.ToLower(e.ID), strings.ToLower(ref)))
+		},
+	}
+	for _, match := range stages {
+		var found []upgrade.ExperimentName
+		for _, e := range list {
+			if match(e) {
+				found = append(found, e)
+			}
+		}
+		switch len(found) {
+		case 0:
+			continue
+		case 1:
+			return found[0].ID, nil
+		}
+		sort.Slice(found, func(i, j int) bool {
+			if found[i].Name != found[j].Name {
+				return found[i].Name < found[j].Name
+			}
+			return found[i].ID < found[j].ID
+		})
+		return "", &RefError{Ref: ref, Candidates: found}
+	}
+	return "", &RefError{Ref: ref}
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return strings.HasPrefix(strings.ToLower(s), strings.ToLower(prefix))
+}
+
+// ExitCode makes RefError an exitcode.Coder: a reference that names no
+// experiment, or several, is bad input.
+func (e *RefError) ExitCode() int { return exitcode.Usage }

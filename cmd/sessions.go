@@ -1,0 +1,169 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/spf13/cobra"
+
+	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/pipeline"
+)
+
+func init() { Register(newCmdSessions) }
+
+func newCmdSessions(f *Factory) *cobra.Command {
+	c := groupCmd("sessions", "Inspect stored sessions (checkpoints)")
+	c.AddCommand(
+		&cobra.Command{
+			Use: "list", Short: "List sessions, most recent first", Args: noArgs,
+			RunE: func(c *cobra.Command, _ []string) error { return runSessionsList(c.Context(), f) },
+		},
+		&cobra.Command{
+			Use: "show SESSION", Short: "Show one session", Args: exactArgs("SESSION"),
+			RunE: func(c *cobra.Command, args []string) error { return runSessionsShow(c.Context(), f, args[0]) },
+		},
+		&cobra.Command{
+			Use: "rm SESSION...", Short: "Remove sessions", Args: cobra.MinimumNArgs(1),
+			RunE: func(c *cobra.Command, args []string) error { return runSessionsRm(c.Context(), f, args) },
+		},
+	)
+	return c
+}
+
+// SessionRow is one session in `sessions list`.
+type SessionRow struct {
+	ID          string           `json:"id" yaml:"id"`
+	Status      string           `json:"status" yaml:"status"`
+	Turns       int              `json:"turns" yaml:"turns"`
+	LastMessage string           `json:"last_message" yaml:"last_message"`
+	UpdatedAt   time.Time        `json:"updated_at" yaml:"updated_at"`
+	Usage       checkpoint.Usage `json:"usage" yaml:"usage"`
+	Error       string           `json:"error,omitempty" yaml:"error,omitempty"`
+}
+
+func runSessionsList(_ context.Context, f *Factory) error {
+	store, err := f.Sessions()
+	if err != nil {
+		return err
+	}
+	list, err := store.List()
+	if err != nil {
+		return err
+	}
+	rows := make([]SessionRow, 0, len(list))
+	for _, s := range list {
+		rows = append(rows, SessionRow{ID: s.ID, Status: string(s.Status), Turns: s.Turns, LastMessage: s.LastMessage,
+			UpdatedAt: s.UpdatedAt, Usage: s.Usage, Error: s.Error})
+	}
+	if out := f.opts().Output; out == "json" || out == "yaml" {
+		return WriteData(f.IO.Out, out, rows)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(f.IO.ErrOut, "no sessions")
+		return nil
+	}
+	t := tablewriter.NewTable(f.IO.Out)
+	t.Header("ID", "STATUS", "TURNS", "LAST MESSAGE", "UPDATED", "LLM CALLS", "TOKENS")
+	for _, r := range rows {
+		last := r.LastMessage
+		if r.Error != "" {
+			last = r.Error
+		}
+		if err := t.Append(r.ID, r.Status, strconv.Itoa(r.Turns), last, r.UpdatedAt.Format(time.DateTime),
+			strconv.Itoa(r.Usage.LLMCalls), strconv.Itoa(r.Usage.PromptTokens+r.Usage.CompletionTokens)); err != nil {
+			return err
+		}
+	}
+	return t.Render()
+}
+
+// SessionDetail is `sessions show`.
+type SessionDetail struct {
+	ID            string                `json:"id" yaml:"id"`
+	Status        string                `json:"status" yaml:"status"`
+	Turns         int                   `json:"turns" yaml:"turns"`
+	CreatedAt     time.Time             `json:"created_at" yaml:"created_at"`
+	UpdatedAt     time.Time             `json:"updated_at" yaml:"updated_at"`
+	Usage         checkpoint.Usage      `json:"usage" yaml:"usage"`
+	Interrupt     *checkpoint.Interrupt `json:"interrupt,omitempty" yaml:"interrupt,omitempty"`
+	PendingAction string                `json:"pending_action,omitempty" yaml:"pending_action,omitempty"`
+	History       []pipeline.Exchange   `json:"history" yaml:"history"`
+	Actions       []pipeline.LogEntry   `json:"execution_log" yaml:"execution_log"`
+	Path          string                `json:"path" yaml:"path"`
+}
+
+func runSessionsShow(_ context.Context, f *Factory, id string) error {
+	store, err := f.Sessions()
+	if err != nil {
+		return err
+	}
+	sess, err := pipeline.LoadSession(store, id)
+	if err != nil {
+		if errors.Is(err, checkpoint.ErrNotFound) || errors.Is(err, checkpoint.ErrCorrupt) {
+			return &UsageError{Err: err}
+		}
+		return err
+	}
+	cp, st := sess.CP, sess.State
+	d := SessionDetail{ID: cp.SessionID, Status: string(cp.Status), Turns: cp.Counters.Turns, CreatedAt: cp.CreatedAt,
+		UpdatedAt: cp.UpdatedAt, Usage: cp.Usage, Interrupt: cp.Interrupt, PendingAction: st.ActionNeeded,
+		History: st.ConversationHistory, Actions: st.ExecutionLog, Path: store.Path(id)}
+	if out := f.opts().Output; out == "json" || out == "yaml" {
+		return WriteData(f.IO.Out, out, d)
+	}
+	w := f.IO.Out
+	fmt.Fprintf(w, "Session:  %s\nStatus:   %s\nTurns:    %d\nCreated:  %s\nUpdated:  %s\nLLM:      %d calls, %d prompt + %d completion tokens (%d cached)\nFile:     %s\n",
+		d.ID, d.Status, d.Turns, d.CreatedAt.Format(time.RFC3339), d.UpdatedAt.Format(time.RFC3339),
+		d.Usage.LLMCalls, d.Usage.PromptTokens, d.Usage.CompletionTokens, d.Usage.CachedTokens, d.Path)
+	if ic := d.Interrupt; ic != nil {
+		switch {
+		case ic.Confirmation != nil:
+			fmt.Fprintf(w, "Awaiting: confirmation of %s\n%s\n", ic.Confirmation.Action, ic.Confirmation.Message)
+		case ic.Job != nil:
+			fmt.Fprintf(w, "Awaiting: job %s (%s)\n", ic.Job.ID, ic.Job.Action)
+		}
+	}
+	if len(d.Actions) > 0 {
+		fmt.Fprintln(w, "\nActions:")
+		for _, a := range d.Actions {
+			fmt.Fprintf(w, "  %s  %s  %s %s\n", a.Timestamp, a.Action, a.Status, a.Error)
+		}
+	}
+	if n := len(d.History); n > 0 {
+		fmt.Fprintln(w, "\nRecent exchanges:")
+		for _, ex := range d.History[max(0, n-5):] {
+			fmt.Fprintf(w, "  > %s\n  %s\n", ex.User, truncateLine(ex.Assistant, 200))
+		}
+	}
+	return nil
+}
+
+func truncateLine(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func runSessionsRm(_ context.Context, f *Factory, ids []string) error {
+	store, err := f.Sessions()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := store.Remove(id); err != nil {
+			if errors.Is(err, checkpoint.ErrNotFound) {
+				return &UsageError{Err: err}
+			}
+			return err
+		}
+		fmt.Fprintf(f.IO.ErrOut, "removed session %s\n", id)
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+package cmd
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
+
+// humanView renders results as kubectl-style tables and "Key: value"
+// descriptions. Notes that are not results ("no experiments") go to errOut
+// so that stdout stays empty for scripts that count lines.
+type humanView struct {
+	out, errOut io.Writer
+}
+
+// RenderTable writes a borderless table with a header row, columns
+// separated by two spaces and no trailing blanks.
+func RenderTable(w io.Writer, header []string, rows [][]string) error {
+	var buf bytes.Buffer
+	t := tablewriter.NewTable(&buf,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders:  tw.BorderNone,
+			Symbols:  tw.NewSymbols(tw.StyleNone),
+			Settings: tw.Settings{Separators: tw.SeparatorsNone, Lines: tw.LinesNone},
+		})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithPadding(tw.Padding{Left: "", Right: "  ", Overwrite: true}),
+		tablewriter.WithTrimSpace(tw.Off),
+	)
+	head := make([]any, len(header))
+	for i, h := range header {
+		head[i] = h
+	}
+	t.Header(head...)
+	for _, r := range rows {
+		if err := t.Append(r); err != nil {
+			return fmt.Errorf("table: %w", err)
+		}
+	}
+	if err := t.Render(); err != nil {
+		return fmt.Errorf("table: %w", err)
+	}
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(buf.String(), "\n") {
+		if line == "" {
+			continue
+		}
+		out.WriteString(strings.TrimRight(line, " \n"))
+		out.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
+}
+
+// describe writes aligned "Key: value" lines; empty values show as "-".
+func describe(w io.Writer, pairs [][2]string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	for _, p := range pairs {
+		v := p[1]
+		if v == "" {
+			v = "-"
+		}
+		fmt.Fprintf(tw, "%s:\t%s\n", p[0], v)
+	}
+	return tw.Flush()
+}
+
+func list(items []string) string { return strings.Join(items, ", ") }
+
+func (v *humanView) Health(h HealthInfo) error {
+	server := h.URL
+	if h.Embedded {
+		server += " (embedded simulator)"
+	}
+	return describe(v.out, [][2]string{
+		{"Server", server},
+		{"Name", h.Name},
+		{"Version", h.Version},
+		{"Description", h.Description},
+	})
+}
+
+func (v *humanView) Contexts(cs []ContextInfo) error {
+	rows := make([][]string, 0, len(cs))
+	for _, c := range cs {
+		rows = append(rows, []string{c.Name, list(c.Conditions), list(c.Sites), list(c.Targets), list(c.GroupTypes)})
+	}
+	return RenderTable(v.out, []string{"CONTEXT", "CONDITIONS", "SITES", "TARGETS", "GROUP TYPES"}, rows)
+}
+
+func (v *humanView) Context(c ContextInfo) error {
+	return describe(v.out, [][2]string{
+		{"Context", c.Name},
+		{"Conditions", list(c.Conditions)},
+		{"Sites", list(c.Sites)},
+		{"Targets", list(c.Targets)},
+		{"Group types", list(c.GroupTypes)},
+	})
+}
+
+// formatWeight prints 50 as "50" and 33.3 as "33.3".
+func formatWeight(w float64) string { return strconv.FormatFloat(w, 'f', -1, 64) }
+
+// formatTime shortens a server timestamp to minutes in UTC; anything it
+// cannot parse is shown as it came.
+func formatTime(s string) string {
+	if s == "" {
+		return ""
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.UTC().Format("2006-01-02 15:04")
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func (p DecisionPointRef) String() string {
+	if p.Target == "" {
+		return p.Site
+	}
+	return p.Site + "/" + p.Target
+}
+
+func (v *humanView) Experiments(list []ExperimentSummary, filtered bool) error {
+	if len(list) == 0 {
+		if filtered {
+			_, err := fmt.Fprintln(v.errOut, "no experiments match the filters")
+			return err
+		}
+		_, err := fmt.Fprintln(v.errOut, "no experiments")
+		return err
+	}
+	rows := make([][]string, 0, len(list))
+	for _, e := range list {
+		conds := make([]string, len(e.Conditions))
+		for i, c := range e.Conditions {
+			conds[i] = c.Code + ":" + formatWeight(c.Weight)
+		}
+		points := make([]string, len(e.DecisionPoints))
+		for i, p := range e.DecisionPoints {
+			points[i] = p.String()
+		}
+		rows = append(rows, []string{
+			e.Name, shortID(e.ID), e.Context, string(e.Status), e.Unit, e.Consistency,
+			strings.Join(conds, " "), strings.Join(points, " "), formatTime(e.UpdatedAt),
+		})
+	}
+	return RenderTable(v.out, []string{"NAME", "ID", "CONTEXT", "STATUS", "UNIT", "CONSISTENCY", "CONDITIONS", "DECISION POINTS", "UPDATED"}, rows)
+}
+
+func describeSegment(s upgrade.Segment) string {
+	var parts []string
+	if len(s.Users) > 0 {
+		parts = append(parts, "users "+list(s.Users))
+	}
+	if len(s.Groups) > 0 {
+		gs := make([]string, len(s.Groups))
+		for i, g := range s.Groups {
+			gs[i] = g.Type + ":" + g.GroupID
+		}
+		parts = append(parts, "groups "+list(gs))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (v *humanView) Experiment(e *upgrade.Experiment) error {
+	revert := ""
+	if e.PostExperimentRule == upgrade.PostRuleAssign {
+		revert = "default"
+		if e.RevertTo != nil && *e.RevertTo != "" {
+			revert = *e.RevertTo
+			if c := e.ConditionByID(*e.RevertTo); c != nil {
+				revert = c.ConditionCode
+			}
+		}
+	}
+	pairs := [][2]string{
+		{"Name", e.Name},
+		{"ID", e.ID},
+		{"Context", e.ContextName()},
+		{"Status", string(e.State)},
+		{"Description", e.Description},
+		{"Unit", e.AssignmentUnit},
+		{"Group type", e.Group},
+		{"Consistency", e.ConsistencyRule},
+		{"Post rule", e.PostExperimentRule},
+	}
+	if revert != "" {
+		pairs = append(pairs, [2]string{"Revert to", revert})
+	}
+	pairs = append(pairs,
+		[2]string{"Filter mode", e.FilterMode},
+		[2]string{"Included", describeSegment(e.Inclusion)},
+		[2]string{"Excluded", describeSegment(e.Exclusion)},
+		[2]string{"Tags", list(e.Tags)},
+		[2]string{"Created", formatTime(e.CreatedAt)},
+		[2]string{"Updated", formatTime(e.UpdatedAt)},
+	)
+	if err := describe(v.out, pairs); err != nil {
+		return err
+	}
+	fmt.Fprintln(v.out)
+	rows := make([][]string, 0, len(e.Conditions))
+	for _, c := range e.Conditions {
+		rows = append(rows, []string{c.ConditionCode, formatWeight(c.AssignmentWeight), c.ID})
+	}
+	if err := RenderTable(v.out, []string{"CONDITION", "WEIGHT", "ID"}, rows); err != nil {
+		return err
+	}
+	fmt.Fprintln(v.out)
+	rows = rows[:0]
+	for _, p := range e.Partitions {
+		excl := "no"
+		if p.ExcludeIfReached {
+			excl = "yes"
+		}
+		rows = append(rows, []string{p.Site, p.Target, excl, p.ID})
+	}
+	return RenderTable(v.out, []string{"SITE", "TARGET", "EXCLUDE IF REACHED", "ID"}, rows)
+}
+
+func formatShare(s float64) string { return strconv.FormatFloat(100*s, 'f', 1, 64) + "%" }
+
+func (v *humanView) Stats(s StatsReport) error {
+	rows := make([][]string, 0, len(s.Conditions)+1)
+	for _, c := range s.Conditions {
+		rows = append(rows, []string{c.Condition, strconv.Itoa(c.Users), strconv.Itoa(c.Groups), formatShare(c.Share)})
+	}
+	total := "-"
+	if s.Users > 0 {
+		total = formatShare(1)
+	}
+	rows = append(rows, []string{"TOTAL", strconv.Itoa(s.Users), strconv.Itoa(s.Groups), total})
+	if err := RenderTable(v.out, []string{"CONDITION", "USERS", "GROUPS", "SHARE"}, rows); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(v.out, "\nExcluded: %d users, %d groups\n", s.UsersExcluded, s.GroupsExcluded)
+	return err
+}
+
+func (v *humanView) Version(i VersionInfo) error {
+	_, err := fmt.Fprintln(v.out, i.String())
+	return err
+}
+
+// String is the one-line form: "upgrade-agent VERSION (COMMIT, GOVERSION)".
+func (i VersionInfo) String() string {
+	var details []string
+	if i.Commit != "" {
+		details = append(details, i.Commit)
+	}
+	details = append(details, i.GoVersion)
+	return fmt.Sprintf("upgrade-agent %s (%s)", i.Version, strings.Join(details, ", "))
+}
