@@ -56,7 +56,7 @@ func (m *Manager) Call(ctx context.Context, qualifiedName string, args json.RawM
 	if c.caps.JobVersion > 0 {
 		job := map[string]any{"version": c.caps.JobVersion}
 		if effectID != "" {
-			_ = 0
+			job["idempotency_key"] = IdempotencyKey(effectID, tool.Server, tool.Name)
 		}
 		meta[MetaKeyJob] = job
 	}

@@ -183,7 +183,7 @@ func ShapeForVersion(version string) SegmentShape {
 	if err1 != nil || err2 != nil {
 		return SegmentsArray
 	}
-	if major < 0 && minor < 0 {
+	if major < 6 || major == 6 && minor < 3 {
 		return SegmentsObject
 	}
 	return SegmentsArray

@@ -3,8 +3,12 @@ package upgrade
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -490,4 +494,56 @@ func TestStateNamesNormalised(t *testing.T) {
 			t.Errorf("state %q (-want +got):\n%s", display, diff)
 		}
 	}
+}
+
+// TestKeepAlive: sequential calls reuse one connection, and a burst of 16
+// parallel callers does not churn connections (the default pool of 2 idle
+// connections per host would dial again for most calls).
+func TestKeepAlive(t *testing.T) {
+	var mu sync.Mutex
+	dials := 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, "[]")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			dials++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c, _ := newClient(t, srv.URL+"/api", nil)
+	for range 20 {
+		if _, err := c.Assign(t.Context(), "u", "assign-prog"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	if dials != 1 {
+		t.Errorf("%d connections for 20 sequential calls, want 1", dials)
+	}
+	dials = 0
+	mu.Unlock()
+
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 25 {
+				if _, err := c.Assign(t.Context(), "u", "assign-prog"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if dials > 32 {
+		t.Errorf("%d new connections for 400 calls from 16 goroutines, want at most 32", dials)
+	}
+	t.Logf("16 goroutines x 25 calls: %d new connections", dials)
 }
