@@ -98,6 +98,7 @@ func runAsk(ctx context.Context, f *Factory, o *AskOptions) error {
 		return err
 	}
 	defer unlock()
+	connectMCP(ctx, f, env, sess)
 	printed := false
 	if f.opts().Output != "json" {
 		env.agent.OnResponse = func(text string) {

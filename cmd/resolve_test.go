@@ -38,7 +38,7 @@ func TestResolveExperiment(t *testing.T) {
 		{ref: "3f2a", wantErr: true, candidates: []string{list[0].ID, list[1].ID}},
 		{ref: "twin", wantErr: true, candidates: []string{list[3].ID, list[4].ID}},
 		{ref: "CASE", wantErr: true, candidates: []string{list[5].ID, list[6].ID}},
-		{ref: "a1b", wantErr: true},   // id prefixes shorter than four do not count
+		{ref: "a1b", wantErr: true}, // id prefixes shorter than four do not count
 		{ref: "nothing", wantErr: true},
 		{ref: "", wantErr: true},
 	}

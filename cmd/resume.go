@@ -102,6 +102,7 @@ func runResume(ctx context.Context, f *Factory, o *ResumeOptions) error {
 		return err
 	}
 	defer unlock()
+	connectMCP(ctx, f, env, sess)
 
 	printed := false
 	if f.opts().Output != "json" {

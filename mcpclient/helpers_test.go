@@ -15,11 +15,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/upgrade-agent/upgrade-agent/mcpclient"
-	"github.com/upgrade-agent/upgrade-agent/mcpclient/internal/testserver"
+	"github.com/upgrade-agent/upgrade-agent/mcpclient/mcptest"
 )
 
 // serverModeEnv makes the test binary an MCP server on stdio (the re-exec
-// pattern: no separate build). Its value is the JSON of testserver.Options,
+// pattern: no separate build). Its value is the JSON of mcptest.Options,
 // "crash" for a server that dies before answering, or "hang" for one that
 // never answers.
 const serverModeEnv = "MCPCLIENT_TEST_SERVER"
@@ -36,12 +36,12 @@ func TestMain(m *testing.M) {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	}
-	var opts testserver.Options
+	var opts mcptest.Options
 	if err := json.Unmarshal([]byte(mode), &opts); err != nil {
 		fmt.Fprintf(os.Stderr, "testserver: %s: %v\n", serverModeEnv, err)
 		os.Exit(2)
 	}
-	srv, err := testserver.New(opts)
+	srv, err := mcptest.New(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testserver: %v\n", err)
 		os.Exit(2)
@@ -61,17 +61,17 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func newServer(t *testing.T, opts testserver.Options) *testserver.Server {
+func newServer(t *testing.T, opts mcptest.Options) *mcptest.Server {
 	t.Helper()
-	srv, err := testserver.New(opts)
+	srv, err := mcptest.New(opts)
 	if err != nil {
-		t.Fatalf("testserver.New: %v", err)
+		t.Fatalf("mcptest.New: %v", err)
 	}
 	return srv
 }
 
 // memConfig opens a new in-memory session to srv: each Manager needs its own.
-func memConfig(t *testing.T, srv *testserver.Server, name string) mcpclient.ServerConfig {
+func memConfig(t *testing.T, srv *mcptest.Server, name string) mcpclient.ServerConfig {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(context.Background(), st)
@@ -83,7 +83,7 @@ func memConfig(t *testing.T, srv *testserver.Server, name string) mcpclient.Serv
 }
 
 // stdioConfig runs the test binary itself as a stdio server.
-func stdioConfig(t *testing.T, name string, opts testserver.Options) mcpclient.ServerConfig {
+func stdioConfig(t *testing.T, name string, opts mcptest.Options) mcpclient.ServerConfig {
 	t.Helper()
 	b, err := json.Marshal(opts)
 	if err != nil {

@@ -14,12 +14,12 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/upgrade-agent/upgrade-agent/mcpclient"
-	"github.com/upgrade-agent/upgrade-agent/mcpclient/internal/testserver"
+	"github.com/upgrade-agent/upgrade-agent/mcpclient/mcptest"
 )
 
 func TestToolsAreListedWithQualifiedNamesAndReadOnlyFlags(t *testing.T) {
-	reports := newServer(t, testserver.Options{Jobs: true, Advertise: true})
-	future := newServer(t, testserver.Options{Jobs: true, Advertise: true, JobVersion: 3})
+	reports := newServer(t, mcptest.Options{Jobs: true, Advertise: true})
+	future := newServer(t, mcptest.Options{Jobs: true, Advertise: true, JobVersion: 3})
 	m := connect(t, mcpclient.Options{}, memConfig(t, reports, "reports"), memConfig(t, future, "future"))
 
 	want := []mcpclient.Tool{
@@ -56,7 +56,7 @@ func TestToolsAreListedWithQualifiedNamesAndReadOnlyFlags(t *testing.T) {
 }
 
 func TestPlainCall(t *testing.T) {
-	m := connect(t, mcpclient.Options{}, memConfig(t, newServer(t, testserver.Options{}), "plain"))
+	m := connect(t, mcpclient.Options{}, memConfig(t, newServer(t, mcptest.Options{}), "plain"))
 
 	got := mustCall(t, m, "mcp__plain__echo", `{"text": "hello"}`, "")
 	if diff := cmp.Diff(&mcpclient.CallResult{Text: "hello"}, got); diff != "" {
@@ -74,7 +74,7 @@ func TestPlainCall(t *testing.T) {
 }
 
 func TestCallRejectsUnknownToolsAndNonObjectArguments(t *testing.T) {
-	m := connect(t, mcpclient.Options{}, memConfig(t, newServer(t, testserver.Options{}), "plain"))
+	m := connect(t, mcpclient.Options{}, memConfig(t, newServer(t, mcptest.Options{}), "plain"))
 	ctx := testCtx(t)
 
 	if _, err := m.Call(ctx, "mcp__plain__nope", nil, ""); !errors.Is(err, mcpclient.ErrUnknownTool) {
@@ -94,7 +94,7 @@ func TestCallRejectsUnknownToolsAndNonObjectArguments(t *testing.T) {
 }
 
 func TestMetaJobLifecycle(t *testing.T) {
-	srv := newServer(t, testserver.Options{Jobs: true, Advertise: true})
+	srv := newServer(t, mcptest.Options{Jobs: true, Advertise: true})
 	m := connect(t, mcpclient.Options{}, memConfig(t, srv, "reports"))
 
 	res := mustCall(t, m, "mcp__reports__long_report", `{"topic": "q3"}`, "effect-1")
@@ -124,7 +124,7 @@ func TestMetaJobLifecycle(t *testing.T) {
 }
 
 func TestMetaJobFailureAndCancellationAreErrorResults(t *testing.T) {
-	srv := newServer(t, testserver.Options{Jobs: true, Advertise: true})
+	srv := newServer(t, mcptest.Options{Jobs: true, Advertise: true})
 	m := connect(t, mcpclient.Options{}, memConfig(t, srv, "reports"))
 
 	failed := mustCall(t, m, "mcp__reports__long_report", `{"topic":"q3","fail":"disk full","polls":0}`, "effect-f").Job
@@ -158,7 +158,7 @@ func TestMetaJobFailureAndCancellationAreErrorResults(t *testing.T) {
 }
 
 func TestSameEffectIDStartsOneJob(t *testing.T) {
-	srv := newServer(t, testserver.Options{Jobs: true, Advertise: true})
+	srv := newServer(t, mcptest.Options{Jobs: true, Advertise: true})
 	m := connect(t, mcpclient.Options{}, memConfig(t, srv, "reports"))
 
 	first := mustCall(t, m, "mcp__reports__long_report", `{"topic":"q3"}`, "effect-7").Job
@@ -185,7 +185,7 @@ func TestSameEffectIDStartsOneJob(t *testing.T) {
 func TestNonAdvertisingServerUsesTheBlockingPath(t *testing.T) {
 	// Jobs: the server could run one if asked; it does not advertise, so the
 	// client must not ask.
-	srv := newServer(t, testserver.Options{Jobs: true})
+	srv := newServer(t, mcptest.Options{Jobs: true})
 	m := connect(t, mcpclient.Options{}, memConfig(t, srv, "plain"))
 
 	got := mustCall(t, m, "mcp__plain__long_report", `{"topic":"q3"}`, "effect-1")
@@ -202,7 +202,7 @@ func TestNonAdvertisingServerUsesTheBlockingPath(t *testing.T) {
 }
 
 func TestKnownCapabilityIsUsedWithoutReadvertisement(t *testing.T) {
-	srv := newServer(t, testserver.Options{Jobs: true}) // runs jobs, advertises nothing
+	srv := newServer(t, mcptest.Options{Jobs: true}) // runs jobs, advertises nothing
 	known := map[string]mcpclient.Capability{
 		"reports": {JobVersion: 1},
 		"gone":    {JobVersion: 1, Tasks: true},
@@ -240,7 +240,7 @@ func TestKnownCapabilityIsUsedWithoutReadvertisement(t *testing.T) {
 }
 
 func TestJobHandleSurvivesANewManager(t *testing.T) {
-	srv := newServer(t, testserver.Options{Jobs: true, Advertise: true})
+	srv := newServer(t, mcptest.Options{Jobs: true, Advertise: true})
 	first, errs := mcpclient.Connect(testCtx(t), []mcpclient.ServerConfig{memConfig(t, srv, "reports")}, mcpclient.Options{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -278,7 +278,7 @@ func TestJobHandleSurvivesANewManager(t *testing.T) {
 }
 
 func TestFailingServersAreReportedAndSkipped(t *testing.T) {
-	good := newServer(t, testserver.Options{})
+	good := newServer(t, mcptest.Options{})
 	m, errs := mcpclient.Connect(testCtx(t), []mcpclient.ServerConfig{
 		{Name: "broken", Command: filepath.Join(t.TempDir(), "no-such-server")},
 		{Name: "crashy", Command: mustExecutable(t), Env: map[string]string{"MCPCLIENT_TEST_SERVER": "crash"}},
@@ -332,7 +332,7 @@ func mustExecutable(t *testing.T) string {
 }
 
 func TestServerThatNeverAnswersTimesOut(t *testing.T) {
-	good := newServer(t, testserver.Options{})
+	good := newServer(t, mcptest.Options{})
 	m, errs := mcpclient.Connect(testCtx(t), []mcpclient.ServerConfig{
 		{Name: "silent", Command: mustExecutable(t), Env: map[string]string{"MCPCLIENT_TEST_SERVER": "hang", "GORACE": "atexit_sleep_ms=0"}},
 		memConfig(t, good, "good"),

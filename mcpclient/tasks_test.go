@@ -9,11 +9,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/upgrade-agent/upgrade-agent/mcpclient"
-	"github.com/upgrade-agent/upgrade-agent/mcpclient/internal/testserver"
+	"github.com/upgrade-agent/upgrade-agent/mcpclient/mcptest"
 )
 
 func TestTaskLifecycleOnTheWire(t *testing.T) {
-	srv := newServer(t, testserver.Options{Tasks: true})
+	srv := newServer(t, mcptest.Options{Tasks: true})
 	cfg := memConfig(t, srv, "tasks")
 	rec := &recordingTransport{inner: cfg.Transport}
 	cfg.Transport = rec
@@ -75,7 +75,7 @@ func TestTaskLifecycleOnTheWire(t *testing.T) {
 }
 
 func TestFailedTaskIsAnErrorResult(t *testing.T) {
-	srv := newServer(t, testserver.Options{Tasks: true})
+	srv := newServer(t, mcptest.Options{Tasks: true})
 	m := connect(t, mcpclient.Options{}, memConfig(t, srv, "tasks"))
 
 	h := mustCall(t, m, "mcp__tasks__long_report", `{"topic":"q3","fail":"quota exceeded","polls":0}`, "effect-1").Job
@@ -107,14 +107,14 @@ func TestFailedTaskIsAnErrorResult(t *testing.T) {
 func TestTaskContractChoice(t *testing.T) {
 	tests := []struct {
 		name     string
-		opts     testserver.Options
+		opts     mcptest.Options
 		effectID string
 		wantKind string // "" = blocking result
 	}{
-		{"required task even for a read-only call", testserver.Options{Tasks: true, TaskSupport: "required"}, "", mcpclient.KindTask},
-		{"meta preferred when both are offered", testserver.Options{Tasks: true, Jobs: true, Advertise: true}, "effect-1", mcpclient.KindMeta},
-		{"required task wins over meta", testserver.Options{Tasks: true, TaskSupport: "required", Jobs: true, Advertise: true}, "effect-1", mcpclient.KindTask},
-		{"optional task, no effect id", testserver.Options{Tasks: true}, "", ""},
+		{"required task even for a read-only call", mcptest.Options{Tasks: true, TaskSupport: "required"}, "", mcpclient.KindTask},
+		{"meta preferred when both are offered", mcptest.Options{Tasks: true, Jobs: true, Advertise: true}, "effect-1", mcpclient.KindMeta},
+		{"required task wins over meta", mcptest.Options{Tasks: true, TaskSupport: "required", Jobs: true, Advertise: true}, "effect-1", mcpclient.KindTask},
+		{"optional task, no effect id", mcptest.Options{Tasks: true}, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,14 +12,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/upgrade-agent/upgrade-agent/mcpclient"
-	"github.com/upgrade-agent/upgrade-agent/mcpclient/internal/testserver"
+	"github.com/upgrade-agent/upgrade-agent/mcpclient/mcptest"
 )
 
 // The scenario of a suspended turn: one process starts the job and exits,
 // another (with another server process) follows it to the end.
 func TestStdioJobAcrossProcesses(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "jobs.json")
-	cfg := stdioConfig(t, "reports", testserver.Options{Jobs: true, Advertise: true, StateFile: state})
+	cfg := stdioConfig(t, "reports", mcptest.Options{Jobs: true, Advertise: true, StateFile: state})
 
 	first, errs := mcpclient.Connect(testCtx(t), []mcpclient.ServerConfig{cfg}, mcpclient.Options{})
 	if len(errs) > 0 {
@@ -39,7 +39,7 @@ func TestStdioJobAcrossProcesses(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 
-	st, err := testserver.LoadState(state)
+	st, err := mcptest.LoadState(state)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestStdioJobAcrossProcesses(t *testing.T) {
 }
 
 func TestStdioTasks(t *testing.T) {
-	m := connect(t, mcpclient.Options{}, stdioConfig(t, "tasks", testserver.Options{Tasks: true}))
+	m := connect(t, mcpclient.Options{}, stdioConfig(t, "tasks", mcptest.Options{Tasks: true}))
 	h := mustCall(t, m, "mcp__tasks__long_report", `{"topic":"q3","polls":1}`, "effect-1").Job
 	if h == nil || h.Kind != mcpclient.KindTask {
 		t.Fatalf("handle = %+v, want a task", h)
@@ -83,7 +83,7 @@ func TestStdioTasks(t *testing.T) {
 }
 
 func TestStreamableHTTP(t *testing.T) {
-	srv := newServer(t, testserver.Options{Jobs: true, Advertise: true})
+	srv := newServer(t, mcptest.Options{Jobs: true, Advertise: true})
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil)
 	var (
 		mu       sync.Mutex

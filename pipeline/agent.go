@@ -67,6 +67,9 @@ type Agent struct {
 	Jobs     JobRunner
 	WaitJobs time.Duration
 
+	// MCP offers the tools of MCP servers (nil: none).
+	MCP MCP
+
 	Output *OutputConfig
 
 	// OnResponse receives the person's reply as soon as it is final, before
@@ -246,7 +249,7 @@ func (a *Agent) policy() string {
 
 func (a *Agent) gTools() *toolSet {
 	if a.tools == nil {
-		a.tools = gathererTools()
+		a.tools = gathererTools(mcpReadTools(a.MCP)...)
 	}
 	return a.tools
 }
@@ -278,6 +281,15 @@ func (a *Agent) save(t *turn, status checkpoint.Status, next string) error {
 		last = t.st.ConversationHistory[n-1].User
 	}
 	cp.Summary = &checkpoint.SessionSummary{LastMessage: truncate(last, 80), Turns: cp.Counters.Turns}
+	if a.MCP != nil {
+		// The negotiated capabilities travel with the session, so a resumed
+		// process still knows which servers run tools as jobs.
+		if caps := a.MCP.Capabilities(); len(caps) > 0 {
+			if b, err := json.Marshal(caps); err == nil {
+				cp.MCP = b
+			}
+		}
+	}
 	if err := a.Store.Save(cp); err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}

@@ -81,7 +81,7 @@ var (
 		})
 )
 
-func gathererTools() *toolSet {
+func gathererTools(extra ...*toolDef) *toolSet {
 	defs := []*toolDef{
 		newTool("check_upgrade_health", "Server name and version.", true,
 			func(ctx context.Context, t *turn, _ noArgs) (any, error) {
@@ -181,10 +181,13 @@ func gathererTools() *toolSet {
 	for _, name := range actions.Names() {
 		defs = append(defs, schemaTool(name))
 	}
+	defs = append(defs, extra...)
 	defs = append(defs,
 		newTool("set_action_needed", "Choose the one action to prepare.", false,
 			func(_ context.Context, t *turn, a setActionNeededArgs) (any, error) {
-				if _, ok := actions.Lookup(a.Action); !ok {
+				_, builtin := actions.Lookup(a.Action)
+				_, isMCP := t.a.mcpAction(a.Action)
+				if !builtin && !isMCP {
 					return nil, inputErrorf("unknown action %q; valid actions: %s", a.Action, strings.Join(actionNames(), ", "))
 				}
 				t.update(func(s *State) {
@@ -277,7 +280,11 @@ func (t *turn) setParams(params map[string]any, replace bool) (any, error) {
 	if err != nil {
 		return nil, inputErrorf("params: %v", err)
 	}
-	if _, err := actions.Parse(action, raw); err != nil {
+	if tl, ok := t.a.mcpAction(action); ok {
+		if _, err := checkMCPParams(tl, params); err != nil {
+			return nil, inputErrorf("%s arguments: %v", action, err)
+		}
+	} else if _, err := actions.Parse(action, raw); err != nil {
 		return nil, inputErrorf("%s params: %v", action, err)
 	}
 	t.update(func(s *State) {

@@ -264,6 +264,9 @@ func (t *turn) doneSoFar() string {
 
 func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 	ctxInfo := map[string]any{"request": t.st.UserRequestSummary}
+	if mcpActs := a.mcpActionList(); len(mcpActs) > 0 {
+		ctxInfo["mcp_actions"] = mcpActs
+	}
 	if t.st.ActionNeeded != "" {
 		ctxInfo["action_in_progress"] = map[string]any{"action": t.st.ActionNeeded, "params": t.st.ActionParams, "missing": t.st.MissingParams}
 	}
@@ -317,6 +320,15 @@ func (a *Agent) validatePending(ctx context.Context, t *turn) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if tl, ok := a.mcpAction(t.st.ActionNeeded); ok {
+		args, err := checkMCPParams(tl, t.st.ActionParams)
+		if err != nil {
+			t.st.addError(ErrTypeValidation, fmt.Sprintf("%s arguments: %v", tl.QualifiedName, err))
+			return false, nil
+		}
+		t.mcpPlan = a.mcpPlan(tl, args)
+		return true, nil
+	}
 	p, err := actions.Parse(t.st.ActionNeeded, raw)
 	if err != nil {
 		t.st.addError(ErrTypeValidation, err.Error())
@@ -342,16 +354,25 @@ func (a *Agent) validatePending(ctx context.Context, t *turn) (bool, error) {
 // ---- confirmation ----
 
 func (a *Agent) confirmation(ctx context.Context, t *turn) (string, error) {
-	if t.params == nil {
-		return NodeResponder, fmt.Errorf("confirmation reached without validated params")
-	}
-	plan, err := actions.BuildPlan(ctx, t.api(), t.params)
-	if err != nil {
-		t.recordError(err)
-		return NodeResponder, nil
+	var plan *actions.Plan
+	var needsHuman bool
+	if t.mcpPlan != nil {
+		plan = t.mcpPlan
+		tl, _ := a.mcpAction(string(plan.Action))
+		needsHuman = mcpNeedsConfirmation(a.policy(), tl) && !a.Yes
+	} else {
+		if t.params == nil {
+			return NodeResponder, fmt.Errorf("confirmation reached without validated params")
+		}
+		var err error
+		plan, err = actions.BuildPlan(ctx, t.api(), t.params)
+		if err != nil {
+			t.recordError(err)
+			return NodeResponder, nil
+		}
+		needsHuman = actions.RequiresConfirmation(a.policy(), plan.Action) && !a.Yes
 	}
 	t.plan = plan
-	needsHuman := actions.RequiresConfirmation(a.policy(), plan.Action) && !a.Yes
 	if a.policy() == PolicyNever && !a.Yes {
 		needsHuman = true // never is only honoured together with --yes
 	}
@@ -426,10 +447,15 @@ func (a *Agent) executor(ctx context.Context, t *turn) (string, error) {
 			return NodeResponder, err
 		}
 	}
-	p, err := actions.Parse(string(plan.Action), plan.Params)
-	if err != nil {
-		t.st.addError(ErrTypeValidation, err.Error())
-		return NodeResponder, nil
+	_, isMCP := a.mcpAction(string(plan.Action))
+	var p actions.Params
+	if !isMCP {
+		var err error
+		p, err = actions.Parse(string(plan.Action), plan.Params)
+		if err != nil {
+			t.st.addError(ErrTypeValidation, err.Error())
+			return NodeResponder, nil
+		}
 	}
 	spec, _ := actions.Lookup(string(plan.Action))
 	hash, err := checkpoint.ParamsHash(string(plan.Action), plan.Params)
@@ -444,7 +470,15 @@ func (a *Agent) executor(ctx context.Context, t *turn) (string, error) {
 		return nodeEnd, err
 	}
 	nextStep := t.st.NextStep
-	if spec.LongRunning {
+	if isMCP {
+		done, err := a.executeMCP(ctx, t, effectID, plan)
+		if err != nil {
+			return nodeEnd, err
+		}
+		if !done {
+			return routeAfterExecutor(true, "", false), nil
+		}
+	} else if spec.LongRunning {
 		done, err := a.startJob(ctx, t, effectID, plan, p)
 		if err != nil {
 			return nodeEnd, err
@@ -493,7 +527,7 @@ func (a *Agent) checkBinding(ctx context.Context, t *turn, plan *actions.Plan) (
 		}
 	}
 	stale := false
-	if !mismatch {
+	if _, isMCP := a.mcpAction(string(plan.Action)); !mismatch && !isMCP {
 		stale, err = actions.IsStale(ctx, t.api(), plan)
 		if err != nil {
 			t.recordError(err)
@@ -504,18 +538,30 @@ func (a *Agent) checkBinding(ctx context.Context, t *turn, plan *actions.Plan) (
 		return true, nil
 	}
 	t.approved = false
-	raw, _ := json.Marshal(t.st.ActionParams)
-	p, err := actions.Parse(t.st.ActionNeeded, raw)
-	if err != nil {
-		t.st.addError(ErrTypeValidation, "the pending action changed and is no longer valid: "+err.Error())
-		t.st.clearPending()
-		t.sess.CP.Interrupt = nil
-		return false, nil
-	}
-	fresh, err := actions.BuildPlan(ctx, t.api(), p)
-	if err != nil {
-		t.recordError(err)
-		return false, nil
+	var fresh *actions.Plan
+	if tl, ok := a.mcpAction(t.st.ActionNeeded); ok {
+		args, err := checkMCPParams(tl, t.st.ActionParams)
+		if err != nil {
+			t.st.addError(ErrTypeValidation, "the pending action changed and is no longer valid: "+err.Error())
+			t.st.clearPending()
+			t.sess.CP.Interrupt = nil
+			return false, nil
+		}
+		fresh = a.mcpPlan(tl, args)
+	} else {
+		raw, _ := json.Marshal(t.st.ActionParams)
+		p, err := actions.Parse(t.st.ActionNeeded, raw)
+		if err != nil {
+			t.st.addError(ErrTypeValidation, "the pending action changed and is no longer valid: "+err.Error())
+			t.st.clearPending()
+			t.sess.CP.Interrupt = nil
+			return false, nil
+		}
+		fresh, err = actions.BuildPlan(ctx, t.api(), p)
+		if err != nil {
+			t.recordError(err)
+			return false, nil
+		}
 	}
 	if err := t.setConfirmationInterrupt(fresh); err != nil {
 		return false, err

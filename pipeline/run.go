@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/mcpclient"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
 
@@ -40,6 +41,11 @@ func (a *Agent) Ask(ctx context.Context, sess *Session, message string) (*Result
 	t.st.RetryInput = ""
 	if err := a.reconcile(ctx, t); err != nil {
 		return a.fail(t, message, err)
+	}
+	if t.suspended {
+		// Crash recovery found the action's job still running.
+		t.trace = append(t.trace, NodeExecutor)
+		return a.finish(t, ReplyWith(t.st.FinalResponse))
 	}
 	rep, err := a.generateReply(ctx, rc)
 	if err != nil {
@@ -168,9 +174,10 @@ func (a *Agent) result(t *turn, status string) *Result {
 // ---- jobs ----
 
 type jobHandle struct {
-	EffectID string          `json:"effect_id"`
-	Params   json.RawMessage `json:"params"`
-	NextStep string          `json:"next_step,omitempty"`
+	EffectID string               `json:"effect_id"`
+	Params   json.RawMessage      `json:"params"`
+	NextStep string               `json:"next_step,omitempty"`
+	MCP      *mcpclient.JobHandle `json:"mcp,omitempty"` // a job behind an MCP tool
 }
 
 // startJob runs a long action. Without a job runner it runs inline; with
@@ -243,30 +250,38 @@ func (a *Agent) ResumeJob(ctx context.Context, sess *Session, wait time.Duration
 	if ic == nil || ic.Kind != checkpoint.KindJob || ic.Job == nil {
 		return nil, ErrNothingToResume
 	}
-	if a.Jobs == nil {
-		return nil, errors.New("no job runner configured")
-	}
+	var h jobHandle
+	_ = json.Unmarshal(ic.Job.Handle, &h)
 	t := a.newTurn(sess)
 	rc := a.prepare(t, sess.State.UserInput)
 	t.input, t.messages = sess.State.UserInput, rc.Messages
 	t.st.Errors = []ErrorEntry{}
-	status, err := a.Jobs.Wait(ctx, ic.Job.ID, wait)
-	if err != nil {
-		return nil, err
-	}
-	if !status.Terminal() {
-		t.suspended = true
+	if h.MCP != nil {
+		done, err := a.resumeMCPJob(ctx, t, ic, h, wait)
+		if err != nil {
+			return nil, err
+		}
+		if !done {
+			return a.stillRunning(t), nil
+		}
+		t.trace = append(t.trace, NodeExecutor)
+	} else {
+		if a.Jobs == nil {
+			return nil, errors.New("no job runner configured")
+		}
+		status, err := a.Jobs.Wait(ctx, ic.Job.ID, wait)
+		if err != nil {
+			return nil, err
+		}
 		t.jobStatus = &status
-		t.st.FinalResponse = fmt.Sprintf("Job %s is still %s: %d of %d done.", status.ID, status.State, status.Done, status.Total)
-		a.respond(t, t.st.FinalResponse)
-		return a.result(t, StatusWaitingJob), nil
+		if !status.Terminal() {
+			return a.stillRunning(t), nil
+		}
+		plan := &actions.Plan{Action: actions.Name(ic.Job.Action), Params: h.Params}
+		t.trace = append(t.trace, NodeExecutor)
+		a.recordJob(t, ic.Job.ID, plan, status)
 	}
-	var h jobHandle
-	_ = json.Unmarshal(ic.Job.Handle, &h)
-	plan := &actions.Plan{Action: actions.Name(ic.Job.Action), Params: h.Params}
-	t.trace = append(t.trace, NodeExecutor)
-	a.recordJob(t, ic.Job.ID, plan, status)
-	t.jobStatus = &status
+	status := *t.jobStatus
 	sess.CP.Interrupt = nil
 	failed := t.actionsRun[len(t.actionsRun)-1].Status != "success"
 	next := routeAfterExecutor(false, "", false)
@@ -288,6 +303,14 @@ func (a *Agent) ResumeJob(ctx context.Context, sess *Session, wait time.Duration
 	return a.finish(t, rep)
 }
 
+func (a *Agent) stillRunning(t *turn) *Result {
+	s := t.jobStatus
+	t.suspended = true
+	t.st.FinalResponse = fmt.Sprintf("Job %s is still %s: %d of %d done.", s.ID, s.State, s.Done, s.Total)
+	a.respond(t, t.st.FinalResponse)
+	return a.result(t, StatusWaitingJob)
+}
+
 // ---- crash recovery ----
 
 // reconcile settles effects that were started but never finished (the
@@ -307,6 +330,24 @@ func (a *Agent) reconcile(ctx context.Context, t *turn) error {
 		if plan == nil {
 			_ = cp.FinishEffect(e.EffectID, nil, "outcome unknown: the process stopped during the call and its params are gone", a.now())
 			note["outcome"] = "unknown"
+			t.reconciled = append(t.reconciled, note)
+			continue
+		}
+		if tl, isMCP := a.mcpAction(e.Action); isMCP {
+			if a.MCP.Capabilities()[tl.Server].JobVersion > 0 {
+				// A job-aware server recognises a repeated START by its
+				// idempotency key (derived from the same effect id): calling
+				// again re-attaches to the job instead of starting a second.
+				if err := a.reattachMCP(ctx, t, e.EffectID, plan); err != nil {
+					return err
+				}
+				note["outcome"] = "reattached"
+			} else {
+				// A plain server cannot tell: ask the person again.
+				_ = cp.FinishEffect(e.EffectID, nil, "outcome unknown: interrupted during the call to the MCP server", a.now())
+				t.forceReask = true
+				note["outcome"] = "unknown"
+			}
 			t.reconciled = append(t.reconciled, note)
 			continue
 		}

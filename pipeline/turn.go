@@ -60,6 +60,7 @@ type turn struct {
 	nextStep       string // the step the analyzer and gatherer work on after an execution
 
 	params       actions.Params // validated params of the pending action (this turn)
+	mcpPlan      *actions.Plan  // the plan of a validated MCP action (this turn)
 	humanDecided bool           // a human answered a confirmation in this turn
 	deniedAction string
 	responded    bool // OnResponse was called
@@ -107,6 +108,10 @@ func (t *turn) recordError(err error) {
 func errorType(err error) string {
 	if c := upgrade.CategoryOf(err); c != "" {
 		return string(c)
+	}
+	var je *jobError
+	if errors.As(err, &je) {
+		return je.typ
 	}
 	var le *llm.Error
 	if errors.As(err, &le) && le.Kind == llm.KindAuth {

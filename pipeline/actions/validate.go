@@ -55,7 +55,7 @@ func Validate(ctx context.Context, api API, p Params) ([]Problem, error) {
 	}
 	switch v := p.(type) {
 	case CreateExperimentParams:
-		err = c.design(withDefaults(v), "")
+		err = c.design(withDefaults(v), "", true)
 	case UpdateExperimentParams:
 		err = c.update(v)
 	case UpdateExperimentStatusParams:
@@ -168,12 +168,16 @@ func (c *checker) experiment(field, id string) (*upgrade.Experiment, error) {
 }
 
 // design checks a complete experiment design; selfID is the experiment
-// being updated ("" on create), which may keep its own name.
-func (c *checker) design(d CreateExperimentParams, selfID string) error {
+// being updated ("" on create), which may keep its own name. checkName is
+// false for an update that leaves the name alone: an old twin must not
+// block every other change.
+func (c *checker) design(d CreateExperimentParams, selfID string, checkName bool) error {
 	if d.Name == "" {
 		c.missing("name", "name is required")
-	} else if err := c.uniqueName(d.Name, selfID); err != nil {
-		return err
+	} else if checkName {
+		if err := c.uniqueName(d.Name, selfID); err != nil {
+			return err
+		}
 	}
 
 	info, ctxOK, err := c.context(d.Context)
@@ -361,7 +365,7 @@ func (c *checker) update(u UpdateExperimentParams) error {
 		c.add("experiment_id", "experiment %q is a %s experiment; the agent only edits Simple experiments", e.Name, e.Type)
 		return nil
 	}
-	return c.design(applyUpdate(designOf(e), u), e.ID)
+	return c.design(applyUpdate(designOf(e), u), e.ID, u.Name != nil)
 }
 
 func (c *checker) status(p UpdateExperimentStatusParams) error {

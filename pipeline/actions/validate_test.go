@@ -344,3 +344,17 @@ func TestProblemType(t *testing.T) {
 		t.Errorf("Type = %q", got)
 	}
 }
+
+func TestValidateUpdateIgnoresOldTwin(t *testing.T) {
+	f := seeded()
+	twin := streamExp()
+	twin.ID, twin.Name = "3eab8f5b-b03d-4c8a-a09c-6f4d5e7f8091", "Math Hints"
+	f.add(twin)
+	probs, err := Validate(context.Background(), f, UpdateExperimentParams{ExperimentID: mathHintsID, Description: ptr("new")})
+	if err != nil || len(probs) != 0 {
+		t.Errorf("an update that keeps the name: %v %v", probs, err)
+	}
+	if f.count("ExperimentNames") != 0 {
+		t.Errorf("names read %d times for an update that keeps the name", f.count("ExperimentNames"))
+	}
+}

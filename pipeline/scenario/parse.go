@@ -62,7 +62,7 @@ func Parse(data []byte, path string) (*Scenario, error) {
 	d := &decoder{file: path}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, &ParseError{File: path, Line: yamlErrLine(err), Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		return nil, yamlError(path, err)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, &ParseError{File: path, Msg: "empty file: a scenario needs at least name and steps"}
@@ -117,14 +117,17 @@ func Parse(data []byte, path string) (*Scenario, error) {
 	return sc, nil
 }
 
-// yamlErrLine digs the line out of a yaml.v3 syntax error ("yaml: line 3: ...").
-func yamlErrLine(err error) int {
-	m := regexp.MustCompile(`line (\d+)`).FindStringSubmatch(err.Error())
-	if m == nil {
-		return 0
+var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
+
+// yamlError turns a yaml.v3 syntax error ("yaml: line 3: ...") into a
+// ParseError with the line in its place.
+func yamlError(path string, err error) error {
+	msg := err.Error()
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return &ParseError{File: path, Line: n, Msg: msg[len(m[0]):]}
 	}
-	n, _ := strconv.Atoi(m[1])
-	return n
+	return &ParseError{File: path, Msg: strings.TrimPrefix(msg, "yaml: ")}
 }
 
 type decoder struct{ file string }

@@ -194,8 +194,16 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 	sc := r.sc
 	r.tr.header(sc)
 
-	if sc.Options.OutputSchema != "" {
-		return cleanup, fmt.Errorf("%s: options.output_schema: the structured-output node is not available in this build yet (pipeline.OutputConfig has no schema)", sc.File)
+	var output *pipeline.OutputConfig
+	if p := sc.Options.OutputSchema; p != "" {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(sc.File), p)
+		}
+		schema, err := pipeline.LoadOutputSchema(p)
+		if err != nil {
+			return cleanup, fmt.Errorf("%s: options.output_schema: %w", sc.File, err)
+		}
+		output = &pipeline.OutputConfig{Schema: schema, Enabled: sc.Options.ConversationalOutputs}
 	}
 
 	// State dir.
@@ -228,6 +236,7 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 			return cleanup, fmt.Errorf("%s: %w", sc.File, err)
 		}
 		r.admin, agentAPI = c, c
+		r.norm.urls = append(r.norm.urls, strings.TrimRight(r.opts.UpgradeURL, "/"))
 		if r.opts.UpgradeToken != "" {
 			secrets = append(secrets, r.opts.UpgradeToken)
 		}
@@ -242,6 +251,7 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 		}
 		closers = append(closers, func() { _ = srv.Close() })
 		r.sim = srv
+		r.norm.urls = append(r.norm.urls, srv.URL())
 		if r.admin, err = upgrade.New(upgrade.Config{BaseURL: srv.URL(), Token: token}); err != nil {
 			return cleanup, err
 		}
@@ -317,9 +327,7 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 		Now: r.clk.now, NewID: func() string { return fmt.Sprintf("id-%04d", ids.Add(1)) },
 		Logger: logger,
 	}
-	if sc.Options.ConversationalOutputs {
-		r.agent.Output = &pipeline.OutputConfig{Enabled: true}
-	}
+	r.agent.Output = output
 
 	created, err := r.applySetup(ctx)
 	if err != nil {
@@ -589,5 +597,5 @@ func plural(n int, one, many string) string {
 // IsUsage reports whether a run error means bad input or configuration
 // (exit 2) rather than a failure.
 func IsUsage(err error) bool {
-	return errors.Is(err, exitcode.ErrUsage) || errors.Is(err, llm.ErrNotConfigured) || errors.Is(err, llm.ErrInvalidSpec) || errors.Is(err, ErrInvalid)
+	return errors.Is(err, exitcode.ErrUsage) || errors.Is(err, pipeline.ErrBadInput) || errors.Is(err, llm.ErrNotConfigured) || errors.Is(err, llm.ErrInvalidSpec) || errors.Is(err, ErrInvalid)
 }

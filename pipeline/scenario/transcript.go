@@ -226,9 +226,10 @@ func compact(v any) string {
 // ---- normalisation ----
 
 var (
-	uuidRE    = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
-	timeRE    = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})`)
-	agentIDRE = regexp.MustCompile(`\bid-\d{4,}\b`)
+	uuidRE     = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	timeRE     = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})`)
+	agentIDRE  = regexp.MustCompile(`\bid-\d{4,}\b`)
+	loopbackRE = regexp.MustCompile(`\b127\.0\.0\.1:\d+`)
 )
 
 // normalizer replaces what differs between runs or machines with stable
@@ -237,6 +238,7 @@ var (
 // agent's other ids and RFC 3339 times.
 type normalizer struct {
 	kinds   map[string]string // lower-case UUID -> exp | cond | dp
+	urls    []string          // base URLs of servers, replaced by <upgrade-url>
 	session string
 	jobs    []string // job ids in order of discovery
 }
@@ -269,6 +271,14 @@ func (n *normalizer) job(id string) {
 }
 
 func (n *normalizer) apply(s string) string {
+	for _, u := range n.urls {
+		if u != "" {
+			s = strings.ReplaceAll(s, u, "<upgrade-url>")
+		}
+	}
+	// Any other loopback server (the scripted LLM) listens on a new port
+	// each run.
+	s = loopbackRE.ReplaceAllString(s, "127.0.0.1:<port>")
 	if n.session != "" {
 		s = strings.ReplaceAll(s, n.session, "<session>")
 	}

@@ -502,6 +502,9 @@ func (s *Sim) drawLocked(e *upgrade.Experiment, uid, gid string) *upgrade.Condit
 	}
 	switch {
 	case groupConsistent(e):
+		if c := e.ConditionByID(rt.Groups[gid]); c != nil {
+			return c
+		}
 		c := s.weightedLocked(e)
 		rt.Groups[gid] = c.ID
 		return c

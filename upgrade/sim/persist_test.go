@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -371,4 +372,79 @@ func asError(err error, target **Error) bool {
 		*target = e
 	}
 	return ok
+}
+
+func TestFailedWriteLosesOnlyThatChange(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "fail.json")
+	ts := startSim(t, Options{DataFile: file})
+	kept := ts.create(expBody("Kept"))
+
+	defer func(orig func(string, []byte) error) { atomicWrite = orig }(atomicWrite)
+	atomicWrite = func(string, []byte) error { return fmt.Errorf("disk full") }
+	r := ts.do("POST", "/experiments", expBody("Lost"))
+	var se upgrade.ServerError
+	r.decode(t, &se)
+	if r.status != 500 || !strings.Contains(se.Message, "disk full") || !strings.Contains(se.Message, file) {
+		t.Fatalf("failed write answered %d %s", r.status, r.body)
+	}
+	atomicWrite = writeFileAtomic
+
+	var names []upgrade.ExperimentName
+	ts.must("GET", "/experiments/names", nil).decode(t, &names)
+	if diff := cmp.Diff([]upgrade.ExperimentName{{ID: kept.ID, Name: "Kept"}}, names); diff != "" {
+		t.Errorf("after the failed write (-want +got):\n%s", diff)
+	}
+	ts.create(expBody("After"))
+	other, err := New(Options{DataFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(other.Experiments()); n != 2 {
+		t.Errorf("the file holds %d experiments, want 2", n)
+	}
+}
+
+func TestConcurrentWritesShareFsyncs(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "batch.json")
+	var writes atomic.Int64
+	defer func(orig func(string, []byte) error) { atomicWrite = orig }(atomicWrite)
+	atomicWrite = func(p string, b []byte) error {
+		writes.Add(1)
+		return writeFileAtomic(p, b)
+	}
+	ts := startSim(t, Options{DataFile: file})
+	const n = 64
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs <- post(ts, "/v6/init", fmt.Sprintf("b%02d", i), map[string]any{}, nil)
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, err := New(Options{DataFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(other.Users()); got != n {
+		t.Errorf("file holds %d users, want %d", got, n)
+	}
+	if w := writes.Load(); w < 1 || w > n {
+		t.Errorf("%d writes for %d changes", w, n)
+	}
+	t.Logf("%d changes, %d writes", n, writes.Load())
+	// Unchanged re-inits write nothing.
+	before := writes.Load()
+	ts.initUser("b00", nil, nil)
+	if writes.Load() != before {
+		t.Error("an init that changed nothing wrote the file")
+	}
 }

@@ -68,7 +68,23 @@ type Sim struct {
 	file  string
 	lock  *flock.Flock
 	seen  os.FileInfo // the data file as last read or written by this process
-	stale bool        // a write failed: memory may be ahead of the file
+	stale bool        // a write failed: memory holds changes the file lacks
+
+	// Group commit. Every change gets a sequence number; one writer at a
+	// time (wmu) persists everything changed so far in one fsync'd write,
+	// so concurrent requests share writes. The file lock is held from the
+	// first unsaved change until the write that holds it is done, so no
+	// other process writes in between.
+	wmu       sync.Mutex
+	dirty     int64       // sequence of the last change in memory
+	covered   int64       // changes up to here have been written or lost
+	failures  []lostRange // changes lost to failed writes (rare)
+	flockHeld bool
+}
+
+type lostRange struct {
+	from, to int64 // (from, to]
+	err      error
 }
 
 // New builds a simulator. With a DataFile it loads the file when it exists
@@ -252,7 +268,9 @@ func (s *Sim) EnrollmentStats(id string) (upgrade.EnrollmentStats, error) {
 func (s *Sim) view(fn func()) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.file != "" {
+	if s.file != "" && !s.flockHeld {
+		// While this process holds the file lock nobody else can have
+		// written, and memory is ahead of the file: no reload then.
 		if err := s.refreshLocked(); err != nil {
 			return err
 		}
@@ -262,35 +280,102 @@ func (s *Sim) view(fn func()) error {
 }
 
 // mutate runs fn under the lock and, with a data file, under the file lock
-// on a freshly reloaded state, then writes the file when fn changed
-// something. fn must check everything before it changes anything, so that an
-// error leaves the state as it was.
+// on a state reloaded if another process changed the file; it returns once
+// the change is on disk. fn must check everything before it changes
+// anything, so that an error leaves the state as it was.
 func (s *Sim) mutate(fn func() (changed bool, aerr *apiError)) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.file != "" {
+	if s.file == "" {
+		defer s.mu.Unlock()
+		if _, aerr := fn(); aerr != nil {
+			return aerr
+		}
+		return nil
+	}
+	if !s.flockHeld {
 		if err := s.lock.Lock(); err != nil {
+			s.mu.Unlock()
 			return storageError(fmt.Errorf("simulator data file %s: lock: %w", s.file, err))
 		}
-		defer func() { _ = s.lock.Unlock() }()
+		s.flockHeld = true
 		if err := s.refreshLocked(); err != nil {
+			s.releaseIfCleanLocked()
+			s.mu.Unlock()
 			return storageError(err)
 		}
 	}
 	changed, aerr := fn()
-	if aerr != nil {
-		return aerr
-	}
-	if !changed || s.file == "" {
+	if aerr != nil || !changed {
+		s.releaseIfCleanLocked()
+		s.mu.Unlock()
+		if aerr != nil {
+			return aerr
+		}
 		return nil
 	}
-	if err := s.saveLocked(); err != nil {
-		// The answer is an error, so the change must not survive either:
-		// the next request reloads what is really on disk.
+	s.dirty++
+	seq := s.dirty
+	s.mu.Unlock()
+	return s.flush(seq)
+}
+
+// flush returns once change seq is on disk (or lost to a failed write).
+func (s *Sim) flush(seq int64) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	if seq <= s.covered {
+		err := s.lostLocked(seq)
+		s.mu.Unlock()
+		return err
+	}
+	upto := s.dirty
+	b, err := s.encodeLocked()
+	s.mu.Unlock()
+	var fi os.FileInfo
+	if err == nil {
+		err = atomicWrite(s.file, b)
+	}
+	if err == nil {
+		fi, err = os.Stat(s.file)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		// Everything not yet written is lost, including changes made
+		// while this write ran; the next request reloads the file.
+		err = fmt.Errorf("simulator data file %s: %w", s.file, err)
+		s.failures = append(s.failures, lostRange{from: s.covered, to: s.dirty, err: err})
+		if len(s.failures) > 64 {
+			s.failures = s.failures[1:]
+		}
+		s.covered = s.dirty
 		s.stale = true
-		return storageError(err)
+	} else {
+		s.covered = upto
+		s.seen = fi
+	}
+	s.releaseIfCleanLocked()
+	return s.lostLocked(seq)
+}
+
+// lostLocked reports the failure that lost change seq, if any.
+func (s *Sim) lostLocked(seq int64) error {
+	for _, f := range s.failures {
+		if seq > f.from && seq <= f.to {
+			return storageError(f.err)
+		}
 	}
 	return nil
+}
+
+// releaseIfCleanLocked lets other processes write once nothing of this one
+// awaits writing.
+func (s *Sim) releaseIfCleanLocked() {
+	if s.flockHeld && s.covered == s.dirty {
+		_ = s.lock.Unlock()
+		s.flockHeld = false
+	}
 }
 
 func userResponse(id string, u *user) upgrade.InitResponse {

@@ -213,31 +213,26 @@ func (s *Sim) installLocked(b []byte) error {
 	return nil
 }
 
-// saveLocked writes the state to the data file atomically.
-func (s *Sim) saveLocked() error {
+// encodeLocked snapshots the state as the data file's content.
+func (s *Sim) encodeLocked() ([]byte, error) {
 	var err error
 	if s.st.RNG, err = s.pcg.MarshalBinary(); err != nil {
-		return fmt.Errorf("simulator data file %s: %w", s.file, err)
+		return nil, err
 	}
 	if s.st.IDRNG, err = s.idPCG.MarshalBinary(); err != nil {
-		return fmt.Errorf("simulator data file %s: %w", s.file, err)
+		return nil, err
 	}
 	s.st.Generation++
 	b, err := json.Marshal(s.st)
 	if err != nil {
-		return fmt.Errorf("simulator data file %s: %w", s.file, err)
+		return nil, err
 	}
-	b = append(b, '\n')
-	if err := writeFileAtomic(s.file, b); err != nil {
-		return fmt.Errorf("simulator data file %s: %w", s.file, err)
-	}
-	fi, err := os.Stat(s.file)
-	if err != nil {
-		return fmt.Errorf("simulator data file %s: %w", s.file, err)
-	}
-	s.seen = fi
-	return nil
+	return append(b, '\n'), nil
 }
+
+// atomicWrite is how the data file is written; tests swap it to inject
+// failures.
+var atomicWrite = writeFileAtomic
 
 // writeFileAtomic replaces path with data so that readers see either the old
 // or the new content, never a mix, and the new content survives a crash once

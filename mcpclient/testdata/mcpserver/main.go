@@ -22,11 +22,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/upgrade-agent/upgrade-agent/mcpclient/internal/testserver"
+	"github.com/upgrade-agent/upgrade-agent/mcpclient/mcptest"
 )
 
 func main() {
-	var opts testserver.Options
+	var opts mcptest.Options
 	flag.BoolVar(&opts.Jobs, "jobs", false, "run long_report as a job when the call asks for one, and list job_status")
 	flag.BoolVar(&opts.Advertise, "advertise", false, "advertise the com.upgrade-agent/job contract at initialize")
 	flag.IntVar(&opts.JobVersion, "job-version", 1, "advertised job contract version")
@@ -36,7 +36,7 @@ func main() {
 	flag.StringVar(&opts.StateFile, "state", "", "keep jobs in this JSON file, so that another process can follow them")
 	flag.Parse()
 
-	srv, err := testserver.New(opts)
+	srv, err := mcptest.New(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcpserver:", err)
 		os.Exit(2)

@@ -10,4 +10,4 @@
 //
 // It must not be used in production code, and must not sleep: jobs advance
 // only when polled (or when a test calls Finish or Cancel).
-package testserver
+package mcptest
