@@ -183,3 +183,25 @@ func FuzzDecodeFast(f *testing.F) {
 		}
 	})
 }
+
+func TestLatestWithLargeHeader(t *testing.T) {
+	// A header longer than the prefix Latest reads first: it must read the whole file.
+	s := newStore(t)
+	small := sample(t, "small1")
+	small.Status, small.Interrupt = StatusIdle, nil
+	if err := s.Save(small); err != nil {
+		t.Fatal(err)
+	}
+	big := sample(t, "big1")
+	params := mustJSON(t, map[string]string{"description": string(bytes.Repeat([]byte("x"), 2*headerPrefix))})
+	big.Interrupt.Confirmation.Params = params
+	if err := s.Save(big); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Latest(StatusAwaitingConfirmation); err != nil || got != "big1" {
+		t.Errorf("Latest = %q, %v; want big1", got, err)
+	}
+	if got, err := s.Latest(); err != nil || got != "big1" {
+		t.Errorf("Latest() = %q, %v; want big1", got, err)
+	}
+}

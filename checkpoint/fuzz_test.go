@@ -72,12 +72,16 @@ func TestFuzzSeeds(t *testing.T) {
 }
 
 func loadFuzzInput(t *testing.T, data []byte, fix bool) (*Checkpoint, error) {
-	if fix {
-		data = reseal(data)
-	}
 	s, err := OpenFileStore(filepath.Join(t.TempDir(), "state"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	return loadInStore(t, s, data, fix)
+}
+
+func loadInStore(t *testing.T, s *FileStore, data []byte, fix bool) (*Checkpoint, error) {
+	if fix {
+		data = reseal(data)
 	}
 	path := writeSession(t, s, fuzzID, data)
 	cp, err := s.Load(fuzzID)
@@ -136,7 +140,20 @@ func checkLoadOutcome(t *testing.T, s *FileStore, path string, data []byte, cp *
 }
 
 func FuzzLoad(f *testing.F) {
+	// One folder per worker, on tmpfs when there is one: creating a temp dir per input
+	// costs more than the Load under test.
+	state := filepath.Join(scratchDir(f), "state")
+	if _, err := OpenFileStore(state); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte, fix bool) {
-		_, _ = loadFuzzInput(t, data, fix)
+		s, err := OpenFileStore(state) // fresh, so nothing is remembered from the last input
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(filepath.Join(s.Dir(), fuzzID)); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = loadInStore(t, s, data, fix)
 	})
 }

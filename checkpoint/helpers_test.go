@@ -219,3 +219,14 @@ func checksumHex(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
+
+// scratchDir is a temporary folder on tmpfs when /dev/shm is usable (fuzzing and the
+// fsync-free benchmarks), else an ordinary test temp dir.
+func scratchDir(tb testing.TB) string {
+	tb.Helper()
+	if d, err := os.MkdirTemp("/dev/shm", "checkpoint-test-"); err == nil {
+		tb.Cleanup(func() { _ = os.RemoveAll(d) })
+		return d
+	}
+	return tb.TempDir()
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -48,17 +49,20 @@ func (s *FileStore) scan(verify bool) ([]Summary, error) {
 			continue
 		}
 		path := s.Path(id)
+		if !verify {
+			// The header is in the first few KB; the bulk need not be read at all.
+			if head, err := readPrefix(path, headerPrefix); err == nil {
+				if cp, ok := readHeader(head); ok && cp.FormatVersion == FormatVersion && cp.SessionID == id && cp.validateHeader() == nil {
+					out = append(out, summaryOf(cp))
+					continue
+				}
+			}
+		}
 		data, _, err := readFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // locked but never saved, or being created right now
 		}
 		if err == nil {
-			if !verify {
-				if cp, ok := readHeader(data); ok && cp.FormatVersion == FormatVersion && cp.SessionID == id && cp.validateHeader() == nil {
-					out = append(out, summaryOf(cp))
-					continue
-				}
-			}
 			var cp *Checkpoint
 			if cp, err = inspect(path, data, id); err == nil {
 				out = append(out, summaryOf(cp))
@@ -182,4 +186,22 @@ func readHeader(data []byte) (cp *Checkpoint, ok bool) {
 		delete(required, key)
 	}
 	return nil, false
+}
+
+// headerPrefix is how much of a file Latest reads to find its header; a header that
+// does not fit (a confirmation with very large params) makes it read the whole file.
+const headerPrefix = 16 << 10
+
+func readPrefix(path string, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	m, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf[:m], nil
 }

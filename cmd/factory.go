@@ -247,6 +247,17 @@ func redact(s string, secrets []string) string {
 // whatever they contain.
 var credentialKey = regexp.MustCompile(`(?i)(^|[_.-])(authorization|token|api[_-]?key|secret|password|cookie)$`)
 
+// harmlessCredential tells descriptions such as "none" or "bearer
+// [redacted]", which other packages log in place of a credential, from the
+// credential itself.
+func harmlessCredential(v slog.Value) bool {
+	if v.Kind() != slog.KindString {
+		return false
+	}
+	s := strings.ToLower(v.String())
+	return s == "" || s == "none" || strings.HasSuffix(s, "redacted") || strings.HasSuffix(s, "redacted]")
+}
+
 func newLogger(w io.Writer, verbose bool, secrets []string) *slog.Logger {
 	level := slog.LevelWarn
 	if verbose {
@@ -255,7 +266,7 @@ func newLogger(w io.Writer, verbose bool, secrets []string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
 		Level: level,
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key != slog.MessageKey && credentialKey.MatchString(a.Key) && !a.Value.Equal(slog.StringValue("")) {
+			if a.Key != slog.MessageKey && credentialKey.MatchString(a.Key) && !harmlessCredential(a.Value) {
 				return slog.String(a.Key, "[REDACTED]")
 			}
 			switch a.Value.Kind() {

@@ -33,7 +33,7 @@ func TestLoggerRedacts(t *testing.T) {
 		f, _, errOut := testFactory(t, &GlobalOptions{UpgradeToken: token, Verbose: verbose}, map[string]string{"OPENAI_API_KEY": key})
 		log := f.Logger()
 		log.Debug("request with "+token, "authorization", "Bearer "+token, "url", "http://h/?k="+key)
-		log.Warn("retry", "err", fmt.Errorf("failed with %s", key), "api_key", "whatever",
+		log.Warn("retry", "err", fmt.Errorf("failed with %s", key), "api_key", "whatever", "authorization", "none",
 			"prompt_tokens", 12, "nested", map[string]string{"k": token})
 		got := errOut.String()
 		for _, secret := range []string{token, key, "whatever"} {
@@ -41,7 +41,7 @@ func TestLoggerRedacts(t *testing.T) {
 				t.Errorf("verbose=%v: log leaks %q:\n%s", verbose, secret, got)
 			}
 		}
-		if !strings.Contains(got, "retry") || !strings.Contains(got, "prompt_tokens=12") {
+		if !strings.Contains(got, "retry") || !strings.Contains(got, "prompt_tokens=12") || !strings.Contains(got, "authorization=none") {
 			t.Errorf("verbose=%v: warning or harmless attribute missing:\n%s", verbose, got)
 		}
 		if debug := strings.Contains(got, "request with"); debug != verbose {

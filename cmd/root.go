@@ -25,6 +25,12 @@ var registry []func(*Factory) *cobra.Command
 // Register adds a top-level command to every root built afterwards.
 func Register(fn func(*Factory) *cobra.Command) { registry = append(registry, fn) }
 
+func init() {
+	// The root's PersistentPreRunE resolves the global settings; a command
+	// with a persistent hook of its own must not silently skip it.
+	cobra.EnableTraverseRunHooks = true
+}
+
 // annotationNoGlobals marks commands that must work whatever the settings
 // say (completion scripts, help): the globals are not resolved for them.
 const annotationNoGlobals = "upgrade-agent/no-globals"

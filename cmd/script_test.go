@@ -28,9 +28,20 @@ var update = flag.Bool("update", false, "rewrite the expected output in cmd/test
 // separate build.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"upgrade-agent": func() { os.Exit(Execute()) },
+		"upgrade-agent": func() {
+			code := Execute()
+			if file := os.Getenv(exitFileVar); file != "" {
+				// for "exits CODE" after "! exec upgrade-agent ..."
+				_ = os.WriteFile(file, []byte(strconv.Itoa(code)), 0o600)
+			}
+			os.Exit(code)
+		},
 	})
 }
+
+// exitFileVar names the file where each upgrade-agent run of a script
+// leaves its exit code.
+const exitFileVar = "UPGRADE_AGENT_TEST_EXIT_FILE"
 
 // TestScripts runs cmd/testdata/script/*.txtar. Each script gets:
 //
@@ -40,6 +51,8 @@ func TestMain(m *testing.M) {
 //	FREE_PORT           a loopback port that was free a moment ago
 //
 // and the commands exits, mkexp, enroll and waitport (see scriptCmds).
+// `exits CODE` checks the exit code of the previous upgrade-agent run, so
+// `! exec upgrade-agent ...` followed by `exits 10` asserts the exact code.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
@@ -52,6 +65,7 @@ func TestScripts(t *testing.T) {
 
 func scriptSetup(env *testscript.Env) error {
 	env.Setenv("UPGRADE_AGENT_HOME", filepath.Join(env.WorkDir, "state"))
+	env.Setenv(exitFileVar, filepath.Join(env.WorkDir, ".exit-code"))
 
 	auth := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -78,16 +92,26 @@ func scriptSetup(env *testscript.Env) error {
 }
 
 var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	// exits CODE PROGRAM [ARGS...] runs PROGRAM and checks its exit code
-	// (exec and ! exec only tell zero from non-zero).
+	// exits CODE checks the exit code of the last upgrade-agent run
+	// (exec and ! exec only tell zero from non-zero);
+	// exits CODE PROGRAM [ARGS...] runs PROGRAM and checks its exit code.
 	"exits": func(ts *testscript.TestScript, neg bool, args []string) {
-		if neg || len(args) < 2 {
-			ts.Fatalf("usage: exits CODE PROGRAM [ARGS...]")
+		if neg || len(args) < 1 {
+			ts.Fatalf("usage: exits CODE [PROGRAM [ARGS...]]")
 		}
 		want, err := strconv.Atoi(args[0])
 		ts.Check(err)
 		got := 0
-		if err := ts.Exec(args[1], args[2:]...); err != nil {
+		if len(args) == 1 {
+			file := ts.Getenv(exitFileVar)
+			b, err := os.ReadFile(file)
+			if err != nil {
+				ts.Fatalf("exits: no upgrade-agent run to check (%v)", err)
+			}
+			ts.Check(os.Remove(file))
+			got, err = strconv.Atoi(string(b))
+			ts.Check(err)
+		} else if err := ts.Exec(args[1], args[2:]...); err != nil {
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) {
 				ts.Fatalf("%s: %v", args[1], err)
@@ -95,7 +119,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 			got = ee.ExitCode()
 		}
 		if got != want {
-			ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+			ts.Fatalf("exit code %d, want %d", got, want)
 		}
 	},
 	// mkexp NAME CONTEXT [STATE] creates an experiment in the embedded

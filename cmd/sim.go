@@ -29,10 +29,6 @@ type SimServeOptions struct {
 	ContextMetadata string // JSON file; "" = the default contexts
 	Version         string
 	Token           string // bearer token the admin routes demand; "" = none
-
-	// Ready, when set, is called with the API base URL once the server
-	// listens (tests use it instead of polling).
-	Ready func(url string)
 }
 
 // NewCmdSimServe builds "sim serve".
@@ -101,9 +97,6 @@ func runSimServe(ctx context.Context, opts *SimServeOptions) error {
 	fmt.Fprintf(opts.IO.ErrOut, "UpGrade simulator listening on %s\n", srv.URL())
 	if !isLoopback(srv.Addr()) {
 		fmt.Fprintf(opts.IO.ErrOut, "warning: %s is reachable from other machines and the simulator has no login unless --require-token is set\n", srv.Addr())
-	}
-	if opts.Ready != nil {
-		opts.Ready(srv.URL())
 	}
 	<-ctx.Done()
 	if err := srv.Close(); err != nil {

@@ -54,7 +54,7 @@ func Of(err error) int {
 	if errors.As(err, &ue) || errors.Is(err, ErrUsage) {
 		return Usage
 	}
-	if errors.Is(err, checkpoint.ErrLocked) {
+	if errors.Is(err, checkpoint.ErrLocked) || errors.Is(err, checkpoint.ErrConflict) {
 		return Locked
 	}
 	if errors.Is(err, checkpoint.ErrNotFound) || errors.Is(err, checkpoint.ErrCorrupt) {

@@ -388,3 +388,48 @@ func TestUpgradeAuthErrorFailsTheTurn(t *testing.T) {
 		t.Fatalf("got %+v", res)
 	}
 }
+
+func TestUnclearAnswerWithExplicitNull(t *testing.T) {
+	h := newHarness(t)
+	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
+	proposeDelete(h, e.ID, nil)
+	res := h.ask("what would that do?",
+		analyze(IntentNeedsInfo, "asks", map[string]any{"user_confirmed": nil}),
+		text("It removes the experiment."),
+	)
+	if res.Status != StatusAwaitingConfirmation || res.Usage.LLMCalls != 2 {
+		t.Fatalf("user_confirmed null must be accepted in one analyzer call: %+v", res)
+	}
+}
+
+func TestBalanceInlineWithoutJobRunner(t *testing.T) {
+	h := newHarness(t)
+	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateEnrolling, "")
+	h.ask("simulate 40 students",
+		analyze(IntentNeedsInfo, "simulate", nil),
+		calls(call("set_action_needed", map[string]any{"action": "test_condition_balance", "reasoning": "asked"}),
+			call("set_action_params", map[string]any{"action_params": map[string]any{"num_users": 40, "context": "assign-prog",
+				"site": "SelectSection", "target": "absolute_value_plot_equality", "experiment_id": e.ID}})),
+		text("Simulate 40 users?"),
+	)
+	res := h.ask("yes", text("Done: the split is close to 50/50."))
+	if len(res.Actions) != 1 || res.Actions[0].Status != "success" {
+		t.Fatalf("got %+v", res)
+	}
+	var out struct {
+		Users      int `json:"users"`
+		Conditions []struct {
+			Count int `json:"count"`
+		} `json:"conditions"`
+	}
+	if err := jsonUnmarshal(res.Actions[0].Result, &out); err != nil {
+		t.Fatal(err)
+	}
+	sum := 0
+	for _, c := range out.Conditions {
+		sum += c.Count
+	}
+	if sum != 40 {
+		t.Fatalf("counts sum to %d, want 40: %s", sum, res.Actions[0].Result)
+	}
+}

@@ -202,11 +202,11 @@ func gathererTools(extra ...*toolDef) *toolSet {
 				return map[string]any{"ok": true, "action": a.Action}, nil
 			}),
 		newTool("set_action_params", "Set all parameters of the chosen action.", false,
-			func(_ context.Context, t *turn, a setActionParamsArgs) (any, error) {
-				return t.setParams(a.ActionParams, true)
+			func(ctx context.Context, t *turn, a setActionParamsArgs) (any, error) {
+				return t.setParams(ctx, a.ActionParams)
 			}),
 		newTool("update_action_params", "Set or replace one parameter of the chosen action.", false,
-			func(_ context.Context, t *turn, a updateActionParamArgs) (any, error) {
+			func(ctx context.Context, t *turn, a updateActionParamArgs) (any, error) {
 				t.mu.Lock()
 				params := map[string]any{}
 				for k, v := range t.st.ActionParams {
@@ -218,7 +218,7 @@ func gathererTools(extra ...*toolDef) *toolSet {
 				} else {
 					params[a.Key] = a.Value
 				}
-				return t.setParams(params, false)
+				return t.setParams(ctx, params)
 			}),
 		newTool("set_missing_params", "Name the required parameters only the person can give.", false,
 			func(_ context.Context, t *turn, a setMissingArgs) (any, error) {
@@ -269,12 +269,21 @@ func schemaTool(name actions.Name) *toolDef {
 // setParams checks params against the pending action's typed params. A
 // failure is returned to the model to correct; state keeps the last good
 // params.
-func (t *turn) setParams(params map[string]any, replace bool) (any, error) {
+func (t *turn) setParams(ctx context.Context, params map[string]any) (any, error) {
 	t.mu.Lock()
 	action := t.st.ActionNeeded
 	t.mu.Unlock()
 	if action == "" {
 		return nil, inputErrorf("call set_action_needed first")
+	}
+	// Models often pass a name where an id belongs: resolve it here, so the
+	// confirmation shows (and the executor uses) the real id.
+	if ref, ok := params["experiment_id"].(string); ok && ref != "" && !uuidRE.MatchString(ref) {
+		id, err := t.resolveID(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		params["experiment_id"] = id
 	}
 	raw, err := json.Marshal(params)
 	if err != nil {
@@ -298,7 +307,6 @@ func (t *turn) setParams(params map[string]any, replace bool) (any, error) {
 		}
 		s.MissingParams = append([]string{}, still...)
 	})
-	_ = replace
 	return map[string]any{"ok": true, "action": action, "params": params}, nil
 }
 

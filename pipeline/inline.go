@@ -10,7 +10,7 @@ import (
 
 // runLongInline runs a long action in the turn itself, for callers without a
 // job runner (tests, the library API).
-func runLongInline(ctx context.Context, api actions.API, p actions.Params) (json.RawMessage, error) {
+func runLongInline(ctx context.Context, api actions.API, p actions.Params, jobID string) (json.RawMessage, error) {
 	var bp actions.BalanceParams
 	switch v := p.(type) {
 	case actions.BalanceParams:
@@ -20,7 +20,7 @@ func runLongInline(ctx context.Context, api actions.API, p actions.Params) (json
 	default:
 		return nil, fmt.Errorf("%s cannot run inline", p.Action())
 	}
-	tally, err := actions.RunBalance(ctx, api, bp, actions.BalanceTally{}, actions.BalanceOptions{})
+	tally, err := actions.RunBalance(ctx, api, bp, actions.BalanceTally{}, actions.BalanceOptions{UserPrefix: "balance-" + jobID + "-"})
 	if err != nil {
 		return nil, err
 	}

@@ -72,7 +72,7 @@ func tidySchema(s *jsonschema.Schema) {
 	if s == nil {
 		return
 	}
-	if len(s.Types) == 2 && s.Types[0] == "null" {
+	if len(s.Types) == 2 && s.Types[0] == "null" && s.Types[1] == "array" {
 		s.Type, s.Types = s.Types[1], nil
 	}
 	for _, p := range s.Properties {

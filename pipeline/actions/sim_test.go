@@ -3,6 +3,8 @@ package actions
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -232,10 +234,40 @@ func equalStrings(a, b []string) bool { return strings.Join(a, "\x00") == string
 // BenchmarkBalancePool runs the condition-balance job for 1,000 users
 // (3,000 HTTP calls) against the simulator over loopback, one user at a
 // time and with the default pool of 16, in the same run, and reports both
-// times and their ratio (quality.md: the pool must be >= 8x faster).
+// times and their ratio (quality.md asks for >= 8x). "loopback" is the bare
+// simulator: every call is CPU work on this machine, so the pool can gain
+// at most what the spare cores give. "latency_1ms" adds one millisecond to
+// each answer, as a server across a network would, which is what the pool
+// is for.
 func BenchmarkBalancePool(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		delay time.Duration
+	}{{"loopback", 0}, {"latency_1ms", time.Millisecond}} {
+		b.Run(bc.name, func(b *testing.B) { benchBalancePool(b, bc.delay) })
+	}
+}
+
+func benchBalancePool(b *testing.B, delay time.Duration) {
 	const users = 1000
-	c := startSim(b, "")
+	s, err := sim.New(sim.Options{Seed: 42})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := s.Handler()
+	if delay > 0 {
+		inner := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(delay) // network latency, not synchronisation
+			inner.ServeHTTP(w, r)
+		})
+	}
+	ts := httptest.NewServer(h)
+	b.Cleanup(ts.Close)
+	c, err := upgrade.New(upgrade.Config{BaseURL: ts.URL + "/api", Timeout: 30 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
 	raw, err := Execute(ctx, c, CreateExperimentParams{Name: "Bench", Context: "mathstream",
 		DecisionPoints: []DecisionPointParam{{Site: "lesson-stream", Target: "question-hint"}},
@@ -256,7 +288,7 @@ func BenchmarkBalancePool(b *testing.B) {
 		}
 		return time.Since(start)
 	}
-	timed(16, -1) // warm the connection pool
+	timed(DefaultBalanceConcurrency, -1) // open the pool's connections
 	var seq, pool time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

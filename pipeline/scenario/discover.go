@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/upgrade-agent/upgrade-agent/pipeline"
 )
 
 // Discover expands files and folders into scenario files: a folder gives
@@ -92,13 +94,27 @@ func LoadAll(paths []string) ([]*Scenario, error) {
 }
 
 // RunAll runs scenarios with up to parallel at once (at least 1) and
-// returns their reports in the order given. A scenario that cannot run has
-// its error in Report.Err.
-func RunAll(ctx context.Context, scs []*Scenario, opts RunOptions, parallel int) []*Report {
+// returns their reports in the order given. emit, when not nil, receives
+// each report in that same order as soon as it and every report before it
+// are done, so a caller can print progress that reads the same whatever
+// the parallelism. A scenario that cannot run has its error in Report.Err.
+func RunAll(ctx context.Context, scs []*Scenario, opts RunOptions, parallel int, emit func(*Report)) []*Report {
 	if parallel < 1 {
 		parallel = 1
 	}
 	reports := make([]*Report, len(scs))
+	var (
+		mu   sync.Mutex
+		next int
+	)
+	flush := func() {
+		for next < len(reports) && reports[next] != nil {
+			if emit != nil {
+				emit(reports[next])
+			}
+			next++
+		}
+	}
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for i, sc := range scs {
@@ -108,9 +124,35 @@ func RunAll(ctx context.Context, scs []*Scenario, opts RunOptions, parallel int)
 			defer wg.Done()
 			defer func() { <-sem }()
 			rep, _ := Run(ctx, sc, opts)
+			mu.Lock()
 			reports[i] = rep
+			flush()
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	return reports
+}
+
+// Check validates what a scenario refers to without running it: the output
+// schema loads and a replayed cassette exists.
+func Check(sc *Scenario) error {
+	dir := filepath.Dir(sc.File)
+	rel := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	if p := sc.Options.OutputSchema; p != "" {
+		if _, err := pipeline.LoadOutputSchema(rel(p)); err != nil {
+			return &ParseError{File: sc.File, Msg: fmt.Sprintf("options.output_schema: %v", err)}
+		}
+	}
+	if sc.LLM.Mode == LLMReplay {
+		if _, err := os.Stat(rel(sc.LLM.File)); err != nil {
+			return &ParseError{File: sc.File, Msg: fmt.Sprintf("llm: replay: cassette %s: %v", rel(sc.LLM.File), errors.Unwrap(err))}
+		}
+	}
+	return nil
 }

@@ -120,9 +120,17 @@ func (c *countingLLM) Chat(ctx context.Context, req llm.Request) (*llm.Response,
 	if node == "" {
 		node = "(unnamed)"
 	}
+	i := len(c.nodes)
 	c.nodes = append(c.nodes, node)
 	c.mu.Unlock()
-	return c.inner.Chat(ctx, req)
+	resp, err := c.inner.Chat(ctx, req)
+	if err == nil && resp != nil && resp.Attempts > 1 {
+		// Retries are part of the story (a 429, a reset): show them.
+		c.mu.Lock()
+		c.nodes[i] = fmt.Sprintf("%s after %d attempts", node, resp.Attempts)
+		c.mu.Unlock()
+	}
+	return resp, err
 }
 
 func (c *countingLLM) take() []string {
@@ -151,6 +159,8 @@ type run struct {
 	norm  *normalizer
 	tr    transcript
 	sess  *pipeline.Session
+	// secrets (the UpGrade token, the LLM key) never reach a transcript.
+	secrets []string
 }
 
 // Run plays one scenario and reports the outcome. A failed expectation is
@@ -307,6 +317,7 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 		secrets = append(secrets, r.opts.LLMOptions.APIKey)
 	}
 	store.Secrets = secrets
+	r.secrets = secrets
 	r.count = &countingLLM{inner: client}
 
 	jobs := pipeline.JobRunner(newStepJobs(agentAPI))
@@ -532,7 +543,11 @@ func (r *run) sessionStatus() string {
 
 // finish normalises the transcript and compares it with the golden file.
 func (r *run) finish() {
-	text := r.norm.apply(r.tr.b.String())
+	text := r.tr.b.String()
+	for _, sec := range r.secrets {
+		text = strings.ReplaceAll(text, sec, "[REDACTED]")
+	}
+	text = r.norm.apply(text)
 	r.rep.Transcript = text
 	if !r.sc.Golden {
 		return

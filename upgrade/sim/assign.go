@@ -187,7 +187,12 @@ func (s *Sim) handleInit(c *call) {
 		c.failErr(err)
 		return
 	}
-	c.ok(out)
+	// The server leaves out what was never set rather than sending null.
+	c.ok(struct {
+		ID           string              `json:"id"`
+		Group        map[string][]string `json:"group,omitempty"`
+		WorkingGroup map[string]string   `json:"workingGroup,omitempty"`
+	}{out.ID, out.Group, out.WorkingGroup})
 }
 
 // ---- assign ----

@@ -39,6 +39,9 @@ func TestInit(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("empty re-init (-want +got):\n%s", diff)
 	}
+	if r := ts.must("POST", "/v6/init", map[string]any{}, "User-Id", "bare"); string(r.body) != `{"id":"bare"}` {
+		t.Errorf("init without groups answered %s", r.body)
+	}
 
 	for _, tc := range []struct {
 		name string

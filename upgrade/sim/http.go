@@ -91,6 +91,16 @@ type call struct {
 
 func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests.Add(1)
+	defer func() {
+		// No stack traces for anyone: a crash is a 500 like any other.
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			c := &call{w: w, r: r, body: []byte("{}")}
+			c.fail(&apiError{Status: 500, Name: "InternalError", Message: fmt.Sprintf("simulator internal error: %v", v)})
+		}
+	}()
 	p := r.URL.Path
 	if p != "/api" && !strings.HasPrefix(p, "/api/") {
 		notFoundPage(w, r)

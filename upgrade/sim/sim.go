@@ -304,7 +304,14 @@ func (s *Sim) mutate(fn func() (changed bool, aerr *apiError)) error {
 			return storageError(err)
 		}
 	}
-	changed, aerr := fn()
+	changed, aerr, crash := callGuarded(fn)
+	if crash != nil {
+		// A bug, not bad input: free the locks before the handler's
+		// recover turns it into a 500.
+		s.releaseIfCleanLocked()
+		s.mu.Unlock()
+		panic(crash)
+	}
 	if aerr != nil || !changed {
 		s.releaseIfCleanLocked()
 		s.mu.Unlock()
@@ -317,6 +324,12 @@ func (s *Sim) mutate(fn func() (changed bool, aerr *apiError)) error {
 	seq := s.dirty
 	s.mu.Unlock()
 	return s.flush(seq)
+}
+
+func callGuarded(fn func() (bool, *apiError)) (changed bool, aerr *apiError, crash any) {
+	defer func() { crash = recover() }()
+	changed, aerr = fn()
+	return changed, aerr, nil
 }
 
 // flush returns once change seq is on disk (or lost to a failed write).

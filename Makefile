@@ -1,0 +1,43 @@
+# Developer entry points. `make test` is exactly what CI runs (.ci/run).
+
+GO        ?= go
+BIN       ?= bin/upgrade-agent
+PKG       := github.com/upgrade-agent/upgrade-agent
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+LDFLAGS   := -X $(PKG)/cmd.version=$(VERSION) -X $(PKG)/cmd.commit=$(COMMIT)
+BENCHTIME ?= 1s
+FUZZTIME  ?= 10s
+
+.PHONY: all build test bench lint fuzz-smoke clean
+
+all: lint test build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
+
+test:
+	$(GO) test -race ./...
+
+# Placeholder: runs every Go benchmark of every package once per target
+# time. It is to be replaced by the figures table of spec/quality.md.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+lint:
+	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt -l reports:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# Every Fuzz target of the module for FUZZTIME each (go test runs one
+# fuzz target per package and invocation, hence the loop).
+fuzz-smoke:
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
+		dir=$$(dirname "$$f"); \
+		for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$f"); do \
+			echo "== $$dir $$fn"; \
+			$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s "./$$dir"; \
+		done; \
+	done
+
+clean:
+	rm -rf bin
