@@ -168,7 +168,8 @@ func (f *Factory) Upgrade(ctx context.Context) (*upgrade.Client, func(), error) 
 	c, err := upgrade.New(cfg)
 	if err != nil {
 		cleanup()
-		return nil, nil, err
+		// New only refuses settings (URL, timeout, client keys): bad input.
+		return nil, nil, &UsageError{Err: err}
 	}
 	return c, cleanup, nil
 }

@@ -111,8 +111,12 @@ func waitForJob(ctx context.Context, f *Factory, jr pipeline.JobRunner, id strin
 	deadline := f.Now().Add(timeout)
 	show := newJobProgress(f.IO.ErrOut, f.IO.StderrTTY, id, f.Now)
 	defer show.finish()
-	for {
+	// The first check is immediate, so the progress shows at once.
+	for first := true; ; first = false {
 		step := min(time.Second, max(deadline.Sub(f.Now()), 0))
+		if first {
+			step = 0
+		}
 		st, err := jr.Wait(ctx, id, step)
 		if err != nil {
 			return fmt.Errorf("waiting for job %s: %w", id, err)

@@ -91,9 +91,9 @@ func TestWaitForJobPlainLines(t *testing.T) {
 	if d := cmp.Diff(want, errOut.String()); d != "" {
 		t.Errorf("progress lines (-want +got):\n%s", d)
 	}
-	for _, d := range jr.waits {
-		if d != time.Second {
-			t.Errorf("polled with %v, want 1s steps", d)
+	for i, d := range jr.waits {
+		if want := min(time.Duration(i), 1) * time.Second; d != want {
+			t.Errorf("wait %d for %v, want %v (at once, then 1s steps)", i, d, want)
 		}
 	}
 }
@@ -106,7 +106,7 @@ func TestWaitForJobStopsAtTimeout(t *testing.T) {
 	if err := waitForJob(context.Background(), f, jr, "j1", 2500*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff([]time.Duration{time.Second, time.Second, 500 * time.Millisecond}, jr.waits); d != "" {
+	if d := cmp.Diff([]time.Duration{0, time.Second, time.Second, 500 * time.Millisecond}, jr.waits); d != "" {
 		t.Errorf("waits (-want +got):\n%s", d)
 	}
 	if got := errOut.String(); got != "job j1: 10/300\n" {
@@ -324,6 +324,16 @@ func poll(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// waitClosed waits, bounded, for ch to be closed.
+func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
 // stopWorkerAtEnd kills a worker a failed test may leave behind.
 func stopWorkerAtEnd(t *testing.T, state, id string) {
 	t.Cleanup(func() {
@@ -511,7 +521,7 @@ func TestJobEndToEndKilledWorker(t *testing.T) {
 
 	session, jobID := askBalance(t, env, askScript)
 	stopWorkerAtEnd(t, state, jobID)
-	<-g.blocked
+	waitClosed(t, g.blocked, "the worker to reach the gate")
 	var rec *jobs.Record
 	poll(t, "the first batch to be committed", func() bool {
 		rec = loadJob(t, state, jobID)
@@ -594,7 +604,7 @@ func TestJobEndToEndCancel(t *testing.T) {
 
 	session, jobID := askBalance(t, env, askScript)
 	stopWorkerAtEnd(t, state, jobID)
-	<-g.blocked
+	waitClosed(t, g.blocked, "the worker to reach the gate")
 	var rec *jobs.Record
 	poll(t, "the first batch to be committed", func() bool {
 		rec = loadJob(t, state, jobID)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -55,6 +56,10 @@ func Run(ctx context.Context, args []string, streams *IOStreams, getenv func(str
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(streams.ErrOut, "internal error: %s\n", redact(fmt.Sprint(r), f.Secrets()))
+			if f.Opts != nil && f.Opts.Verbose {
+				// The stack is for bug reports; it is never shown without -v.
+				fmt.Fprintf(streams.ErrOut, "%s", redact(string(debug.Stack()), f.Secrets()))
+			}
 			code = exitcode.Failure
 		}
 	}()

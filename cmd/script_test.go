@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 			}
 			os.Exit(code)
 		},
+		"mcp-test-server": mcpTestServerMain,
 	})
 }
 

@@ -449,6 +449,12 @@ func (p *parser) validate(c *Config) {
 			}
 		}
 	}
+	switch {
+	case c.ClientAPIKey != "" && c.ClientAPISecret == "":
+		p.bad("client_api_key", "needs client_api_secret as well")
+	case c.ClientAPISecret != "" && c.ClientAPIKey == "":
+		p.bad("client_api_secret", "needs client_api_key as well")
+	}
 	if c.UpgradeTimeout < 0 {
 		p.bad("upgrade_timeout", "must not be negative")
 	}

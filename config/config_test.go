@@ -162,6 +162,11 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`config /etc/ua/config.yaml:3: termination_words[1]: expected a string, got a list`},
 		},
 		{
+			name: "client key without secret",
+			yaml: "model: m\nclient_api_key: k\n",
+			want: []string{`config /etc/ua/config.yaml:2: client_api_key: needs client_api_secret as well`},
+		},
+		{
 			name: "bad enum",
 			yaml: "confirm: sometimes\n",
 			want: []string{`config /etc/ua/config.yaml:1: confirm: "sometimes" is not one of always, destructive, never`},

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,7 +17,22 @@ import (
 // TestDetachedSpawn launches (the test binary run again). It reports how it
 // was started and exits.
 func TestHelperWorker(t *testing.T) {
-	if os.Getenv("JOBS_TEST_HELPER") != "1" {
+	switch os.Getenv("JOBS_TEST_HELPER") {
+	case "1":
+	case "term":
+		// Wait for SIGTERM, as a worker does, and say so in the log.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGTERM)
+		fmt.Println("ready")
+		select {
+		case s := <-sigs:
+			fmt.Printf("got %v\n", s)
+			os.Exit(0)
+		case <-time.After(time.Minute):
+			fmt.Println("no signal")
+			os.Exit(1)
+		}
+	default:
 		t.Skip("helper process only")
 	}
 	pgrp := syscall.Getpgrp() // Setsid makes the worker lead a new session and process group
@@ -92,5 +108,51 @@ func TestProcessAlive(t *testing.T) {
 	}
 	if processAlive(0) || processAlive(-1) {
 		t.Error("pid 0 or -1 alive")
+	}
+}
+
+// Cancel sends SIGTERM to the process group of a live worker.
+func TestCancelSignalsTheWorker(t *testing.T) {
+	r := &Runner{Store: newTestStore(t, nil)}
+	r.Exec = Exec{
+		Path: os.Args[0],
+		Args: []string{"-test.run=^TestHelperWorker$", "--"},
+		Env:  append(os.Environ(), "JOBS_TEST_HELPER=term"),
+	}
+	ctx := context.Background()
+	if err := r.Start(ctx, "c1", "s", "test_condition_balance", balanceParamsJSON); err != nil {
+		t.Fatal(err)
+	}
+	logOf := func() string {
+		b, _ := os.ReadFile(r.Store.LogPath("c1"))
+		return string(b)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logOf(), "ready") {
+		if time.Now().After(deadline) {
+			t.Fatalf("helper not ready: %q", logOf())
+		}
+		time.Sleep(5 * time.Millisecond) // an external process: nothing to wait on but its output
+	}
+	// Stand in for the worker's claim and heartbeat.
+	rec, err := r.Store.Update("c1", func(rec *Record) error {
+		now := time.Now().UTC()
+		rec.State, rec.HeartbeatAt = StateRunning, &now
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Cancel(ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	for processAlive(rec.PID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("helper %d still runs after the cancel", rec.PID)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !strings.Contains(logOf(), "got terminated") {
+		t.Errorf("the helper got no SIGTERM: %q", logOf())
 	}
 }

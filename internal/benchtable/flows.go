@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/pipeline"
+	"github.com/upgrade-agent/upgrade-agent/pipeline/scenario"
+)
+
+// flow is a kind of turn, as quality.md counts LLM calls.
+type flow struct {
+	name   string
+	target int // most LLM calls a turn of this flow may take; 0 = no target
+}
+
+var (
+	flowDirect     = flow{"direct answer", 1}
+	flowSession    = flow{"question about the session (analyzer, responder)", 0}
+	flowInfo       = flow{"information question, one data fetch", 4}
+	flowInfoMore   = flow{"information question, several fetch rounds", 0}
+	flowProposal   = flow{"action proposal", 4}
+	flowProposalX  = flow{"action proposal, more gathering", 0}
+	flowYes        = flow{"yes (single-step action)", 1}
+	flowYesMore    = flow{"yes, then a next step or a job", 0}
+	flowNo         = flow{"no", 1}
+	flowOther      = flow{"other (unclear answer, job resume, failed turn, termination)", 0}
+	flowOrder      = []flow{flowDirect, flowSession, flowInfo, flowInfoMore, flowProposal, flowProposalX, flowYes, flowYesMore, flowNo, flowOther}
+	historyWindow  = 4 // exchanges the pipeline keeps in prompts (pipeline.promptWindow)
+	scenarioBudget = 2 * time.Minute
+)
+
+// flowTally sums the steps of one flow.
+type flowTally struct {
+	steps, calls, maxCalls int
+	worst                  string // the step with the most calls
+	tokens, baseline       int
+	tokenSteps             int
+}
+
+// classify puts a step in a flow from its trace, its LLM calls and how it
+// ended: the trace is what the turn really did, whatever the scenario meant.
+func classify(st scenario.Step, rep scenario.StepReport) flow {
+	res := rep.Result
+	if res == nil || rep.Err != nil || res.Status == pipeline.StatusFailed || res.Status == pipeline.StatusTerminated {
+		return flowOther
+	}
+	gatherer := 0
+	for _, n := range withoutOutput(rep.LLMNodes) {
+		if strings.HasPrefix(n, pipeline.NodeGatherer) {
+			gatherer++
+		}
+	}
+	has := func(n string) bool { return slices.Contains(res.Trace, n) }
+	switch {
+	case st.Kind == scenario.StepResume:
+		return flowOther
+	case len(res.Trace) > 0 && res.Trace[0] == pipeline.NodeExecutor:
+		if slices.Equal(res.Trace, []string{pipeline.NodeExecutor, pipeline.NodeResponder}) {
+			return flowYes
+		}
+		return flowYesMore
+	case st.Kind == scenario.StepAnswer && slices.Equal(res.Trace, []string{pipeline.NodeResponder}) && len(res.Actions) == 0:
+		return flowNo
+	case st.Kind == scenario.StepAnswer:
+		return flowOther
+	case has(pipeline.NodeConfirmation) && res.Status == pipeline.StatusAwaitingConfirmation:
+		if gatherer <= 2 {
+			return flowProposal
+		}
+		return flowProposalX
+	case has(pipeline.NodeGatherer):
+		if gatherer <= 2 {
+			return flowInfo
+		}
+		return flowInfoMore
+	case slices.Equal(withoutOutput(res.Trace), []string{pipeline.NodeAnalyzer}):
+		return flowDirect
+	case has(pipeline.NodeAnalyzer) && has(pipeline.NodeResponder):
+		return flowSession
+	}
+	return flowOther
+}
+
+// withoutOutput drops the output node: its one extra call per turn, when
+// structured output is on, comes on top of every flow (pipeline.md).
+func withoutOutput(nodes []string) []string {
+	return slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return strings.HasPrefix(n, pipeline.NodeOutput) })
+}
+
+// scenarioFlows runs every scenario of dir in process (each in its own
+// state dir, two at a time, as scenario.RunAll does) and sums LLM calls and
+// prompt tokens per flow. The prompt tokens are what the scripted server
+// counted (characters / 4 of the requests it received). The baseline is the
+// original design's request shape rebuilt from the same calls: every call
+// offers the tools of all nodes, and carries the whole conversation history
+// instead of the window of recent exchanges (docs/performance.md).
+func scenarioFlows(ctx context.Context, dir string, tools toolSizes, steps io.Writer) ([]row, error) {
+	scs, err := scenario.LoadAll([]string{dir})
+	if err != nil {
+		return nil, err
+	}
+	type outcome struct {
+		rep     *scenario.Report
+		history []pipeline.Exchange
+		err     error
+	}
+	outs := make([]outcome, len(scs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i, sc := range scs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			stateDir, err := os.MkdirTemp("", "benchtable-scenario-")
+			if err != nil {
+				outs[i].err = err
+				return
+			}
+			defer os.RemoveAll(stateDir)
+			rep, err := scenario.Run(ctx, sc, scenario.RunOptions{StateDir: stateDir, Timeout: scenarioBudget})
+			outs[i] = outcome{rep: rep, err: err}
+			if store, serr := checkpoint.OpenFileStore(stateDir); serr == nil {
+				if sess, lerr := pipeline.LoadSession(store, scenario.SessionID); lerr == nil {
+					outs[i].history = sess.State.ConversationHistory
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	tallies := map[string]*flowTally{}
+	var passed, failed, total, outputCalls int
+	var failures []string
+	for i, o := range outs {
+		sc := scs[i]
+		if o.rep == nil {
+			return nil, fmt.Errorf("%s: %v", sc.File, o.err)
+		}
+		if o.rep.Passed() {
+			passed++
+		} else {
+			failed++
+			failures = append(failures, sc.Name)
+		}
+		total += o.rep.LLMCalls
+		for j, sr := range o.rep.Steps {
+			st := sc.Steps[j]
+			f := classify(st, sr)
+			if steps != nil {
+				var trace []string
+				var status string
+				if sr.Result != nil {
+					trace, status = sr.Result.Trace, sr.Result.Status
+				}
+				fmt.Fprintf(steps, "  %-32s %d %-40q trace=%v status=%s llm=%v -> %s\n", sc.Name, sr.Index, st.Kind+" "+st.Text, trace, status, sr.LLMNodes, f.name)
+			}
+			t := tallies[f.name]
+			if t == nil {
+				t = &flowTally{}
+				tallies[f.name] = t
+			}
+			n := len(withoutOutput(sr.LLMNodes))
+			outputCalls += len(sr.LLMNodes) - n
+			t.steps++
+			t.calls += n
+			if n > t.maxCalls || t.worst == "" {
+				t.maxCalls = n
+				t.worst = fmt.Sprintf("%s step %d", sc.Name, sr.Index)
+			}
+			if sr.Result != nil && n > 0 {
+				ours := sr.Result.Usage.PromptTokens
+				t.tokens += ours
+				t.baseline += ours + baselineExtra(sr, tools, droppedHistory(o.history, sr.Index))
+				t.tokenSteps++
+			}
+		}
+	}
+
+	var rows []row
+	suite := fmt.Sprintf("%d scenarios: %d passed, %d failed; %d LLM calls in all", len(scs), passed, failed, total)
+	if failed > 0 {
+		suite += " (failed: " + strings.Join(failures, ", ") + ")"
+	}
+	rows = append(rows, row{"scenario suite (scenarios/), run in process", suite, "all pass", pass(failed == 0)})
+	for _, f := range flowOrder {
+		t := tallies[f.name]
+		if t == nil {
+			continue
+		}
+		measured := fmt.Sprintf("%d steps, %d calls, max %d (%s)", t.steps, t.calls, t.maxCalls, t.worst)
+		r := row{"LLM calls per turn: " + f.name, measured, "-", info}
+		if f.target > 0 {
+			r.target = fmt.Sprintf("<= %d per turn", f.target)
+			if f.target == 1 {
+				r.target = "1 per turn"
+			}
+			r.mark = pass(t.maxCalls <= f.target)
+		}
+		rows = append(rows, r)
+	}
+	if outputCalls > 0 {
+		rows = append(rows, row{"LLM calls of the structured-output node (one per turn when on, not counted above)",
+			fmt.Sprintf("%d calls", outputCalls), "-", info})
+	}
+	rows = append(rows, row{"tool definitions offered per call (characters)",
+		fmt.Sprintf("analyzer %d, gatherer %d, responder %d; all nodes %d", tools.perNode[pipeline.NodeAnalyzer],
+			tools.perNode[pipeline.NodeGatherer], tools.perNode[pipeline.NodeResponder], tools.all), "-", info})
+	var ours, base int
+	for _, f := range flowOrder {
+		t := tallies[f.name]
+		if t == nil || t.tokenSteps == 0 {
+			continue
+		}
+		ours += t.tokens
+		base += t.baseline
+		rows = append(rows, row{"prompt tokens: " + f.name,
+			fmt.Sprintf("%d vs %d original-design estimate (%.2f)", t.tokens, t.baseline, ratio(t.tokens, t.baseline)),
+			"<= 1/3 of the original", pass(3*t.tokens <= t.baseline)})
+	}
+	rows = append(rows, row{"prompt tokens: all scenario turns",
+		fmt.Sprintf("%d vs %d original-design estimate (%.2f)", ours, base, ratio(ours, base)),
+		"<= 1/3 of the original", pass(3*ours <= base)})
+	return rows, nil
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// droppedHistory is the characters (as the token estimate counts them) of
+// the exchanges that were in the session before step n but outside the
+// prompt window: what the original design would have sent on top. The
+// scenario runner's clock puts step n at FixedTime + n minutes, which is
+// how each stored exchange is matched to its step.
+func droppedHistory(hist []pipeline.Exchange, step int) int {
+	cut := scenario.FixedTime.Add(time.Duration(step) * time.Minute)
+	var before []pipeline.Exchange
+	for _, ex := range hist {
+		if ex.At.Before(cut) {
+			before = append(before, ex)
+		}
+	}
+	if len(before) <= historyWindow {
+		return 0
+	}
+	n := 0
+	for _, ex := range before[:len(before)-historyWindow] {
+		n += len("user") + len(ex.User) + len("assistant") + len(ex.Assistant)
+	}
+	return n
+}
+
+// baselineExtra is the prompt tokens the original design's request shape
+// adds to one step's calls: the tools of every node instead of the node's
+// own, and the dropped history.
+func baselineExtra(sr scenario.StepReport, tools toolSizes, dropped int) int {
+	extra := 0
+	for _, n := range sr.LLMNodes {
+		node, _, _ := strings.Cut(n, " ") // "gatherer after 2 attempts"
+		chars := tools.all - tools.perNode[node] + dropped
+		extra += (chars + 3) / 4
+	}
+	return extra
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
+)
+
+const balanceUsers = 1000
+
+// balanceFigures runs the condition-balance job for 1,000 users one user at
+// a time and with the default pool, in the same run, against the in-memory
+// simulator over loopback; then again with 1 ms added to every answer, the
+// latency of a server across a network, which is what the pool is for.
+func balanceFigures(ctx context.Context) ([]row, error) {
+	var rows []row
+	for _, v := range []struct {
+		name  string
+		delay time.Duration
+	}{{"bare loopback", 0}, {"loopback + 1 ms per answer", time.Millisecond}} {
+		seq, pool, err := balanceRun(ctx, v.delay)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", v.name, err)
+		}
+		speedup := seq.Seconds() / pool.Seconds()
+		rows = append(rows, row{
+			fmt.Sprintf("condition-balance job, %d users (3 calls each), %s: pool of %d vs one at a time", balanceUsers, v.name, actions.DefaultBalanceConcurrency),
+			fmt.Sprintf("%s vs %s: %.1fx", ms(pool), ms(seq), speedup), ">= 8x", pass(speedup >= 8)})
+	}
+	return rows, nil
+}
+
+func balanceRun(ctx context.Context, delay time.Duration) (seq, pool time.Duration, err error) {
+	s, err := sim.New(sim.Options{Seed: 42})
+	if err != nil {
+		return 0, 0, err
+	}
+	h := s.Handler()
+	if delay > 0 {
+		inner := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(delay) // stands for network latency
+			inner.ServeHTTP(w, r)
+		})
+	}
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	c, err := upgrade.New(upgrade.Config{BaseURL: ts.URL + "/api", Timeout: 30 * time.Second})
+	if err != nil {
+		return 0, 0, err
+	}
+	raw, err := actions.Execute(ctx, c, actions.CreateExperimentParams{Name: "Balance", Context: "mathstream",
+		DecisionPoints: []actions.DecisionPointParam{{Site: "lesson-stream", Target: "question-hint"}},
+		Conditions:     []actions.ConditionParam{{Code: "question-hint-default", Weight: ptr(50.0)}, {Code: "question-hint-tutorbot", Weight: ptr(50.0)}}})
+	if err != nil {
+		return 0, 0, err
+	}
+	var created actions.ExperimentResult
+	if err := json.Unmarshal(raw, &created); err != nil {
+		return 0, 0, err
+	}
+	if _, err := c.SetState(ctx, created.ID, upgrade.StateEnrolling); err != nil {
+		return 0, 0, err
+	}
+	p := actions.BalanceParams{NumUsers: balanceUsers, Context: "mathstream", Site: "lesson-stream", Target: "question-hint", ExperimentID: created.ID}
+	timed := func(conc int, prefix string, users int) (time.Duration, error) {
+		q := p
+		q.NumUsers = users
+		start := time.Now()
+		t, err := actions.RunBalance(ctx, c, q, actions.BalanceTally{}, actions.BalanceOptions{Concurrency: conc, UserPrefix: prefix})
+		if err != nil {
+			return 0, err
+		}
+		if t.Done != users || t.Errors != 0 {
+			return 0, fmt.Errorf("concurrency %d: %d of %d done, %d errors (%s)", conc, t.Done, users, t.Errors, t.FirstError)
+		}
+		return time.Since(start), nil
+	}
+	// Open the pool's connections first, as a long job would have them.
+	if _, err := timed(actions.DefaultBalanceConcurrency, "warm-", 100); err != nil {
+		return 0, 0, err
+	}
+	if seq, err = timed(1, "seq-", balanceUsers); err != nil {
+		return 0, 0, err
+	}
+	if pool, err = timed(actions.DefaultBalanceConcurrency, "pool-", balanceUsers); err != nil {
+		return 0, 0, err
+	}
+	return seq, pool, nil
+}
+
+// simulatorFigures loads POST /api/v6/assign of an in-memory simulator over
+// loopback with eight clients on one keep-alive transport, the shape of the
+// balance job, for the given window.
+func simulatorFigures(ctx context.Context, window time.Duration) ([]row, error) {
+	srv, err := sim.Start(sim.Options{Seed: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	c, err := upgrade.New(upgrade.Config{BaseURL: srv.URL()})
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"Assign A", "Assign B"} {
+		raw, err := actions.Execute(ctx, c, actions.CreateExperimentParams{Name: name, Context: "assign-prog",
+			DecisionPoints: []actions.DecisionPointParam{{Site: "SelectSection", Target: "absolute_value_plot_equality"}},
+			Conditions:     []actions.ConditionParam{{Code: "control", Weight: ptr(50.0)}, {Code: "variant", Weight: ptr(50.0)}}})
+		if err != nil {
+			return nil, err
+		}
+		var e actions.ExperimentResult
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return nil, err
+		}
+		if _, err := c.SetState(ctx, e.ID, upgrade.StateEnrolling); err != nil {
+			return nil, err
+		}
+	}
+	const users = 1000
+	ids := make([]string, users)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("rps-user-%d", i)
+		class := fmt.Sprintf("class%d", i%40)
+		if _, err := c.Init(ctx, ids[i], upgrade.InitRequest{Group: map[string][]string{"classId": {class}}, WorkingGroup: map[string]string{"classId": class}}); err != nil {
+			return nil, err
+		}
+	}
+	transport := &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}
+	defer transport.CloseIdleConnections()
+	hc := &http.Client{Transport: transport, Timeout: 10 * time.Second}
+	url := srv.URL() + "/v6/assign"
+	body := []byte(`{"context":"assign-prog"}`)
+
+	var done, failed, next atomic.Int64
+	deadline := time.Now().Add(window)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				u := ids[int(next.Add(1))%users]
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("User-Id", u)
+				resp, err := hc.Do(req)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					failed.Add(1)
+					continue
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if n := failed.Load(); n > 0 {
+		return nil, fmt.Errorf("%d v6/assign requests failed", n)
+	}
+	rps := float64(done.Load()) / elapsed.Seconds()
+	return []row{{"simulator POST v6/assign over loopback (8 keep-alive clients, 1,000 users, 2 running experiments)",
+		fmt.Sprintf("%.0f requests/s (%d in %.1fs; load generator on the same cores)", rps, done.Load(), elapsed.Seconds()),
+		">= 5,000 requests/s", pass(rps >= 5000)}}, nil
+}

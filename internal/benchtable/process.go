@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// askScript is the information flow as an `--llm script:FILE`: the same four
+// calls as a real "list my experiments" turn.
+const askScript = `- call:
+    analyze_user_request: {intent_type: needs_info, confidence: 0.9, user_request_summary: List the experiments., reasoning: Needs the experiment names.}
+- call:
+    get_experiment_names: {}
+- reply: I have the names.
+- reply: There are no experiments yet.
+`
+
+// askProcesses builds the binary once and times whole `ask` processes
+// against the embedded simulator, each in the same temp state dir (a new
+// session each time, the simulator's data file persisted there).
+func askProcesses(ctx context.Context, root string, runs int) ([]row, error) {
+	if runs < 3 {
+		return nil, fmt.Errorf("-ask-runs must be at least 3")
+	}
+	tmp, err := os.MkdirTemp("", "benchtable-ask-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "upgrade-agent")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	script := filepath.Join(tmp, "script.yaml")
+	if err := os.WriteFile(script, []byte(askScript), 0o600); err != nil {
+		return nil, err
+	}
+	state := filepath.Join(tmp, "state")
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + tmp,
+		"XDG_CONFIG_HOME=" + filepath.Join(tmp, "config"), // no config file
+		"NO_COLOR=1",
+	}
+	var walls []time.Duration
+	var peakKiB int64
+	const warmup = 2
+	for i := range runs + warmup {
+		cmd := exec.CommandContext(ctx, bin, "ask", "--state-dir", state, "--llm", "script:"+script, "List my experiments.")
+		cmd.Env = env
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		start := time.Now()
+		err := cmd.Run()
+		wall := time.Since(start)
+		if err != nil {
+			return nil, fmt.Errorf("run %d: %v\nstdout: %s\nstderr: %s", i+1, err, stdout.String(), stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "no experiments yet") {
+			return nil, fmt.Errorf("run %d: unexpected output %q", i+1, stdout.String())
+		}
+		if i < warmup {
+			continue // the first runs pay for the page cache and the data file
+		}
+		walls = append(walls, wall)
+		peakKiB = max(peakKiB, maxRSSKiB(cmd.ProcessState))
+	}
+	med := percentile(walls, 0.5)
+	rows := []row{
+		{fmt.Sprintf("whole `ask` process, info flow (4 scripted calls on loopback, embedded simulator, checkpoint): wall, %d runs", runs),
+			fmt.Sprintf("median %s, p90 %s", ms(med), ms(percentile(walls, 0.9))), "median <= 30 ms", pass(med <= 30*time.Millisecond)},
+	}
+	if peakKiB > 0 {
+		rows = append(rows, row{"whole `ask` process: peak RSS (ru_maxrss, largest of the runs)",
+			fmt.Sprintf("%.1f MiB", float64(peakKiB)/1024), "<= 40 MiB", pass(peakKiB <= 40*1024)})
+	} else {
+		rows = append(rows, row{"whole `ask` process: peak RSS", "not available on this OS", "<= 40 MB", "MISS"})
+	}
+	return rows, nil
+}
