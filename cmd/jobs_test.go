@@ -1,3 +1,5 @@
+//go:build unix
+
 package cmd
 
 import (
@@ -280,7 +282,7 @@ func resumeBalance(t *testing.T, env []string, script, session string, users int
 		sum += c.Count
 	}
 	if bal.Users != users || sum != users || bal.Assigned != users || bal.Errors != 0 {
-		t.Errorf("balance result: users %d, counts sum %d, assigned %d, errors %d; want %d", bal.Users, sum, bal.Assigned, bal.Errors, users)
+		t.Errorf("balance result: users %d, counts sum %d, assigned %d, errors %d (%s); want %d", bal.Users, sum, bal.Assigned, bal.Errors, bal.FirstError, users)
 	}
 	return bal
 }
@@ -437,35 +439,33 @@ func TestJobEndToEndEmbeddedSimulator(t *testing.T) {
 	checkNoSecrets(t, state, e2eToken, e2eKey)
 }
 
-// gate wraps a simulator: marks beyond limit wait until the gate opens;
-// it also counts /v6/init calls per user.
+// gate wraps a simulator: the marks of synthetic users with an index of
+// at least from wait until the gate opens; it also counts /v6/init calls
+// per user.
 type gate struct {
 	mu      sync.Mutex
-	marks   int
-	limit   int
+	from    int
 	inits   map[string]int
 	open    chan struct{}
 	blocked chan struct{}
 	once    sync.Once
 }
 
-func newGate(limit int) *gate {
-	return &gate{limit: limit, inits: map[string]int{}, open: make(chan struct{}), blocked: make(chan struct{})}
+func newGate(from int) *gate {
+	return &gate{from: from, inits: map[string]int{}, open: make(chan struct{}), blocked: make(chan struct{})}
 }
 
 func (g *gate) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user := r.Header.Get("User-Id")
 		switch {
 		case strings.HasSuffix(r.URL.Path, "/v6/init"):
 			g.mu.Lock()
-			g.inits[r.Header.Get("User-Id")]++
+			g.inits[user]++
 			g.mu.Unlock()
 		case strings.HasSuffix(r.URL.Path, "/v6/mark"):
-			g.mu.Lock()
-			g.marks++
-			n := g.marks
-			g.mu.Unlock()
-			if n > g.limit {
+			i := strings.LastIndexByte(user, '-')
+			if n, err := strconv.Atoi(user[i+1:]); err == nil && n >= g.from {
 				g.once.Do(func() { close(g.blocked) })
 				select {
 				case <-g.open:
@@ -485,15 +485,15 @@ func (g *gate) initsOf(user string) int {
 }
 
 // gatedSim serves a simulator behind a gate that holds the job at exactly
-// one committed batch (50 users): the 76th mark waits, so the second batch
-// can never complete while the gate is shut.
+// one committed batch (50 users): users from index 60 on cannot be marked,
+// so the second batch can never complete while the gate is shut.
 func gatedSim(t *testing.T) (*sim.Sim, *gate, string, string) {
 	t.Helper()
 	s, err := sim.New(sim.Options{Seed: 11})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newGate(75)
+	g := newGate(60)
 	hs := httptest.NewServer(g.wrap(s.Handler()))
 	t.Cleanup(hs.Close)
 	t.Cleanup(func() {

@@ -116,6 +116,9 @@ func runResume(ctx context.Context, f *Factory, o *ResumeOptions) error {
 	ic := sess.CP.Interrupt
 	switch {
 	case ic != nil && ic.Kind == checkpoint.KindConfirmation:
+		if (!o.answerSet || o.Answer == "") && o.Turn.Yes {
+			o.Answer, o.answerSet = "yes", true
+		}
 		if !o.answerSet || o.Answer == "" {
 			return Usagef("session %s awaits a confirmation: pass --answer yes, --answer no, or --answer TEXT", id)
 		}

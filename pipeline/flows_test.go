@@ -433,3 +433,15 @@ func TestBalanceInlineWithoutJobRunner(t *testing.T) {
 		t.Fatalf("counts sum to %d, want 40: %s", sum, res.Actions[0].Result)
 	}
 }
+
+func TestYesFlagApprovesPending(t *testing.T) {
+	h := newHarness(t)
+	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
+	proposeDelete(h, e.ID, nil)
+	h.agent.Yes = true
+	res := h.ask("go on then", text("Deleted."))
+	requireTrace(t, res, NodeExecutor, NodeResponder)
+	if len(h.experimentNames()) != 0 || res.Status != StatusCompleted {
+		t.Fatalf("got %+v", res)
+	}
+}

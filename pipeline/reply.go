@@ -265,6 +265,11 @@ func (a *Agent) replyHuman(ctx context.Context, rc *ReplyContext) (Reply, error)
 		t.staleNote = "The previous attempt was interrupted and its outcome is unknown; check the server before confirming again."
 		return a.runGraph(ctx, t, NodeResponder)
 	}
+	if a.Yes && ans != answerNo {
+		// --yes approves the pending confirmation of this run.
+		t.approve("yes-flag")
+		return a.runGraph(ctx, t, NodeExecutor)
+	}
 	switch ans {
 	case answerYes:
 		t.approve("human")

@@ -180,5 +180,11 @@ func machine() string {
 	if out, err := exec.Command("go", "version").Output(); err == nil {
 		goVersion = strings.TrimSpace(strings.TrimPrefix(string(out), "go version "))
 	}
-	return fmt.Sprintf("%d CPUs (nproc), %s, %s/%s, %s", runtime.NumCPU(), model, runtime.GOOS, runtime.GOARCH, goVersion)
+	load := ""
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			load = fmt.Sprintf("; load average %s %s %s at the end", f[0], f[1], f[2])
+		}
+	}
+	return fmt.Sprintf("%d CPUs (nproc), %s, %s/%s, %s%s", runtime.NumCPU(), model, runtime.GOOS, runtime.GOARCH, goVersion, load)
 }

@@ -308,15 +308,6 @@ func (r *Runner) Cancel(_ context.Context, jobID string) (*Record, error) {
 	return rec, nil
 }
 
-// Status reads job jobID without waiting or restarting anything.
-func (r *Runner) Status(jobID string) (pipeline.JobStatus, error) {
-	rec, err := r.Store.Load(jobID)
-	if err != nil {
-		return pipeline.JobStatus{}, err
-	}
-	return rec.Status(), nil
-}
-
 // Stale reports whether a job that should be running has lost its worker
 // (for `jobs show`).
 func (r *Runner) Stale(rec *Record) bool { return r.dead(rec) }

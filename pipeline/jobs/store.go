@@ -310,6 +310,19 @@ func (s *Store) Update(id string, fn func(r *Record) error) (*Record, error) {
 	return r, nil
 }
 
+// MarkFailed records that job id failed with err, unless it has already
+// ended: for a worker that cannot even begin (its UpGrade settings do not
+// work), where a restart would fail the same way.
+func (s *Store) MarkFailed(id string, err error) (*Record, error) {
+	return s.Update(id, func(r *Record) error {
+		if r.Terminal() {
+			return errNoChange
+		}
+		r.State, r.Error, r.ErrorType = StateFailed, err.Error(), errorType(err)
+		return nil
+	})
+}
+
 // List returns every job, most recently created first. A record that
 // cannot be read is skipped and reported in the joined error, so that one
 // bad file does not hide the others.

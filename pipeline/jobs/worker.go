@@ -311,16 +311,3 @@ func newToken() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-
-// MarkFailed records that job id failed with err, unless it has already
-// ended: for a worker that cannot even begin (its UpGrade settings do not
-// work), where a restart would fail the same way.
-func (s *Store) MarkFailed(id string, err error) (*Record, error) {
-	return s.Update(id, func(r *Record) error {
-		if r.Terminal() {
-			return errNoChange
-		}
-		r.State, r.Error, r.ErrorType = StateFailed, err.Error(), errorType(err)
-		return nil
-	})
-}
