@@ -107,6 +107,9 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 		if cfg.MaxAutoReplies != nil {
 			a.MaxLLMCalls = *cfg.MaxAutoReplies
 		}
+		if cfg.MaxConsecutiveAutoReplies != nil {
+			a.MaxConsecutiveAutoReplies = *cfg.MaxConsecutiveAutoReplies
+		}
 		a.TerminationWords = cfg.TerminationWords
 		for _, r := range cfg.Replies {
 			if r.Regexp != nil {

@@ -42,9 +42,13 @@ type Config struct {
 	OutputSchema          string         `yaml:"output_schema"`
 	ConversationalOutputs bool           `yaml:"conversational_outputs"`
 	MaxAutoReplies        *int           `yaml:"max_auto_replies"`
-	TerminationWords      []string       `yaml:"termination_words"`
-	Replies               []Reply        `yaml:"replies"`
-	MCPServers            []MCPServer    `yaml:"mcp_servers"`
+	// MaxConsecutiveAutoReplies ends a turn at once when the agent has
+	// answered that many turns in a row without a human decision (a yes or
+	// no to a confirmation); 0 or unset: no limit.
+	MaxConsecutiveAutoReplies *int        `yaml:"max_consecutive_auto_replies"`
+	TerminationWords          []string    `yaml:"termination_words"`
+	Replies                   []Reply     `yaml:"replies"`
+	MCPServers                []MCPServer `yaml:"mcp_servers"`
 
 	ContextMetadata string `yaml:"context_metadata"` // JSON file for the embedded simulator
 	SimSeed         *int64 `yaml:"sim_seed"`
@@ -477,6 +481,9 @@ func (p *parser) validate(c *Config) {
 	}
 	if c.MaxAutoReplies != nil && *c.MaxAutoReplies < 0 {
 		p.bad("max_auto_replies", "must not be negative")
+	}
+	if c.MaxConsecutiveAutoReplies != nil && *c.MaxConsecutiveAutoReplies < 0 {
+		p.bad("max_consecutive_auto_replies", "must not be negative")
 	}
 	for i, w := range c.TerminationWords {
 		if strings.TrimSpace(w) == "" {
