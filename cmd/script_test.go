@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"upgrade-agent": func() {
 			code := Execute()
-			if file := os.Getenv(exitFileVar); file != "" {
+			if file := os.Getenv(exitFileVar); file != "" && !isJobWorker(os.Args[1:]) {
 				// for "exits CODE" after "! exec upgrade-agent ..."
 				_ = os.WriteFile(file, []byte(strconv.Itoa(code)), 0o600)
 			}
@@ -239,4 +239,15 @@ func withSimClient(ts *testscript.TestScript, fn func(context.Context, *upgrade.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ts.Check(fn(ctx, c))
+}
+
+// isJobWorker: a detached `jobs work` process inherits the exit-code file but
+// must not overwrite the code of the run the script checks.
+func isJobWorker(args []string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "jobs" && args[i+1] == "work" {
+			return true
+		}
+	}
+	return false
 }

@@ -445,3 +445,21 @@ func TestYesFlagApprovesPending(t *testing.T) {
 		t.Fatalf("got %+v", res)
 	}
 }
+
+func TestUnreachableUpgradeFailsTheTurn(t *testing.T) {
+	h := newHarness(t)
+	dead, err := upgrade.New(upgrade.Config{BaseURL: "http://127.0.0.1:1/api", MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.agent.API = dead
+	res := h.ask("list experiments",
+		analyze(IntentNeedsInfo, "list", nil),
+		calls(call("get_all_experiments", map[string]any{})),
+		text("I cannot reach the server."),
+		text("UpGrade is not reachable right now."),
+	)
+	if res.Status != StatusFailed || len(res.Errors) == 0 || !strings.Contains(res.Errors[0].Message, "cannot reach UpGrade at http://127.0.0.1:1/api") {
+		t.Fatalf("got %+v", res)
+	}
+}

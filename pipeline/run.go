@@ -119,7 +119,7 @@ func (a *Agent) finish(t *turn, rep Reply) (*Result, error) {
 		if t.terminateSession {
 			cpStatus = checkpoint.StatusTerminated
 		}
-	case t.authFailed:
+	case t.authFailed, t.unreachable:
 		status = StatusFailed
 	}
 	st.CurrentState = StateAnalyzing

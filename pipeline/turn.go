@@ -56,6 +56,7 @@ type turn struct {
 	actionsRun     []ActionOut
 	terminated     string // termination_reason
 	authFailed     bool
+	unreachable    bool
 	continuation   bool   // the analyzer runs after the executor for a next step
 	nextStep       string // the step the analyzer and gatherer work on after an execution
 
@@ -100,6 +101,10 @@ func (t *turn) recordError(err error) {
 	defer t.mu.Unlock()
 	if typ == ErrTypeAuth {
 		t.authFailed = true
+	}
+	var ue *upgrade.Error
+	if errors.As(err, &ue) && ue.Status == 0 && ue.Category == upgrade.CategoryAPI {
+		t.unreachable = true // no HTTP answer at all: the turn fails (exit 1)
 	}
 	t.st.addError(typ, err.Error())
 }
