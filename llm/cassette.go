@@ -8,8 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/upgrade-agent/upgrade-agent/internal/atomicfile"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -168,41 +168,8 @@ func (r *recorder) Close() error {
 		data = bytes.ReplaceAll(data, []byte(r.secret), []byte("[redacted]"))
 	}
 	data = append(data, '\n')
-	if err := writeFileAtomic(r.path, data, 0o600); err != nil {
+	if err := atomicfile.WriteFile(r.path, data, 0o600); err != nil {
 		return fmt.Errorf("writing cassette %s: %w", r.path, err)
-	}
-	return nil
-}
-
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op after a successful rename
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/upgrade-agent/upgrade-agent/internal/atomicfile"
 	"io"
 	"io/fs"
 	"os"
@@ -366,36 +367,8 @@ func (s *Store) write(r *Record) (err error) {
 	}
 	data = append(data, '\n')
 	path := s.Path(r.ID)
-	tmp, err := os.CreateTemp(s.dir, "."+r.ID+".json.tmp-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, data, filePerm); err != nil {
 		return fmt.Errorf("job record %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-			err = fmt.Errorf("job record %s: %w", path, err)
-		}
-	}()
-	if err = tmp.Chmod(filePerm); err != nil {
-		return err
-	}
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(s.dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return nil
 }

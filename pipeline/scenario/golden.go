@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/upgrade-agent/upgrade-agent/internal/atomicfile"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -44,7 +45,7 @@ func compareGolden(path string, transcript []byte, update bool) (diffText string
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return "", false, fmt.Errorf("write golden file: %w", err)
 		}
-		if err := writeFileAtomic(path, transcript); err != nil {
+		if err := atomicfile.WriteFile(path, transcript, 0o644); err != nil {
 			return "", false, fmt.Errorf("write golden file: %w", err)
 		}
 		return "", true, nil
@@ -53,30 +54,4 @@ func compareGolden(path string, transcript []byte, update bool) (diffText string
 		return "", false, fmt.Errorf("golden file %s does not exist; run with --update (go test: -update) to create it", path)
 	}
 	return string(diff.Diff(path, old, "transcript of this run", transcript)), false, nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".golden-*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
 }

@@ -379,7 +379,8 @@ func TestFailedWriteLosesOnlyThatChange(t *testing.T) {
 	ts := startSim(t, Options{DataFile: file})
 	kept := ts.create(expBody("Kept"))
 
-	defer func(orig func(string, []byte) error) { atomicWrite = orig }(atomicWrite)
+	orig := atomicWrite
+	defer func() { atomicWrite = orig }()
 	atomicWrite = func(string, []byte) error { return fmt.Errorf("disk full") }
 	r := ts.do("POST", "/experiments", expBody("Lost"))
 	var se upgrade.ServerError
@@ -387,7 +388,7 @@ func TestFailedWriteLosesOnlyThatChange(t *testing.T) {
 	if r.status != 500 || !strings.Contains(se.Message, "disk full") || !strings.Contains(se.Message, file) {
 		t.Fatalf("failed write answered %d %s", r.status, r.body)
 	}
-	atomicWrite = writeFileAtomic
+	atomicWrite = orig
 
 	var names []upgrade.ExperimentName
 	ts.must("GET", "/experiments/names", nil).decode(t, &names)
@@ -407,10 +408,11 @@ func TestFailedWriteLosesOnlyThatChange(t *testing.T) {
 func TestConcurrentWritesShareFsyncs(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "batch.json")
 	var writes atomic.Int64
-	defer func(orig func(string, []byte) error) { atomicWrite = orig }(atomicWrite)
+	orig := atomicWrite
+	defer func() { atomicWrite = orig }()
 	atomicWrite = func(p string, b []byte) error {
 		writes.Add(1)
-		return writeFileAtomic(p, b)
+		return orig(p, b)
 	}
 	ts := startSim(t, Options{DataFile: file})
 	const n = 64

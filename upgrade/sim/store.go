@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/upgrade-agent/upgrade-agent/internal/atomicfile"
 	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
@@ -232,45 +232,7 @@ func (s *Sim) encodeLocked() ([]byte, error) {
 
 // atomicWrite is how the data file is written; tests swap it to inject
 // failures.
-var atomicWrite = writeFileAtomic
-
-// writeFileAtomic replaces path with data so that readers see either the old
-// or the new content, never a mix, and the new content survives a crash once
-// this returns.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if err = tmp.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+var atomicWrite = func(path string, data []byte) error { return atomicfile.WriteFile(path, data, 0o600) }
 
 // jsonError adds the line and column to a decoding error.
 func jsonError(b []byte, err error) error {
