@@ -218,3 +218,16 @@ func openSession(store *checkpoint.FileStore, id string, create bool, now time.T
 	}
 	return sess, unlock, nil
 }
+
+// printReplyEarly prints the reply in text mode as soon as it is final, before
+// the optional output node runs; the flag it returns says it was printed.
+func printReplyEarly(f *Factory, env *turnEnv) *bool {
+	printed := new(bool)
+	if f.opts().Output != "json" {
+		env.agent.OnResponse = func(text string) {
+			fmt.Fprintln(f.IO.Out, text)
+			*printed = true
+		}
+	}
+	return printed
+}

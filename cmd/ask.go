@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -99,13 +98,7 @@ func runAsk(ctx context.Context, f *Factory, o *AskOptions) error {
 	}
 	defer unlock()
 	connectMCP(ctx, f, env, sess)
-	printed := false
-	if f.opts().Output != "json" {
-		env.agent.OnResponse = func(text string) {
-			fmt.Fprintln(f.IO.Out, text)
-			printed = true
-		}
-	}
+	printed := printReplyEarly(f, env)
 	res, turnErr := env.agent.Ask(ctx, sess, msg)
-	return renderTurn(f, res, turnErr, create, printed)
+	return renderTurn(f, res, turnErr, create, *printed)
 }

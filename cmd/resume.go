@@ -104,13 +104,7 @@ func runResume(ctx context.Context, f *Factory, o *ResumeOptions) error {
 	defer unlock()
 	connectMCP(ctx, f, env, sess)
 
-	printed := false
-	if f.opts().Output != "json" {
-		env.agent.OnResponse = func(text string) {
-			fmt.Fprintln(f.IO.Out, text)
-			printed = true
-		}
-	}
+	printed := printReplyEarly(f, env)
 	var res *pipeline.Result
 	var turnErr error
 	ic := sess.CP.Interrupt
@@ -135,5 +129,5 @@ func runResume(ctx context.Context, f *Factory, o *ResumeOptions) error {
 	default:
 		return &UsageError{Err: fmt.Errorf("session %s: %w: it is %s", id, pipeline.ErrNothingToResume, sess.CP.Status)}
 	}
-	return renderTurn(f, res, turnErr, false, printed)
+	return renderTurn(f, res, turnErr, false, *printed)
 }
