@@ -487,7 +487,18 @@ func (a *Agent) executor(ctx context.Context, t *turn) (string, error) {
 			return routeAfterExecutor(true, "", false), nil
 		}
 	} else {
-		result, execErr := actions.Execute(ctx, t.api(), p)
+		execCtx := ctx
+		if plan.Action == actions.CreateExperiment {
+			// A create gets an id derived from the confirmation it executes:
+			// if a crash hides whether it landed, executing that confirmation
+			// again upserts the same experiment instead of making a twin.
+			key := effectID
+			if ic := t.sess.CP.Interrupt; fromEarlierTurn && ic != nil {
+				key = ic.ID
+			}
+			execCtx = upgrade.WithCreateID(ctx, upgrade.IDFrom(key))
+		}
+		result, execErr := actions.Execute(execCtx, t.api(), p)
 		a.recordExecution(t, effectID, plan, result, execErr)
 	}
 	if spec.WritesExperiments {

@@ -332,6 +332,9 @@ func (c *Client) CreateExperiment(ctx context.Context, e *Experiment) (*Experime
 	}
 	body := withFreshIDs(e)
 	body.ID = ""
+	if id, ok := ctx.Value(createIDKey{}).(string); ok {
+		body.ID = id
+	}
 	if body.State == "" {
 		body.State = StateInactive
 	}
@@ -339,6 +342,17 @@ func (c *Client) CreateExperiment(ctx context.Context, e *Experiment) (*Experime
 		body.Tags = []string{}
 	}
 	return c.writeExperiment(ctx, http.MethodPost, path, body)
+}
+
+type createIDKey struct{}
+
+// WithCreateID makes CreateExperiment send id as the experiment id. UpGrade
+// upserts a POST that carries an id, so a create repeated with the same id
+// (after a crash left its outcome unknown) updates the one experiment instead
+// of making a twin. The caller must derive id from something unique to that
+// one create, never reuse an existing experiment's id.
+func WithCreateID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, createIDKey{}, id)
 }
 
 // UpdateExperiment replaces the experiment e.ID with e (the server has no

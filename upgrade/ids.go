@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 )
 
@@ -16,6 +17,22 @@ func NewID() string {
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40 // version 4
 	b[8] = b[8]&0x3f | 0x80 // RFC 9562 variant
+	return formatUUID(b)
+}
+
+// IDFrom derives a UUID (version 8, name-based on SHA-256) from a key: the
+// same key always gives the same id. It names a create that may have to be
+// repeated (WithCreateID).
+func IDFrom(key string) string {
+	sum := sha256.Sum256([]byte("upgrade-agent/experiment-id\x00" + key))
+	var b [16]byte
+	copy(b[:], sum[:16])
+	b[6] = b[6]&0x0f | 0x80 // version 8
+	b[8] = b[8]&0x3f | 0x80 // RFC 9562 variant
+	return formatUUID(b)
+}
+
+func formatUUID(b [16]byte) string {
 	var out [36]byte
 	hex.Encode(out[0:8], b[0:4])
 	out[8] = '-'

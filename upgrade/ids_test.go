@@ -36,3 +36,13 @@ func TestIsUUID(t *testing.T) {
 		}
 	}
 }
+
+func TestIDFromIsStableAndUnique(t *testing.T) {
+	a, b := IDFrom("effect-1"), IDFrom("effect-2")
+	if a != IDFrom("effect-1") || a == b {
+		t.Fatalf("IDFrom not a stable, distinct mapping: %s %s", a, b)
+	}
+	if !IsUUID(a) || a[14] != '8' {
+		t.Fatalf("%s is not a version-8 UUID", a)
+	}
+}
