@@ -220,14 +220,34 @@ func openSession(store *checkpoint.FileStore, id string, create bool, now time.T
 }
 
 // printReplyEarly prints the reply in text mode as soon as it is final, before
-// the optional output node runs; the flag it returns says it was printed.
+// the optional output node runs; the flag it returns says it was printed. On
+// a terminal the responder's text is streamed as it arrives, and only what
+// Go adds after it (a confirmation text) is printed at the end.
 func printReplyEarly(f *Factory, env *turnEnv) *bool {
 	printed := new(bool)
-	if f.opts().Output != "json" {
-		env.agent.OnResponse = func(text string) {
-			fmt.Fprintln(f.IO.Out, text)
-			*printed = true
+	if f.opts().Output == "json" {
+		return printed
+	}
+	var streamed strings.Builder
+	if f.IO.StdoutTTY {
+		env.agent.StreamText = func(delta string) {
+			if streamed.Len() == 0 {
+				delta = strings.TrimLeft(delta, " \n")
+			}
+			streamed.WriteString(delta)
+			fmt.Fprint(f.IO.Out, delta)
 		}
+	}
+	env.agent.OnResponse = func(text string) {
+		*printed = true
+		if s := strings.TrimSpace(streamed.String()); s != "" && strings.HasPrefix(text, s) {
+			fmt.Fprintln(f.IO.Out, text[len(s):])
+			return
+		}
+		if streamed.Len() > 0 {
+			fmt.Fprintln(f.IO.Out)
+		}
+		fmt.Fprintln(f.IO.Out, text)
 	}
 	return printed
 }

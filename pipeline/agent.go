@@ -75,6 +75,9 @@ type Agent struct {
 	// OnResponse receives the person's reply as soon as it is final, before
 	// the optional output node runs.
 	OnResponse func(text string)
+	// StreamText, when set, receives the responder's text as it streams in
+	// (the confirmation text Go appends afterwards comes only in OnResponse).
+	StreamText func(delta string)
 
 	Now    func() time.Time
 	NewID  func() string

@@ -463,3 +463,20 @@ func TestUnreachableUpgradeFailsTheTurn(t *testing.T) {
 		t.Fatalf("got %+v", res)
 	}
 }
+
+func TestResponderStreams(t *testing.T) {
+	h := newHarness(t)
+	var streamed strings.Builder
+	h.agent.StreamText = func(d string) { streamed.WriteString(d) }
+	res := h.ask("hi",
+		analyze(IntentDirectAnswer, "greeting", nil),
+		text("Hello there, I run experiments on UpGrade for you."),
+	)
+	if got := strings.TrimSpace(streamed.String()); got != res.Response {
+		t.Fatalf("streamed %q, response %q", got, res.Response)
+	}
+	reqs := h.llm.Requests()
+	if !reqs[1].Stream || reqs[0].Stream {
+		t.Fatal("only the responder streams")
+	}
+}

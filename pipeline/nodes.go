@@ -614,6 +614,10 @@ func (a *Agent) responder(ctx context.Context, t *turn) (string, error) {
 	var text string
 	for round := 0; ; round++ {
 		req := llm.Request{Messages: msgs, Tools: ts.llm, ToolChoice: llm.ToolChoice{Mode: llm.ToolChoiceAuto}}
+		if a.StreamText != nil {
+			req.Stream = true
+			req.OnText = a.StreamText
+		}
 		if round >= 3 {
 			req.Tools, req.ToolChoice = nil, llm.ToolChoice{}
 		}

@@ -125,8 +125,9 @@ func TestUpgradeUnreachable(t *testing.T) {
 	c := newCLI(t)
 	c.env["UPGRADE_API_URL"] = deadURL
 	r := c.run("ask", "-o", "json", "--llm", c.script("list.yaml", listScript), "List my experiments")
-	// The turn itself completes (the responder explains); the failure is
-	// in its errors. See the report: cli.md asks for exit 1 here.
+	// The responder explains, and the turn fails: exit 1 (cli.md).
+	wantCode(t, r, 1)
+	wantContains(t, r, `"status": "failed"`)
 	errs := turnErrors(t, r)
 	if len(errs) != 1 || errs[0]["type"] != "api" || !strings.Contains(errs[0]["message"], "cannot reach UpGrade at "+deadURL) {
 		t.Fatalf("errors %v, want one api error saying it cannot reach %s:\n%s", errs, deadURL, r)
