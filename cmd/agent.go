@@ -158,10 +158,13 @@ func renderTurn(f *Factory, res *pipeline.Result, turnErr error, newSession bool
 		case pipeline.StatusTerminated:
 			fmt.Fprintf(f.IO.ErrOut, "terminated: %s\n", res.TerminationReason)
 		}
-		for _, e := range res.Errors {
-			if e.Type == pipeline.ErrTypeAuth {
-				fmt.Fprintf(f.IO.ErrOut, "error: UpGrade refused the credentials (%s): set UPGRADE_API_TOKEN or --upgrade-token\n", e.Message)
+		if turnErr == nil && authFailed(res) {
+			for _, e := range res.Errors {
+				if e.Type == pipeline.ErrTypeAuth {
+					fmt.Fprintf(f.IO.ErrOut, "error: %s\n", e.Message)
+				}
 			}
+			fmt.Fprintln(f.IO.ErrOut, upgradeAuthHint)
 		}
 	}
 	code := exitcode.ForTurn(res.Status, authFailed(res), turnErr)

@@ -7,6 +7,7 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/config"
 	"github.com/upgrade-agent/upgrade-agent/exitcode"
 	"github.com/upgrade-agent/upgrade-agent/llm"
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
 // ExitError makes a command end with a chosen code. An ExitError with a nil
@@ -75,4 +76,20 @@ func ExitCode(err error) int {
 		return exitcode.Usage
 	}
 	return exitcode.Of(err)
+}
+
+const (
+	upgradeAuthHint = "UpGrade refused the credentials: set UPGRADE_API_TOKEN (or --upgrade-token) to a valid admin token"
+	llmAuthHint     = "the LLM provider refused the API key: check OPENAI_API_KEY (and OPENAI_BASE_URL for a non-OpenAI endpoint)"
+)
+
+// authHint says what to set when a server refused the credentials (exit 3).
+func authHint(err error) string {
+	switch {
+	case upgrade.CategoryOf(err) == upgrade.CategoryAuth:
+		return upgradeAuthHint
+	case llm.KindOf(err) == llm.KindAuth:
+		return llmAuthHint
+	}
+	return ""
 }

@@ -104,6 +104,9 @@ func printError(f *Factory, err error) {
 		return // a silent ExitError: the command has said what it had to
 	}
 	fmt.Fprintf(w, "Error: %s\n", msg)
+	if hint := authHint(err); hint != "" {
+		fmt.Fprintln(w, hint)
+	}
 	var fe *FlagError
 	if errors.As(err, &fe) && fe.CmdPath != "" {
 		fmt.Fprintf(w, "Run '%s --help' for usage.\n", fe.CmdPath)

@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/upgrade-agent/upgrade-agent/llm"
 )
@@ -30,7 +30,8 @@ const OutputToolName = "set_conversational_output"
 type OutputSchema struct {
 	path     string
 	raw      map[string]any
-	compiled *jsonschema.Schema
+	schema   *jsonschema.Schema
+	resolved *jsonschema.Resolved
 	custom   []string
 	hasRM    bool
 	tool     llm.Tool
@@ -58,13 +59,15 @@ func ParseOutputSchema(data []byte, name string) (*OutputSchema, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("output schema %s: %s: %w", name, fmt.Sprintf(format, args...), ErrBadInput)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
+	var raw map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			return nil, bad("the top level must be a JSON object")
+		}
 		return nil, bad("not valid JSON: %v", err)
-	}
-	raw, ok := doc.(map[string]any)
-	if !ok {
-		return nil, bad("the top level must be a JSON object")
 	}
 	if t, ok := raw["type"]; ok && t != "object" {
 		return nil, bad(`"type" must be "object" at the top, got %v`, t)
@@ -73,15 +76,18 @@ func ParseOutputSchema(data []byte, name string) (*OutputSchema, error) {
 	if !ok {
 		return nil, bad(`the top level needs "properties"`)
 	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("output-schema.json", doc); err != nil {
+	if err := checkTypes(raw, ""); err != nil {
 		return nil, bad("%v", err)
 	}
-	compiled, err := c.Compile("output-schema.json")
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(data, &schema); err != nil {
+		return nil, bad("%v", err)
+	}
+	resolved, err := schema.Resolve(nil)
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	s := &OutputSchema{path: name, raw: raw, compiled: compiled}
+	s := &OutputSchema{path: name, raw: raw, schema: &schema, resolved: resolved}
 	for k := range props {
 		if k == ResponseMessagesField {
 			s.hasRM = true
@@ -188,26 +194,77 @@ func (a *Agent) outputNode(ctx context.Context, t *turn) (string, error) {
 	return nodeEnd, nil
 }
 
+// validateOutput checks the merged output against the whole schema and
+// reports problems per field: each property against its own subschema (with
+// the root's $defs, so references resolve), then required and unknown
+// fields; a failure none of those explains is reported for the whole object.
 func (a *Agent) validateOutput(t *turn, out map[string]any) {
-	// Round-trip through the validator's own decoder so numbers compare right.
-	b, _ := json.Marshal(out)
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		t.outputProblem("", err.Error())
-		return
+	s := a.Output.Schema
+	var inst any
+	if b, err := json.Marshal(out); err == nil {
+		_ = json.Unmarshal(b, &inst)
 	}
-	err = a.Output.Schema.compiled.Validate(inst)
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
+	if err := s.resolved.Validate(inst); err == nil {
 		return
-	}
-	for _, u := range ve.BasicOutput().Errors {
-		if u.Error == nil {
-			continue
+	} else {
+		found := false
+		for _, name := range s.propertyNames() {
+			v, present := out[name]
+			if !present {
+				continue
+			}
+			sub := s.schema.Properties[name].CloneSchemas()
+			if len(s.schema.Defs) > 0 && sub.Defs == nil {
+				sub.Defs = s.schema.Defs
+			}
+			rs, rerr := sub.Resolve(nil)
+			if rerr != nil {
+				continue
+			}
+			var fv any
+			if b, merr := json.Marshal(v); merr == nil {
+				_ = json.Unmarshal(b, &fv)
+			}
+			if verr := rs.Validate(fv); verr != nil {
+				t.outputProblem(name, lastLine(verr.Error()))
+				found = true
+			}
 		}
-		field := strings.TrimPrefix(u.InstanceLocation, "/")
-		t.outputProblem(field, u.Error.String())
+		for _, r := range s.schema.Required {
+			if _, ok := out[r]; !ok {
+				t.outputProblem(r, "required, but no value was given")
+				found = true
+			}
+		}
+		if ap := s.schema.AdditionalProperties; ap != nil && ap.Not != nil {
+			for k := range out {
+				if _, ok := s.schema.Properties[k]; !ok {
+					t.outputProblem(k, "not a property of the output schema")
+					found = true
+				}
+			}
+		}
+		if !found {
+			t.outputProblem("", lastLine(err.Error()))
+		}
 	}
+}
+
+func (s *OutputSchema) propertyNames() []string {
+	names := make([]string, 0, len(s.schema.Properties))
+	for k := range s.schema.Properties {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// lastLine keeps the innermost reason of a nested validation error.
+func lastLine(msg string) string {
+	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "validating ") {
+		return strings.TrimSpace(msg[i+2:])
+	}
+	return msg
 }
 
 func (t *turn) outputProblem(field, msg string) {
@@ -217,4 +274,43 @@ func (t *turn) outputProblem(field, msg string) {
 		msg = field + ": " + msg
 	}
 	t.st.Errors = append(t.st.Errors, ErrorEntry{Type: ErrTypeValidation, Field: field, Message: msg})
+}
+
+var jsonTypes = map[string]bool{"null": true, "boolean": true, "object": true, "array": true, "number": true, "string": true, "integer": true}
+
+// checkTypes rejects unknown "type" names anywhere in a schema document,
+// which the resolver accepts silently.
+func checkTypes(v any, path string) error {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, sub := range x {
+			at := path + "/" + k
+			if k == "type" {
+				switch t := sub.(type) {
+				case string:
+					if !jsonTypes[t] {
+						return fmt.Errorf("%s: unknown type %q", at, t)
+					}
+					continue
+				case []any:
+					for _, e := range t {
+						if name, ok := e.(string); !ok || !jsonTypes[name] {
+							return fmt.Errorf("%s: unknown type %v", at, e)
+						}
+					}
+					continue
+				}
+			}
+			if err := checkTypes(sub, at); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if err := checkTypes(e, fmt.Sprintf("%s/%d", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
