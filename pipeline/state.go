@@ -125,8 +125,8 @@ type State struct {
 // Limits that keep a long session's checkpoint small. Prompts use a much
 // smaller window (promptWindow).
 const (
-	maxStoredExchanges = 200
-	maxStoredLog       = 200
+	maxStoredExchanges = 50
+	maxStoredLog       = 100
 	promptWindow       = 4
 )
 
