@@ -50,7 +50,7 @@ func newTool[T any](name, desc string, readOnly bool, fn func(ctx context.Contex
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: resolve: %v", name, err))
 	}
-	raw, err := json.Marshal(schema)
+	raw, err := json.Marshal(wireSchema(schema))
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: marshal: %v", name, err))
 	}
@@ -82,6 +82,28 @@ func tidySchema(s *jsonschema.Schema) {
 	if s.AdditionalProperties != nil && s.AdditionalProperties.Type != "" {
 		tidySchema(s.AdditionalProperties)
 	}
+}
+
+// wireSchema is the schema as sent to the model: without
+// "additionalProperties": false (the arguments are still validated against
+// the full schema and decoded strictly), which saves tokens on every call.
+func wireSchema(s *jsonschema.Schema) *jsonschema.Schema {
+	c := s.CloneSchemas()
+	var strip func(*jsonschema.Schema)
+	strip = func(x *jsonschema.Schema) {
+		if x == nil {
+			return
+		}
+		if ap := x.AdditionalProperties; ap != nil && ap.Not != nil {
+			x.AdditionalProperties = nil
+		}
+		for _, p := range x.Properties {
+			strip(p)
+		}
+		strip(x.Items)
+	}
+	strip(c)
+	return c
 }
 
 // decodeStrict decodes JSON into v rejecting unknown fields and trailing data.
