@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/spf13/cobra"
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
@@ -67,19 +66,16 @@ func runSessionsList(_ context.Context, f *Factory) error {
 		fmt.Fprintln(f.IO.ErrOut, "no sessions")
 		return nil
 	}
-	t := tablewriter.NewTable(f.IO.Out)
-	t.Header("ID", "STATUS", "TURNS", "LAST MESSAGE", "UPDATED", "LLM CALLS", "TOKENS")
+	var table [][]string
 	for _, r := range rows {
 		last := r.LastMessage
 		if r.Error != "" {
 			last = r.Error
 		}
-		if err := t.Append(r.ID, r.Status, strconv.Itoa(r.Turns), last, r.UpdatedAt.Format(time.DateTime),
-			strconv.Itoa(r.Usage.LLMCalls), strconv.Itoa(r.Usage.PromptTokens+r.Usage.CompletionTokens)); err != nil {
-			return err
-		}
+		table = append(table, []string{r.ID, r.Status, strconv.Itoa(r.Turns), last, r.UpdatedAt.Local().Format("2006-01-02 15:04"),
+			strconv.Itoa(r.Usage.LLMCalls), strconv.Itoa(r.Usage.PromptTokens + r.Usage.CompletionTokens)})
 	}
-	return t.Render()
+	return RenderTable(f.IO.Out, []string{"ID", "STATUS", "TURNS", "LAST MESSAGE", "UPDATED", "LLM CALLS", "TOKENS"}, table)
 }
 
 // SessionDetail is `sessions show`.
