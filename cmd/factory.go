@@ -206,7 +206,7 @@ func (f *Factory) startSimulator() (*sim.Server, string, error) {
 // and checks that a script was used up).
 func (f *Factory) LLM() (llm.Client, io.Closer, error) {
 	o := f.opts()
-	return llm.FromSpec(o.LLMSpec, llm.Options{
+	c, closer, err := llm.FromSpec(o.LLMSpec, llm.Options{
 		BaseURL:         o.LLMBaseURL,
 		APIKey:          f.Getenv("OPENAI_API_KEY"),
 		Model:           o.Model,
@@ -214,6 +214,12 @@ func (f *Factory) LLM() (llm.Client, io.Closer, error) {
 		Timeout:         o.LLMTimeout,
 		Logger:          f.Logger(),
 	})
+	if err != nil {
+		// Everything FromSpec can refuse is the caller's input: a missing
+		// key, a bad base URL, an unreadable or invalid script or cassette.
+		return nil, nil, &UsageError{Err: err}
+	}
+	return c, closer, nil
 }
 
 // Sessions opens the checkpoint store in the state dir; it refuses to write

@@ -20,14 +20,15 @@ func NewID() string {
 	return formatUUID(b)
 }
 
-// IDFrom derives a UUID (version 8, name-based on SHA-256) from a key: the
-// same key always gives the same id. It names a create that may have to be
-// repeated (WithCreateID).
+// IDFrom derives a UUID from a key (SHA-256 based): the same key always
+// gives the same id. It names a create that may have to be repeated
+// (WithCreateID). The version nibble says 4, like the server's own ids, since
+// servers validate ids with version-checking UUID patterns.
 func IDFrom(key string) string {
 	sum := sha256.Sum256([]byte("upgrade-agent/experiment-id\x00" + key))
 	var b [16]byte
 	copy(b[:], sum[:16])
-	b[6] = b[6]&0x0f | 0x80 // version 8
+	b[6] = b[6]&0x0f | 0x40 // version 4 layout
 	b[8] = b[8]&0x3f | 0x80 // RFC 9562 variant
 	return formatUUID(b)
 }
