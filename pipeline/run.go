@@ -184,7 +184,8 @@ type jobHandle struct {
 // one it waits up to WaitJobs and suspends the turn if the job goes on.
 func (a *Agent) startJob(ctx context.Context, t *turn, effectID string, plan *actions.Plan, p actions.Params) (bool, error) {
 	if a.Jobs == nil {
-		result, err := runLongInline(ctx, t.api(), p, effectID)
+		// Without a job runner (library use, tests) the action runs in the turn.
+		result, err := actions.Execute(ctx, t.api(), p)
 		a.recordExecution(t, effectID, plan, result, err)
 		return true, nil
 	}
