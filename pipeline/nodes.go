@@ -146,8 +146,8 @@ func (a *Agent) analyzer(ctx context.Context, t *turn) (string, error) {
 	if t.st.ActionNeeded != "" && !t.continuation {
 		ctxInfo["action_in_progress"] = map[string]any{"action": t.st.ActionNeeded, "params": t.st.ActionParams, "missing": t.st.MissingParams}
 	}
-	for _, e := range t.extraLines() {
-		ctxInfo["note"] = e
+	if len(t.extra) > 0 {
+		ctxInfo["notes"] = t.extra // from update_agent_state hooks
 	}
 	var user string
 	if t.continuation {
@@ -249,8 +249,6 @@ func (a *Agent) promptMessages(t *turn, system string, ctxInfo map[string]any, u
 	msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: b.String()})
 	return msgs
 }
-
-func (t *turn) extraLines() []string { return t.extra }
 
 func (t *turn) doneSoFar() string {
 	var parts []string
