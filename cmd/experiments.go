@@ -197,7 +197,7 @@ func fetchExperiment(ctx context.Context, client *upgrade.Client, ref string) (*
 	if err != nil {
 		return nil, err
 	}
-	id, err := ResolveExperiment(names, ref)
+	id, err := upgrade.ResolveExperiment(names, ref)
 	if err != nil {
 		return nil, err
 	}

@@ -167,7 +167,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 			if err != nil {
 				return err
 			}
-			id, err := ResolveExperiment(names, args[0])
+			id, err := upgrade.ResolveExperiment(names, args[0])
 			if err != nil {
 				return err
 			}

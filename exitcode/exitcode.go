@@ -54,6 +54,10 @@ func Of(err error) int {
 	if errors.As(err, &ue) || errors.Is(err, ErrUsage) {
 		return Usage
 	}
+	var re *upgrade.RefError
+	if errors.As(err, &re) {
+		return Usage // an experiment reference that names none, or several
+	}
 	if errors.Is(err, checkpoint.ErrLocked) || errors.Is(err, checkpoint.ErrConflict) {
 		return Locked
 	}

@@ -30,6 +30,7 @@ func TestOf(t *testing.T) {
 		{"unknown session", fmt.Errorf("x: %w", checkpoint.ErrNotFound), Usage},
 		{"corrupt checkpoint", &checkpoint.CorruptError{Path: "p", Reason: "r"}, Usage},
 		{"no LLM", llm.ErrNotConfigured, Usage},
+		{"experiment ref matches nothing", &upgrade.RefError{Ref: "x"}, Usage},
 		{"UpGrade 401", &upgrade.Error{Category: upgrade.CategoryAuth, Status: 401}, Auth},
 		{"UpGrade 500", &upgrade.Error{Category: upgrade.CategoryAPI, Status: 500}, Failure},
 		{"LLM 401", &llm.Error{Kind: llm.KindAuth, Status: 401}, Auth},

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"reflect"
 	"regexp"
@@ -186,7 +185,8 @@ func (t *turn) allExperiments(ctx context.Context) ([]ExperimentSummary, error) 
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
-// resolveID accepts an id or a name (exact, then unique prefix).
+// resolveID accepts an id or a name (the rules of upgrade.ResolveExperiment:
+// exact id or name, then a unique prefix).
 func (t *turn) resolveID(ctx context.Context, ref string) (string, error) {
 	ref = strings.TrimSpace(ref)
 	if uuidRE.MatchString(ref) {
@@ -196,21 +196,11 @@ func (t *turn) resolveID(ctx context.Context, ref string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ms := findExperiments(names, ref, 5)
-	if len(ms) > 0 && ms[0].Match == "exact" {
-		return ms[0].ID, nil
+	id, err := upgrade.ResolveExperiment(names, ref)
+	if err != nil {
+		return "", inputErrorf("%v", err)
 	}
-	if len(ms) == 1 && ms[0].Match == "prefix" {
-		return ms[0].ID, nil
-	}
-	if len(ms) == 0 {
-		return "", inputErrorf("no experiment named %q", ref)
-	}
-	var cands []string
-	for _, m := range ms {
-		cands = append(cands, fmt.Sprintf("%s (%s)", m.Name, m.ID))
-	}
-	return "", inputErrorf("%q is ambiguous: %s", ref, strings.Join(cands, "; "))
+	return id, nil
 }
 
 func reflectTypeOf(v any) reflect.Type {

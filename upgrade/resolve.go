@@ -1,19 +1,16 @@
-package cmd
+package upgrade
 
 import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/upgrade-agent/upgrade-agent/exitcode"
-	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
 // RefError says that an experiment reference matched no experiment, or
-// several. It is bad input (exit 2).
+// several. It is bad input (exitcode maps it to 2).
 type RefError struct {
 	Ref        string
-	Candidates []upgrade.ExperimentName // empty: nothing matched
+	Candidates []ExperimentName // empty: nothing matched
 }
 
 func (e *RefError) Error() string {
@@ -37,22 +34,22 @@ const minIDPrefix = 4
 // unique prefix of a name (any case) or of an id (at least four
 // characters). A stage with several matches is ambiguous: later stages are
 // not tried, so an exact name always beats a longer name it prefixes.
-func ResolveExperiment(list []upgrade.ExperimentName, ref string) (string, error) {
+func ResolveExperiment(list []ExperimentName, ref string) (string, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return "", &RefError{Ref: ref}
 	}
-	stages := []func(upgrade.ExperimentName) bool{
-		func(e upgrade.ExperimentName) bool { return e.ID == ref },
-		func(e upgrade.ExperimentName) bool { return e.Name == ref },
-		func(e upgrade.ExperimentName) bool { return strings.EqualFold(e.Name, ref) },
-		func(e upgrade.ExperimentName) bool {
+	stages := []func(ExperimentName) bool{
+		func(e ExperimentName) bool { return e.ID == ref },
+		func(e ExperimentName) bool { return e.Name == ref },
+		func(e ExperimentName) bool { return strings.EqualFold(e.Name, ref) },
+		func(e ExperimentName) bool {
 			return hasPrefixFold(e.Name, ref) ||
 				(len(ref) >= minIDPrefix && strings.HasPrefix(strings.ToLower(e.ID), strings.ToLower(ref)))
 		},
 	}
 	for _, match := range stages {
-		var found []upgrade.ExperimentName
+		var found []ExperimentName
 		for _, e := range list {
 			if match(e) {
 				found = append(found, e)
@@ -78,7 +75,3 @@ func ResolveExperiment(list []upgrade.ExperimentName, ref string) (string, error
 func hasPrefixFold(s, prefix string) bool {
 	return strings.HasPrefix(strings.ToLower(s), strings.ToLower(prefix))
 }
-
-// ExitCode makes RefError an exitcode.Coder: a reference that names no
-// experiment, or several, is bad input.
-func (e *RefError) ExitCode() int { return exitcode.Usage }
