@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
-	"github.com/upgrade-agent/upgrade-agent/exitcode"
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
 )
 
@@ -38,21 +37,12 @@ func (e *turnEnv) Close() {
 }
 
 // resolveTurnOptions applies flag > config > default to the turn flags.
-func resolveTurnOptions(f *Factory, o *TurnOptions, confirmSet, convSet bool) error {
+// The settings themselves are checked by pipeline.New, the one place every
+// front end goes through.
+func resolveTurnOptions(f *Factory, o *TurnOptions, confirmSet, convSet bool) {
 	cfg := f.opts().Config
 	if !confirmSet && cfg != nil && cfg.Confirm != "" {
 		o.Confirm = cfg.Confirm
-	}
-	if o.Confirm == "" {
-		o.Confirm = pipeline.PolicyAlways
-	}
-	switch o.Confirm {
-	case pipeline.PolicyAlways, pipeline.PolicyDestructive, pipeline.PolicyNever:
-	default:
-		return Usagef("--confirm must be always, destructive or never, got %q", o.Confirm)
-	}
-	if o.Confirm == pipeline.PolicyNever && !o.Yes {
-		return Usagef("--confirm never runs actions without asking; it is refused unless --yes is also given")
 	}
 	if !o.waitJobsSet {
 		o.WaitJobs = 5 * time.Second
@@ -60,16 +50,12 @@ func resolveTurnOptions(f *Factory, o *TurnOptions, confirmSet, convSet bool) er
 			o.WaitJobs = *cfg.WaitJobs
 		}
 	}
-	if o.WaitJobs < 0 {
-		return Usagef("--wait-jobs must not be negative")
-	}
 	if !convSet && cfg != nil {
 		o.ConversationalOutputs = cfg.ConversationalOutputs
 	}
 	if o.OutputSchema == "" && cfg != nil {
 		o.OutputSchema = cfg.OutputSchema
 	}
-	return nil
 }
 
 // newTurnEnv builds the agent for one ask or resume run.
@@ -80,6 +66,29 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 		return nil, err
 	}
 	env.store = store
+	s := pipeline.Settings{Model: f.opts().Model, Policy: o.Confirm, Yes: o.Yes, WaitJobs: o.WaitJobs, Secrets: f.Secrets()}
+	if cfg := f.opts().Config; cfg != nil {
+		if cfg.MaxAutoReplies != nil {
+			s.MaxLLMCalls = *cfg.MaxAutoReplies
+		}
+		if cfg.MaxConsecutiveAutoReplies != nil {
+			s.MaxConsecutiveAutoReplies = *cfg.MaxConsecutiveAutoReplies
+		}
+		s.TerminationWords = cfg.TerminationWords
+		for _, r := range cfg.Replies {
+			if r.Regexp != nil {
+				s.PatternReplies = append(s.PatternReplies, pipeline.PatternReply{Pattern: r.Regexp, Reply: r.Reply})
+			}
+		}
+		s.TrustedMCPServers = trustedServers(cfg)
+	}
+	if o.OutputSchema != "" {
+		schema, err := pipeline.LoadOutputSchema(o.OutputSchema)
+		if err != nil {
+			return nil, err
+		}
+		s.Output = &pipeline.OutputConfig{Schema: schema, Enabled: o.ConversationalOutputs}
+	}
 	client, closer, err := f.LLM()
 	if err != nil {
 		return nil, err
@@ -97,93 +106,18 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 		return nil, err
 	}
 	env.closers = append(env.closers, cleanup)
-	cfg := f.opts().Config
-	a := &pipeline.Agent{
-		LLM: client, API: api, Store: store, Model: f.opts().Model,
-		Policy: o.Confirm, Yes: o.Yes, WaitJobs: o.WaitJobs,
-		Secrets: f.Secrets(), Logger: f.Logger(),
-	}
-	if cfg != nil {
-		if cfg.MaxAutoReplies != nil {
-			a.MaxLLMCalls = *cfg.MaxAutoReplies
-		}
-		if cfg.MaxConsecutiveAutoReplies != nil {
-			a.MaxConsecutiveAutoReplies = *cfg.MaxConsecutiveAutoReplies
-		}
-		a.TerminationWords = cfg.TerminationWords
-		for _, r := range cfg.Replies {
-			if r.Regexp != nil {
-				a.PatternReplies = append(a.PatternReplies, pipeline.PatternReply{Pattern: r.Regexp, Reply: r.Reply})
-			}
-		}
-	}
-	if err := configureOutput(a, o); err != nil {
+	jobRunner, err := jobRunner(f)
+	if err != nil {
 		env.Close()
 		return nil, err
 	}
-	if err := configureJobs(f, a, store); err != nil {
+	a, err := pipeline.New(pipeline.Deps{LLM: client, API: api, Store: store, Jobs: jobRunner, Logger: f.Logger()}, s)
+	if err != nil {
 		env.Close()
 		return nil, err
 	}
 	env.agent = a
 	return env, nil
-}
-
-// renderTurn prints a turn's result (JSON on stdout, or the reply on stdout
-// and hints on stderr) and returns the error that gives the exit code.
-func renderTurn(f *Factory, res *pipeline.Result, turnErr error, newSession bool, printed bool) error {
-	if res == nil {
-		return turnErr
-	}
-	if f.opts().Output == "json" {
-		if err := WriteData(f.IO.Out, "json", res); err != nil {
-			return err
-		}
-	} else {
-		if !printed && res.Response != "" {
-			fmt.Fprintln(f.IO.Out, res.Response)
-		}
-		if newSession {
-			fmt.Fprintf(f.IO.ErrOut, "session: %s\n", res.SessionID)
-		}
-		switch res.Status {
-		case pipeline.StatusAwaitingConfirmation:
-			fmt.Fprintf(f.IO.ErrOut, "awaiting confirmation: upgrade-agent resume %s --answer yes\n", res.SessionID)
-		case pipeline.StatusWaitingJob:
-			msg := fmt.Sprintf("waiting on job %s", res.Job.ID)
-			if res.Job.Progress != nil {
-				msg += fmt.Sprintf(" (%d/%d)", res.Job.Progress.Done, res.Job.Progress.Total)
-			}
-			fmt.Fprintf(f.IO.ErrOut, "%s: upgrade-agent resume %s --wait\n", msg, res.SessionID)
-		case pipeline.StatusTerminated:
-			fmt.Fprintf(f.IO.ErrOut, "terminated: %s\n", res.TerminationReason)
-		}
-		if turnErr == nil && authFailed(res) {
-			for _, e := range res.Errors {
-				if e.Type == pipeline.ErrTypeAuth {
-					fmt.Fprintf(f.IO.ErrOut, "error: %s\n", e.Message)
-				}
-			}
-			fmt.Fprintln(f.IO.ErrOut, upgradeAuthHint)
-		}
-	}
-	code := exitcode.ForTurn(res.Status, authFailed(res), turnErr)
-	if code == exitcode.OK {
-		return nil
-	}
-	if turnErr != nil {
-		return turnErr
-	}
-	return &ExitError{Code: code}
-}
-
-func authFailed(res *pipeline.Result) bool {
-	for _, e := range res.Errors {
-		if e.Type == pipeline.ErrTypeAuth {
-			return true
-		}
-	}
-	return false
 }
 
 // readMessage takes the message argument, or stdin when it is "-".
@@ -220,37 +154,4 @@ func openSession(store *checkpoint.FileStore, id string, create bool, now time.T
 		return nil, nil, err
 	}
 	return sess, unlock, nil
-}
-
-// printReplyEarly prints the reply in text mode as soon as it is final, before
-// the optional output node runs; the flag it returns says it was printed. On
-// a terminal the responder's text is streamed as it arrives, and only what
-// Go adds after it (a confirmation text) is printed at the end.
-func printReplyEarly(f *Factory, env *turnEnv) *bool {
-	printed := new(bool)
-	if f.opts().Output == "json" {
-		return printed
-	}
-	var streamed strings.Builder
-	if f.IO.StdoutTTY {
-		env.agent.StreamText = func(delta string) {
-			if streamed.Len() == 0 {
-				delta = strings.TrimLeft(delta, " \n")
-			}
-			streamed.WriteString(delta)
-			fmt.Fprint(f.IO.Out, delta)
-		}
-	}
-	env.agent.OnResponse = func(text string) {
-		*printed = true
-		if s := strings.TrimSpace(streamed.String()); s != "" && strings.HasPrefix(text, s) {
-			fmt.Fprintln(f.IO.Out, text[len(s):])
-			return
-		}
-		if streamed.Len() > 0 {
-			fmt.Fprintln(f.IO.Out)
-		}
-		fmt.Fprintln(f.IO.Out, text)
-	}
-	return printed
 }

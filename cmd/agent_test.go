@@ -3,31 +3,38 @@ package cmd
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
 )
 
-func TestPrintReplyEarlyStreamsOnATerminal(t *testing.T) {
+func TestTurnViewStreamsOnATerminal(t *testing.T) {
 	var out bytes.Buffer
-	f := NewFactory(&IOStreams{Out: &out, ErrOut: &out, StdoutTTY: true}, func(string) string { return "" })
-	env := &turnEnv{agent: &pipeline.Agent{}}
-	printed := printReplyEarly(f, env)
-	env.agent.StreamText("\nAbout to ")
-	env.agent.StreamText("delete it.")
-	env.agent.OnResponse("About to delete it.\n\nDESTRUCTIVE: delete experiment X.\nReply yes to proceed or no to cancel.")
+	io := &IOStreams{Out: &out, ErrOut: &out, StdoutTTY: true}
+	v := NewTurnView("text", io, time.Now)
+	a := &pipeline.Agent{}
+	v.Attach(a)
+	a.StreamText("\nAbout to ")
+	a.StreamText("delete it.")
+	a.OnResponse("About to delete it.\n\nDESTRUCTIVE: delete experiment X.\nReply yes to proceed or no to cancel.")
 	want := "About to delete it.\n\nDESTRUCTIVE: delete experiment X.\nReply yes to proceed or no to cancel.\n"
-	if out.String() != want || !*printed {
+	if out.String() != want {
 		t.Fatalf("got %q", out.String())
+	}
+	// Printed early: the result does not print the reply again.
+	if err := v.Result(&pipeline.Result{Response: "About to delete it.", Status: pipeline.StatusCompleted}, false); err != nil || out.String() != want {
+		t.Fatalf("reply printed twice: %q, %v", out.String(), err)
 	}
 
 	out.Reset()
-	f.IO.StdoutTTY = false
-	env = &turnEnv{agent: &pipeline.Agent{}}
-	printReplyEarly(f, env)
-	if env.agent.StreamText != nil {
+	io.StdoutTTY = false
+	v = NewTurnView("text", io, time.Now)
+	a = &pipeline.Agent{}
+	v.Attach(a)
+	if a.StreamText != nil {
 		t.Fatal("streaming when stdout is not a terminal")
 	}
-	env.agent.OnResponse("Hello")
+	a.OnResponse("Hello")
 	if out.String() != "Hello\n" {
 		t.Fatalf("got %q", out.String())
 	}

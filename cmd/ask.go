@@ -9,8 +9,6 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 )
 
-func init() { Register(func(f *Factory) *cobra.Command { return NewCmdAsk(f, nil) }) }
-
 // AskOptions are the inputs of `ask`.
 type AskOptions struct {
 	Message  string
@@ -70,9 +68,7 @@ func runAsk(ctx context.Context, f *Factory, o *AskOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := resolveTurnOptions(f, &o.Turn, o.confirmSet, o.convSet); err != nil {
-		return err
-	}
+	resolveTurnOptions(f, &o.Turn, o.confirmSet, o.convSet)
 	env, err := newTurnEnv(ctx, f, &o.Turn)
 	if err != nil {
 		return err
@@ -98,7 +94,8 @@ func runAsk(ctx context.Context, f *Factory, o *AskOptions) error {
 	}
 	defer unlock()
 	connectMCP(ctx, f, env, sess)
-	printed := printReplyEarly(f, env)
+	view := NewTurnView(f.opts().Output, f.IO, f.Now)
+	view.Attach(env.agent)
 	res, turnErr := env.agent.Ask(ctx, sess, msg)
-	return renderTurn(f, res, turnErr, create, *printed)
+	return renderTurn(view, res, turnErr, create)
 }

@@ -8,8 +8,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { Register(func(f *Factory) *cobra.Command { return NewCmdCompletion(f, nil) }) }
-
 // CompletionOptions are the inputs of "completion".
 type CompletionOptions struct {
 	IO    *IOStreams

@@ -10,8 +10,6 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
-func init() { Register(func(f *Factory) *cobra.Command { return NewCmdContexts(f, nil) }) }
-
 // ContextsOptions are the inputs of "contexts".
 type ContextsOptions struct {
 	IO      *IOStreams

@@ -1,10 +1,8 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
 
-	"github.com/upgrade-agent/upgrade-agent/config"
 	"github.com/upgrade-agent/upgrade-agent/exitcode"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
@@ -57,26 +55,9 @@ func (e *FlagError) Error() string { return e.Err.Error() }
 func (e *FlagError) Unwrap() error { return e.Err }
 func (e *FlagError) ExitCode() int { return exitcode.Usage }
 
-// ExitCode maps an error to the exit code of spec/cli.md: nil 0; an
-// explicit code (ExitError, and every error carrying one: UsageError,
-// FlagError, RefError) as given; a config file problem or a bad --llm spec
-// 2; the rest as exitcode.Of decides (session lock 12, unknown or corrupt
-// session 2, no LLM configured 2, UpGrade or LLM authentication 3, anything
-// else 1). exitcode.Of is shared with the scenario runner, so both agree.
-func ExitCode(err error) int {
-	if err == nil {
-		return exitcode.OK
-	}
-	var coder exitcode.Coder
-	if errors.As(err, &coder) {
-		return coder.ExitCode()
-	}
-	var cfgErr *config.Error
-	if errors.As(err, &cfgErr) || errors.Is(err, llm.ErrInvalidSpec) {
-		return exitcode.Usage
-	}
-	return exitcode.Of(err)
-}
+// ExitCode is the exit code of an error: exitcode.Code, the one mapping
+// shared with the scenario runner, decides.
+func ExitCode(err error) int { return exitcode.Code("", err) }
 
 const (
 	upgradeAuthHint = "UpGrade refused the credentials: set UPGRADE_API_TOKEN (or --upgrade-token) to a valid admin token"

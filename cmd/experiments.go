@@ -10,8 +10,6 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
-func init() { Register(NewCmdExperiments) }
-
 // NewCmdExperiments builds the "experiments" group.
 func NewCmdExperiments(f *Factory) *cobra.Command {
 	c := groupCmd("experiments", "List and inspect experiments")

@@ -8,8 +8,6 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
-func init() { Register(func(f *Factory) *cobra.Command { return NewCmdHealth(f, nil) }) }
-
 // UpgradeFunc returns a client for the UpGrade server and a cleanup to
 // call when done (Factory.Upgrade).
 type UpgradeFunc func(context.Context) (*upgrade.Client, func(), error)

@@ -15,8 +15,6 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/pipeline/jobs"
 )
 
-func init() { Register(NewCmdJobs) }
-
 // NewCmdJobs builds `jobs list|show|cancel` and the hidden `jobs work`.
 func NewCmdJobs(f *Factory) *cobra.Command {
 	c := groupCmd("jobs", "Long-running jobs: list, show, cancel")

@@ -1,34 +1,24 @@
 package cmd
 
 import (
-	"context"
-	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
-
-	"github.com/upgrade-agent/upgrade-agent/checkpoint"
-	"github.com/upgrade-agent/upgrade-agent/pipeline"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/jobs"
 )
 
-// configureJobs gives the agent the detached job runner over the state
-// dir: long actions run in a worker process the turn does not wait for
-// beyond --wait-jobs.
-func configureJobs(f *Factory, a *pipeline.Agent, _ *checkpoint.FileStore) error {
+// jobRunner is the detached job runner over the state dir: long actions
+// run in a worker process the turn does not wait for beyond --wait-jobs.
+func jobRunner(f *Factory) (*jobs.Runner, error) {
 	r, err := openJobs(f)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	o := f.opts()
 	r.Exec = jobs.Exec{Args: workerArgs(o), Env: workerEnv(o, os.Environ())}
-	a.Jobs = r
-	return nil
+	return r, nil
 }
 
 // workerArgs are the global flags that make a worker reach the same UpGrade
@@ -85,108 +75,4 @@ func workerEnv(o *GlobalOptions, base []string) []string {
 		env = append(env, "UPGRADE_API_URL="+o.UpgradeURL)
 	}
 	return env
-}
-
-// resumeJob continues a session suspended on a job. With wait > 0
-// (resume --wait) it first waits for the job, showing progress, until it
-// ends or wait has passed; then the agent checks the job once: finished,
-// the turn completes; still running, the turn stays suspended (exit 11).
-func resumeJob(ctx context.Context, f *Factory, env *turnEnv, sess *pipeline.Session, wait time.Duration) (*pipeline.Result, error) {
-	ic := sess.CP.Interrupt
-	if wait > 0 && ic != nil && ic.Kind == checkpoint.KindJob && ic.Job != nil && env.agent.Jobs != nil {
-		if err := waitForJob(ctx, f, env.agent.Jobs, ic.Job.ID, wait); err != nil {
-			return nil, jobInputError(err)
-		}
-	}
-	res, err := env.agent.ResumeJob(ctx, sess, 0)
-	if err != nil {
-		return res, jobInputError(err)
-	}
-	return res, nil
-}
-
-// waitForJob polls the job about once a second until it ends or timeout
-// has passed, showing its progress on stderr.
-func waitForJob(ctx context.Context, f *Factory, jr pipeline.JobRunner, id string, timeout time.Duration) error {
-	deadline := f.Now().Add(timeout)
-	show := newJobProgress(f.IO.ErrOut, f.IO.StderrTTY, id, f.Now)
-	defer show.finish()
-	// The first check is immediate, so the progress shows at once.
-	for first := true; ; first = false {
-		step := min(time.Second, max(deadline.Sub(f.Now()), 0))
-		if first {
-			step = 0
-		}
-		st, err := jr.Wait(ctx, id, step)
-		if err != nil {
-			return fmt.Errorf("waiting for job %s: %w", id, err)
-		}
-		show.update(st)
-		if st.Terminal() || !f.Now().Before(deadline) {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
-}
-
-// jobProgress shows a job's progress: a progress bar on a terminal, plain
-// lines ("job ID: 120/500") otherwise, at most one a second, plus a final
-// line when the job ends.
-type jobProgress struct {
-	w     io.Writer
-	tty   bool
-	id    string
-	now   func() time.Time
-	bar   *progressbar.ProgressBar
-	last  time.Time
-	shown string
-}
-
-func newJobProgress(w io.Writer, tty bool, id string, now func() time.Time) *jobProgress {
-	return &jobProgress{w: w, tty: tty, id: id, now: now}
-}
-
-func (p *jobProgress) update(st pipeline.JobStatus) {
-	if p.tty && st.Total > 0 {
-		if p.bar == nil {
-			p.bar = progressbar.NewOptions(st.Total,
-				progressbar.OptionSetWriter(p.w),
-				progressbar.OptionSetDescription("job "+p.id),
-				progressbar.OptionShowCount(),
-				progressbar.OptionSetPredictTime(true),
-				progressbar.OptionThrottle(100*time.Millisecond),
-				progressbar.OptionSetWidth(30),
-				progressbar.OptionOnCompletion(func() { fmt.Fprintln(p.w) }),
-			)
-		}
-		_ = p.bar.Set(st.Done)
-		if st.Terminal() && st.State != jobs.StateSucceeded {
-			_ = p.bar.Exit() // ends the bar's line
-			p.bar = nil
-			fmt.Fprintf(p.w, "job %s %s at %d/%d\n", p.id, st.State, st.Done, st.Total)
-		}
-		return
-	}
-	line := fmt.Sprintf("job %s: %d/%d", p.id, st.Done, st.Total)
-	if st.Terminal() {
-		line += " " + st.State
-	}
-	now := p.now()
-	switch {
-	case line == p.shown:
-		return
-	case !st.Terminal() && !p.last.IsZero() && now.Sub(p.last) < time.Second:
-		return
-	}
-	fmt.Fprintln(p.w, line)
-	p.shown, p.last = line, now
-}
-
-func (p *jobProgress) finish() {
-	if p.bar != nil && !p.bar.IsFinished() {
-		// Stopped early (timeout, Ctrl-C): end the bar's line.
-		_ = p.bar.Exit()
-	}
 }

@@ -54,65 +54,30 @@ func TestWorkerArgsCarryNoSecret(t *testing.T) {
 	}
 }
 
-// scriptedJobs is a pipeline.JobRunner whose Wait returns the next status
-// of a list and moves a fake clock by the time it was asked to wait.
-type scriptedJobs struct {
-	now    *time.Time
-	states []pipeline.JobStatus
-	waits  []time.Duration
-}
-
-func (s *scriptedJobs) Start(context.Context, string, string, string, json.RawMessage) error {
-	return nil
-}
-
-func (s *scriptedJobs) Wait(_ context.Context, _ string, d time.Duration) (pipeline.JobStatus, error) {
-	s.waits = append(s.waits, d)
-	*s.now = s.now.Add(d)
-	st := s.states[0]
-	if len(s.states) > 1 {
-		s.states = s.states[1:]
-	}
-	return st, nil
-}
-
 func running(done int) pipeline.JobStatus {
 	return pipeline.JobStatus{ID: "j1", State: "running", Done: done, Total: 300}
 }
 
-func TestWaitForJobPlainLines(t *testing.T) {
+func TestTurnViewProgressPlainLines(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var errOut bytes.Buffer
-	f := &Factory{IO: &IOStreams{ErrOut: &errOut}, Now: func() time.Time { return now }}
-	jr := &scriptedJobs{now: &now, states: []pipeline.JobStatus{running(0), running(50), running(50), running(200),
-		{ID: "j1", State: "succeeded", Done: 300, Total: 300}}}
-	if err := waitForJob(context.Background(), f, jr, "j1", time.Minute); err != nil {
-		t.Fatal(err)
+	v := NewTurnView("text", &IOStreams{Out: &bytes.Buffer{}, ErrOut: &errOut}, func() time.Time { return now })
+	for _, st := range []pipeline.JobStatus{running(0), running(50), running(50), running(200), {ID: "j1", State: "succeeded", Done: 300, Total: 300}} {
+		v.Progress(st)
+		now = now.Add(time.Second)
 	}
 	want := "job j1: 0/300\njob j1: 50/300\njob j1: 200/300\njob j1: 300/300 succeeded\n"
 	if d := cmp.Diff(want, errOut.String()); d != "" {
 		t.Errorf("progress lines (-want +got):\n%s", d)
 	}
-	for i, d := range jr.waits {
-		if want := min(time.Duration(i), 1) * time.Second; d != want {
-			t.Errorf("wait %d for %v, want %v (at once, then 1s steps)", i, d, want)
-		}
-	}
 }
 
-func TestWaitForJobStopsAtTimeout(t *testing.T) {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	var errOut bytes.Buffer
-	f := &Factory{IO: &IOStreams{ErrOut: &errOut}, Now: func() time.Time { return now }}
-	jr := &scriptedJobs{now: &now, states: []pipeline.JobStatus{running(10)}}
-	if err := waitForJob(context.Background(), f, jr, "j1", 2500*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff([]time.Duration{0, time.Second, time.Second, 500 * time.Millisecond}, jr.waits); d != "" {
-		t.Errorf("waits (-want +got):\n%s", d)
-	}
-	if got := errOut.String(); got != "job j1: 10/300\n" {
-		t.Errorf("unchanged progress printed more than once: %q", got)
+func TestTurnViewJSONKeepsProgressOffStdout(t *testing.T) {
+	var out, errOut bytes.Buffer
+	v := NewTurnView("json", &IOStreams{Out: &out, ErrOut: &errOut, StderrTTY: true}, time.Now)
+	v.Progress(running(10))
+	if out.Len() != 0 || errOut.String() != "job j1: 10/300\n" {
+		t.Errorf("json view: stdout %q, stderr %q", out.String(), errOut.String())
 	}
 }
 
@@ -132,14 +97,12 @@ func TestWaitForJobPlainLinesAtMostOncePerSecond(t *testing.T) {
 	}
 }
 
-func TestWaitForJobBarOnTerminal(t *testing.T) {
+func TestTurnViewProgressBarOnTerminal(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var errOut bytes.Buffer
-	f := &Factory{IO: &IOStreams{ErrOut: &errOut, StderrTTY: true}, Now: func() time.Time { return now }}
-	jr := &scriptedJobs{now: &now, states: []pipeline.JobStatus{running(100), {ID: "j1", State: "succeeded", Done: 300, Total: 300}}}
-	if err := waitForJob(context.Background(), f, jr, "j1", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	v := NewTurnView("text", &IOStreams{Out: &bytes.Buffer{}, ErrOut: &errOut, StderrTTY: true}, func() time.Time { return now })
+	v.Progress(running(100))
+	v.Progress(pipeline.JobStatus{ID: "j1", State: "succeeded", Done: 300, Total: 300})
 	out := errOut.String()
 	if !strings.Contains(out, "job j1") || !strings.Contains(out, "300/300") || !strings.Contains(out, "\r") {
 		t.Errorf("no progress bar: %q", out)
@@ -219,7 +182,7 @@ func createBalanceExperiment(t *testing.T, c *upgrade.Client) string {
 	t.Helper()
 	ctx := context.Background()
 	w := 50.0
-	raw, err := actions.Execute(ctx, c, actions.CreateExperimentParams{Name: "Hints", Context: "mathstream",
+	raw, err := actions.Run(ctx, c, actions.CreateExperimentParams{Name: "Hints", Context: "mathstream",
 		DecisionPoints: []actions.DecisionPointParam{{Site: "lesson-stream", Target: "question-hint"}},
 		Conditions:     []actions.ConditionParam{{Code: "question-hint-default", Weight: &w}, {Code: "question-hint-tutorbot", Weight: &w}}})
 	if err != nil {

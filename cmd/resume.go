@@ -13,8 +13,6 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
 )
 
-func init() { Register(func(f *Factory) *cobra.Command { return NewCmdResume(f, nil) }) }
-
 // ResumeOptions are the inputs of `resume`.
 type ResumeOptions struct {
 	Session string // id or path of a checkpoint file
@@ -62,9 +60,7 @@ checkpoint file, which is then taken into the state dir.`,
 }
 
 func runResume(ctx context.Context, f *Factory, o *ResumeOptions) error {
-	if err := resolveTurnOptions(f, &o.Turn, o.confirmSet, o.convSet); err != nil {
-		return err
-	}
+	resolveTurnOptions(f, &o.Turn, o.confirmSet, o.convSet)
 	if o.Timeout <= 0 {
 		return Usagef("--timeout must be positive")
 	}
@@ -73,61 +69,42 @@ func runResume(ctx context.Context, f *Factory, o *ResumeOptions) error {
 		return err
 	}
 	defer env.Close()
-	id := o.Session
+	id, imported := o.Session, false
 	switch {
 	case id == "":
-		id, err = env.store.Latest(checkpoint.StatusAwaitingConfirmation, checkpoint.StatusWaitingJob)
+		id, err = env.store.Latest(checkpoint.StatusAwaitingConfirmation, checkpoint.StatusWaitingJob, checkpoint.StatusRunning)
 		if errors.Is(err, checkpoint.ErrNotFound) {
-			return &UsageError{Err: fmt.Errorf("%w: no session is paused or waiting on a job", pipeline.ErrNothingToResume)}
+			return Usagef("%w: no session is paused, waiting on a job, or stopped in the middle of a turn", pipeline.ErrNothingToResume)
 		}
 		if err != nil {
 			return err
 		}
 	case !checkpoint.ValidID(id):
-		if _, serr := os.Stat(id); serr != nil {
+		if _, serr := os.Lstat(id); serr != nil {
 			return Usagef("%q is neither a session id nor a checkpoint file", id)
 		}
-		imported, err := env.store.Import(id)
-		if err != nil {
-			if errors.Is(err, checkpoint.ErrCorrupt) || errors.Is(err, checkpoint.ErrNotFound) {
-				return &UsageError{Err: err}
-			}
+		if id, err = env.store.Import(id); err != nil {
 			return err
 		}
-		fmt.Fprintf(f.IO.ErrOut, "imported %s as session %s\n", id, imported)
-		id = imported
+		imported = true
+		fmt.Fprintf(f.IO.ErrOut, "imported %s as session %s\n", o.Session, id)
 	}
 	sess, unlock, err := openSession(env.store, id, false, f.Now())
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	sess.Imported = imported
 	connectMCP(ctx, f, env, sess)
-
-	printed := printReplyEarly(f, env)
-	var res *pipeline.Result
-	var turnErr error
-	ic := sess.CP.Interrupt
-	switch {
-	case ic != nil && ic.Kind == checkpoint.KindConfirmation:
-		if (!o.answerSet || o.Answer == "") && o.Turn.Yes {
-			o.Answer, o.answerSet = "yes", true
-		}
-		if !o.answerSet || o.Answer == "" {
-			return Usagef("session %s awaits a confirmation: pass --answer yes, --answer no, or --answer TEXT", id)
-		}
-		res, turnErr = env.agent.Ask(ctx, sess, o.Answer)
-	case ic != nil && ic.Kind == checkpoint.KindJob:
-		wait := time.Duration(0)
-		if o.Wait {
-			wait = o.Timeout
-		}
-		res, turnErr = resumeJob(ctx, f, env, sess, wait)
-	case sess.RetryInput() != "":
-		fmt.Fprintf(f.IO.ErrOut, "retrying the failed turn: %s\n", sess.RetryInput())
-		res, turnErr = env.agent.Ask(ctx, sess, sess.RetryInput())
-	default:
-		return &UsageError{Err: fmt.Errorf("session %s: %w: it is %s", id, pipeline.ErrNothingToResume, sess.CP.Status)}
+	view := NewTurnView(f.opts().Output, f.IO, f.Now)
+	view.Attach(env.agent)
+	req := pipeline.ResumeRequest{Answer: o.Answer, HasAnswer: o.answerSet, Progress: view.Progress}
+	if o.Wait {
+		req.Wait = o.Timeout
 	}
-	return renderTurn(f, res, turnErr, false, *printed)
+	if sess.RetryInput() != "" && sess.Status() == checkpoint.StatusIdle {
+		fmt.Fprintf(f.IO.ErrOut, "retrying the failed turn: %s\n", sess.RetryInput())
+	}
+	res, turnErr := env.agent.Resume(ctx, sess, req)
+	return renderTurn(view, res, turnErr, false)
 }

@@ -19,12 +19,9 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/exitcode"
 )
 
-// registry holds the constructors of the top-level commands. Each command
-// file adds its own from init(), so a new command is one new file.
-var registry []func(*Factory) *cobra.Command
-
-// Register adds a top-level command to every root built afterwards.
-func Register(fn func(*Factory) *cobra.Command) { registry = append(registry, fn) }
+// testCommands are hidden commands that only test binaries add (from
+// their init functions), to drive the root's error handling.
+var testCommands []func(*Factory) *cobra.Command
 
 func init() {
 	// The root's PersistentPreRunE resolves the global settings; a command
@@ -195,7 +192,21 @@ embedded simulator kept in the state dir.`,
 	})
 
 	bindGlobalFlags(root.PersistentFlags(), &g)
-	for _, fn := range registry {
+	// The commands of spec/cli.md, in the order help lists them.
+	root.AddCommand(
+		NewCmdAsk(f, nil),
+		NewCmdResume(f, nil),
+		newCmdSessions(f),
+		NewCmdScenario(f),
+		NewCmdExperiments(f),
+		NewCmdContexts(f, nil),
+		NewCmdHealth(f, nil),
+		NewCmdJobs(f),
+		NewCmdSim(f),
+		NewCmdVersion(f, nil),
+		NewCmdCompletion(f, nil),
+	)
+	for _, fn := range testCommands {
 		root.AddCommand(fn(f))
 	}
 	markRun(root)

@@ -15,7 +15,7 @@ import (
 // Hidden commands that exist only in the test binary, to drive Run's error
 // handling.
 func init() {
-	Register(func(f *Factory) *cobra.Command {
+	testCommands = append(testCommands, func(f *Factory) *cobra.Command {
 		return &cobra.Command{
 			Use:    "test-fail CODE [MESSAGE]",
 			Hidden: true,
@@ -33,7 +33,7 @@ func init() {
 			},
 		}
 	})
-	Register(func(f *Factory) *cobra.Command {
+	testCommands = append(testCommands, func(f *Factory) *cobra.Command {
 		return &cobra.Command{
 			Use:    "test-panic",
 			Hidden: true,

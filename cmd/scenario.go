@@ -17,8 +17,6 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/pipeline/scenario"
 )
 
-func init() { Register(NewCmdScenario) }
-
 // NewCmdScenario builds the "scenario" group.
 func NewCmdScenario(f *Factory) *cobra.Command {
 	c := groupCmd("scenario", "Replay and check YAML scenarios")

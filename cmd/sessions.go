@@ -13,8 +13,6 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
 )
 
-func init() { Register(newCmdSessions) }
-
 func newCmdSessions(f *Factory) *cobra.Command {
 	c := groupCmd("sessions", "Inspect stored sessions (checkpoints)")
 	c.AddCommand(

@@ -11,8 +11,6 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
 )
 
-func init() { Register(NewCmdSim) }
-
 // NewCmdSim builds the "sim" group.
 func NewCmdSim(f *Factory) *cobra.Command {
 	c := groupCmd("sim", "Run the embedded UpGrade simulator")

@@ -16,8 +16,6 @@ var (
 	commit  = ""
 )
 
-func init() { Register(func(f *Factory) *cobra.Command { return NewCmdVersion(f, nil) }) }
-
 // VersionOptions are the inputs of "version".
 type VersionOptions struct {
 	IO     *IOStreams

@@ -76,6 +76,10 @@ type MCPServer struct {
 	Env     map[string]string `yaml:"env"`
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
+	// Trusted lets the server's tool annotations relax confirmation (a
+	// destructiveHint false under --confirm destructive). Annotations of
+	// any other server are claims, not facts.
+	Trusted bool `yaml:"trusted"`
 }
 
 // Accepted values of the enumerated settings.

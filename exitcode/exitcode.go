@@ -1,101 +1,69 @@
 // Package exitcode is the one place where an outcome becomes a process exit
-// status (the table of spec/cli.md). The CLI and the scenario runner both use
-// it, so a scenario's exit_code means exactly what the command would return.
+// status (the table of spec/cli.md). The two front ends, the CLI and the
+// scenario runner, use it, so a scenario's exit_code means exactly what the
+// command would return. The domain packages (pipeline, checkpoint, llm,
+// upgrade, config, mcpclient) never import it: they export error kinds and
+// sentinels, and Code maps them.
 //
 // It must not print anything or call os.Exit.
 package exitcode
 
 import (
-	"context"
 	"errors"
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/config"
 	"github.com/upgrade-agent/upgrade-agent/llm"
+	"github.com/upgrade-agent/upgrade-agent/pipeline"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
 // The exit codes of spec/cli.md.
 const (
-	OK          = 0
-	Failure     = 1
-	Usage       = 2
-	Auth        = 3
-	Paused      = 10
-	Suspended   = 11
-	Locked      = 12
-	statusFail  = "failed"
-	statusPause = "awaiting_confirmation"
-	statusWait  = "waiting_job"
+	OK        = 0
+	Failure   = 1
+	Usage     = 2
+	Auth      = 3
+	Paused    = 10
+	Suspended = 11
+	Locked    = 12
 )
 
-// UsageError marks bad usage or bad input (exit 2).
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
-
-// ErrUsage can be wrapped (errors.Join or %w) to mark bad input.
-var ErrUsage = errors.New("bad usage")
-
 // Coder is implemented by errors that carry their own exit code (a silent
-// exit after output was printed).
+// exit after output was printed, a command-line error).
 type Coder interface{ ExitCode() int }
 
-// Of maps an error to its exit code.
-func Of(err error) int {
+// Code maps an outcome to its exit code. An error decides by its kind: its
+// own code, bad input 2, a locked session 12, refused credentials 3,
+// anything else 1. Without an error, the status of a turn decides: paused
+// for a confirmation 10, suspended on a job 11, otherwise 0.
+func Code(status string, err error) int {
 	if err == nil {
+		switch status {
+		case pipeline.StatusAwaitingConfirmation:
+			return Paused
+		case pipeline.StatusWaitingJob:
+			return Suspended
+		case pipeline.StatusFailed:
+			return Failure
+		}
 		return OK
 	}
 	var c Coder
-	if errors.As(err, &c) {
-		return c.ExitCode()
-	}
-	var ue *UsageError
-	if errors.As(err, &ue) || errors.Is(err, ErrUsage) {
-		return Usage
-	}
-	var re *upgrade.RefError
-	if errors.As(err, &re) {
-		return Usage // an experiment reference that names none, or several
-	}
-	if errors.Is(err, checkpoint.ErrLocked) || errors.Is(err, checkpoint.ErrConflict) {
-		return Locked
-	}
-	if errors.Is(err, checkpoint.ErrNotFound) || errors.Is(err, checkpoint.ErrCorrupt) {
-		return Usage
-	}
-	if errors.Is(err, llm.ErrNotConfigured) {
-		return Usage
-	}
-	if upgrade.CategoryOf(err) == upgrade.CategoryAuth {
-		return Auth
-	}
+	var cfg *config.Error
+	var ref *upgrade.RefError
 	var le *llm.Error
-	if errors.As(err, &le) && le.Kind == llm.KindAuth {
+	switch {
+	case errors.As(err, &c):
+		return c.ExitCode()
+	case errors.Is(err, checkpoint.ErrLocked), errors.Is(err, checkpoint.ErrConflict):
+		return Locked
+	case errors.Is(err, pipeline.ErrBadInput), errors.As(err, &cfg), errors.As(err, &ref),
+		errors.Is(err, checkpoint.ErrNotFound), errors.Is(err, checkpoint.ErrCorrupt),
+		errors.Is(err, llm.ErrNotConfigured), errors.Is(err, llm.ErrInvalidSpec):
+		return Usage
+	case upgrade.CategoryOf(err) == upgrade.CategoryAuth, errors.As(err, &le) && le.Kind == llm.KindAuth:
 		return Auth
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return Failure
 	}
 	return Failure
-}
-
-// ForTurn maps the status of an agent turn (and its error, if any) to the
-// exit code: paused 10, suspended 11, an auth failure 3.
-func ForTurn(status string, authFailed bool, err error) int {
-	if err != nil {
-		return Of(err)
-	}
-	switch status {
-	case statusPause:
-		return Paused
-	case statusWait:
-		return Suspended
-	case statusFail:
-		if authFailed {
-			return Auth
-		}
-		return Failure
-	}
-	return OK
 }

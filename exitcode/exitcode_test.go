@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/config"
 	"github.com/upgrade-agent/upgrade-agent/llm"
+	"github.com/upgrade-agent/upgrade-agent/pipeline"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
@@ -16,20 +18,21 @@ type coded int
 func (c coded) Error() string { return "coded" }
 func (c coded) ExitCode() int { return int(c) }
 
-func TestOf(t *testing.T) {
+func TestCodeOfErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
 		want int
 	}{
-		{"nil", nil, OK},
 		{"own code", fmt.Errorf("wrapped: %w", coded(10)), 10},
-		{"usage error", &UsageError{Err: errors.New("bad flag")}, Usage},
-		{"usage sentinel", fmt.Errorf("x: %w", ErrUsage), Usage},
+		{"bad input", fmt.Errorf("x: %w", pipeline.ErrBadInput), Usage},
+		{"config file", &config.Error{File: "c.yaml", Line: 3, Msg: "unknown key"}, Usage},
 		{"locked", fmt.Errorf("x: %w", checkpoint.ErrLocked), Locked},
+		{"written meanwhile", fmt.Errorf("x: %w", checkpoint.ErrConflict), Locked},
 		{"unknown session", fmt.Errorf("x: %w", checkpoint.ErrNotFound), Usage},
 		{"corrupt checkpoint", &checkpoint.CorruptError{Path: "p", Reason: "r"}, Usage},
 		{"no LLM", llm.ErrNotConfigured, Usage},
+		{"bad --llm", fmt.Errorf("x: %w", llm.ErrInvalidSpec), Usage},
 		{"experiment ref matches nothing", &upgrade.RefError{Ref: "x"}, Usage},
 		{"UpGrade 401", &upgrade.Error{Category: upgrade.CategoryAuth, Status: 401}, Auth},
 		{"UpGrade 500", &upgrade.Error{Category: upgrade.CategoryAPI, Status: 500}, Failure},
@@ -39,30 +42,29 @@ func TestOf(t *testing.T) {
 		{"anything else", errors.New("boom"), Failure},
 	}
 	for _, tt := range tests {
-		if got := Of(tt.err); got != tt.want {
-			t.Errorf("%s: Of = %d, want %d", tt.name, got, tt.want)
+		for _, status := range []string{"", pipeline.StatusCompleted, pipeline.StatusAwaitingConfirmation, pipeline.StatusFailed} {
+			if got := Code(status, tt.err); got != tt.want {
+				t.Errorf("%s: Code(%q, err) = %d, want %d (an error decides, whatever the status)", tt.name, status, got, tt.want)
+			}
 		}
 	}
 }
 
-func TestForTurn(t *testing.T) {
+func TestCodeOfStatus(t *testing.T) {
 	tests := []struct {
 		status string
-		auth   bool
-		err    error
 		want   int
 	}{
-		{"completed", false, nil, OK},
-		{"terminated", false, nil, OK},
-		{"awaiting_confirmation", false, nil, Paused},
-		{"waiting_job", false, nil, Suspended},
-		{"failed", true, nil, Auth},
-		{"failed", false, nil, Failure},
-		{"failed", false, &llm.Error{Kind: llm.KindAuth}, Auth},
+		{"", OK},
+		{pipeline.StatusCompleted, OK},
+		{pipeline.StatusTerminated, OK},
+		{pipeline.StatusAwaitingConfirmation, Paused},
+		{pipeline.StatusWaitingJob, Suspended},
+		{pipeline.StatusFailed, Failure},
 	}
 	for _, tt := range tests {
-		if got := ForTurn(tt.status, tt.auth, tt.err); got != tt.want {
-			t.Errorf("ForTurn(%s, %v, %v) = %d, want %d", tt.status, tt.auth, tt.err, got, tt.want)
+		if got := Code(tt.status, nil); got != tt.want {
+			t.Errorf("Code(%q, nil) = %d, want %d", tt.status, got, tt.want)
 		}
 	}
 }

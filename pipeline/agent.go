@@ -5,14 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
-	"github.com/upgrade-agent/upgrade-agent/exitcode"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
@@ -27,9 +26,9 @@ type Backend interface {
 
 // Confirmation policies (pipeline.md).
 const (
-	PolicyAlways      = "always"
-	PolicyDestructive = "destructive"
-	PolicyNever       = "never"
+	PolicyAlways      = actions.PolicyAlways
+	PolicyDestructive = actions.PolicyDestructive
+	PolicyNever       = actions.PolicyNever
 )
 
 // Turn statuses of the JSON output.
@@ -41,36 +40,68 @@ const (
 	StatusFailed               = "failed"
 )
 
-// Agent runs turns. Its fields are set once by the caller (the CLI, the
-// scenario runner, tests); RegisterReply and RegisterHook add to the reply
-// chain before the first turn.
-type Agent struct {
+// JobRunner runs long actions outside the turn (pipeline/jobs).
+type JobRunner = actions.JobRunner
+
+// JobStatus is a job as the pipeline sees it.
+type JobStatus = actions.JobStatus
+
+// Job states.
+const (
+	JobQueued    = actions.JobQueued
+	JobRunning   = actions.JobRunning
+	JobSucceeded = actions.JobSucceeded
+	JobFailed    = actions.JobFailed
+	JobCancelled = actions.JobCancelled
+)
+
+// Deps are what an agent talks to. LLM and API are required.
+type Deps struct {
 	LLM   llm.Client
 	API   Backend
-	Store checkpoint.Store
+	Store checkpoint.Store // nil: nothing is saved (library use)
+	Jobs  JobRunner        // nil: long actions run inline
+	MCP   MCP              // nil: no MCP servers
 
+	Now    func() time.Time // nil: time.Now
+	NewID  func() string    // nil: random hex
+	Logger *slog.Logger     // nil: discard
+}
+
+// Settings are the knobs of the turn flags and the config file.
+type Settings struct {
 	Model       string
 	Temperature *float32
-	Policy      string // always (default), destructive, never
-	Yes         bool   // approve pending and new confirmations in this run
-
-	// MaxLLMCalls bounds the LLM calls of one turn (max_auto_replies).
+	// Policy says which actions need a human yes: always (default),
+	// destructive, never (only together with Yes).
+	Policy string
+	// Yes approves the pending and any new confirmation in this run.
+	Yes bool
+	// MaxLLMCalls bounds the LLM calls of one turn (max_auto_replies;
+	// 0 = 12).
 	MaxLLMCalls int
 	// MaxConsecutiveAutoReplies ends a turn before any work when the agent
-	// has answered that many turns in a row without a human decision (a
-	// yes or no to a confirmation). 0 turns the check off.
+	// has answered that many turns in a row without a human decision; 0
+	// turns the check off.
 	MaxConsecutiveAutoReplies int
 	TerminationWords          []string
 	PatternReplies            []PatternReply
-	Secrets                   []string // redacted from incoming messages
-
-	Jobs     JobRunner
+	// Secrets are redacted from incoming messages.
+	Secrets []string
+	// WaitJobs is how long a turn waits inline for a job it started.
 	WaitJobs time.Duration
-
-	// MCP offers the tools of MCP servers (nil: none).
-	MCP MCP
-
+	// Output is the structured-output node (nil: off).
 	Output *OutputConfig
+	// TrustedMCPServers are the MCP servers marked trusted: true in the
+	// config, whose annotations may relax confirmation.
+	TrustedMCPServers []string
+}
+
+// Agent runs turns. Build it with New; RegisterReply and RegisterHook add
+// to the reply chain before the first turn.
+type Agent struct {
+	Deps
+	Settings
 
 	// OnResponse receives the person's reply as soon as it is final, before
 	// the optional output node runs.
@@ -79,40 +110,37 @@ type Agent struct {
 	// (the confirmation text Go appends afterwards comes only in OnResponse).
 	StreamText func(delta string)
 
-	Now    func() time.Time
-	NewID  func() string
-	Logger *slog.Logger
-
 	replies []registeredReply
 	hooks   hooks
 	tools   *toolSet
 	rtools  *toolSet
 }
 
-// JobRunner runs long actions (the condition balance) outside the turn.
-type JobRunner interface {
-	// Start launches the job under the given id (the executor's effect id,
-	// so that a retried start after a crash finds the same job).
-	Start(ctx context.Context, jobID, sessionID, action string, params json.RawMessage) error
-	// Wait returns the job's status when it ends or after d, whichever is first.
-	Wait(ctx context.Context, jobID string, d time.Duration) (JobStatus, error)
-}
-
-// JobStatus is a job as the pipeline sees it.
-type JobStatus struct {
-	ID        string          `json:"id"`
-	Action    string          `json:"action"`
-	State     string          `json:"state"` // queued, running, succeeded, failed, cancelled
-	Done      int             `json:"done"`
-	Total     int             `json:"total"`
-	Result    json.RawMessage `json:"result,omitempty"`
-	Error     string          `json:"error,omitempty"`
-	ErrorType string          `json:"error_type,omitempty"`
-}
-
-// Terminal reports whether the job has ended.
-func (j JobStatus) Terminal() bool {
-	return j.State == "succeeded" || j.State == "failed" || j.State == "cancelled"
+// New is the one wiring function: the CLI, the scenario runner and the
+// benchmarks all build their agent with it. It checks the settings the way
+// every front end must (a policy it does not know, never without yes).
+func New(d Deps, s Settings) (*Agent, error) {
+	if d.LLM == nil || d.API == nil {
+		return nil, fmt.Errorf("pipeline: an LLM client and an UpGrade backend are required")
+	}
+	switch p := strings.ToLower(strings.TrimSpace(s.Policy)); p {
+	case "":
+		s.Policy = PolicyAlways
+	case PolicyAlways, PolicyDestructive, PolicyNever:
+		s.Policy = p
+	default:
+		return nil, badInput("confirm policy must be always, destructive or never, got %q", s.Policy)
+	}
+	if s.Policy == PolicyNever && !s.Yes {
+		return nil, badInput("--confirm never runs actions without asking; it is refused unless --yes is also given")
+	}
+	if s.WaitJobs < 0 {
+		return nil, badInput("--wait-jobs must not be negative")
+	}
+	if s.MaxLLMCalls < 0 || s.MaxConsecutiveAutoReplies < 0 {
+		return nil, badInput("max_auto_replies and max_consecutive_auto_replies must not be negative")
+	}
+	return &Agent{Deps: d, Settings: s}, nil
 }
 
 // Result is the outcome of one turn: the JSON output of cli.md.
@@ -171,48 +199,6 @@ type UsageOut struct {
 	CachedTokens     int `json:"cached_tokens"`
 }
 
-// Session is a loaded session: its checkpoint and decoded state.
-type Session struct {
-	CP    *checkpoint.Checkpoint
-	State *State
-}
-
-// ErrNothingToResume: the session is neither paused nor suspended.
-var ErrNothingToResume = errors.New("nothing to resume")
-
-// ErrJobPending: a new message arrived while the session waits on a job.
-var ErrJobPending = errors.New("the session is waiting on a job")
-
-// ErrBadInput marks errors caused by the caller's input (exit 2).
-var ErrBadInput = exitcode.ErrUsage
-
-// NewSession starts an empty session.
-func NewSession(id string, now time.Time) *Session {
-	return &Session{
-		CP: &checkpoint.Checkpoint{
-			FormatVersion: checkpoint.FormatVersion, SessionID: id, CreatedAt: now.UTC(), UpdatedAt: now.UTC(),
-			Status: checkpoint.StatusIdle, Effects: []checkpoint.Effect{},
-		},
-		State: NewState(),
-	}
-}
-
-// LoadSession reads a session from the store.
-func LoadSession(store checkpoint.Store, id string) (*Session, error) {
-	cp, err := store.Load(id)
-	if err != nil {
-		return nil, err
-	}
-	st := NewState()
-	if len(cp.State) > 0 && string(cp.State) != "null" {
-		if err := json.Unmarshal(cp.State, st); err != nil {
-			return nil, fmt.Errorf("session %s: state: %w", id, errors.Join(checkpoint.ErrCorrupt, err))
-		}
-	}
-	st.normalize()
-	return &Session{CP: cp, State: st}, nil
-}
-
 func (a *Agent) now() time.Time {
 	if a.Now != nil {
 		return a.Now().UTC()
@@ -264,45 +250,33 @@ func (a *Agent) rTools() *toolSet {
 	return a.rtools
 }
 
-// save writes the checkpoint at a node boundary or an interrupt.
-func (a *Agent) save(t *turn, status checkpoint.Status, next string) error {
-	if a.Store == nil {
-		return nil
+// action finds the action of a name: a built-in one, or an MCP tool behind
+// its adapter. It is the only place that tells them apart.
+func (a *Agent) action(name string) (actions.Action, bool) {
+	if act, ok := actions.Lookup(name); ok {
+		return act, true
 	}
-	cp := t.sess.CP
-	t.mu.Lock()
-	raw, err := json.Marshal(t.st)
-	t.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("encode state: %w", err)
-	}
-	cp.State = raw
-	cp.Status = status
-	cp.NextNode = next
-	last := t.input
-	if n := len(t.st.ConversationHistory); n > 0 && t.st.FinalResponse == "" {
-		last = t.st.ConversationHistory[n-1].User
-	}
-	cp.Summary = &checkpoint.SessionSummary{LastMessage: truncate(last, 80), Turns: cp.Counters.Turns}
-	if a.MCP != nil {
-		// The negotiated capabilities travel with the session, so a resumed
-		// process still knows which servers run tools as jobs.
-		if caps := a.MCP.Capabilities(); len(caps) > 0 {
-			if b, err := json.Marshal(caps); err == nil {
-				cp.MCP = b
-			}
-		}
-	}
-	if err := a.Store.Save(cp); err != nil {
-		return fmt.Errorf("save checkpoint: %w", err)
-	}
-	return nil
+	return a.mcpAction(name)
 }
 
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
+// env is what actions act on in this run.
+func (a *Agent) env(api actions.API, sessionID string) actions.Env {
+	return actions.Env{API: api, Jobs: a.Jobs, SessionID: sessionID}
+}
+
+// mcpCaps is the negotiated MCP capabilities, stored with the session so a
+// resumed process still knows which servers run tools as jobs.
+func (a *Agent) mcpCaps() json.RawMessage {
+	if a.MCP == nil {
+		return nil
 	}
-	return string(r[:n-1]) + "…"
+	caps := a.MCP.Capabilities()
+	if len(caps) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(caps)
+	if err != nil {
+		return nil
+	}
+	return b
 }

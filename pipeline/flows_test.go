@@ -166,12 +166,18 @@ func TestUnclearAnswerAsksAgain(t *testing.T) {
 	if len(h.experimentNames()) != 1 {
 		t.Fatal("deleted on an unclear answer")
 	}
-	// An answer the analyzer reads as yes runs it.
-	res = h.ask("sure thing, go for it",
-		analyze(IntentNeedsInfo, "approves", map[string]any{"user_confirmed": true}),
-		text("Deleted."),
+	// The model never approves: an answer it reads as yes is asked again.
+	res = h.ask("hmm, and the students already enrolled?",
+		analyze(IntentNeedsInfo, "asks about enrolled students", map[string]any{"user_confirmed": true}),
+		text("They lose their condition."),
 	)
-	requireTrace(t, res, NodeAnalyzer, NodeExecutor, NodeResponder)
+	requireTrace(t, res, NodeAnalyzer, NodeResponder)
+	if res.Status != StatusAwaitingConfirmation || len(h.experimentNames()) != 1 {
+		t.Fatalf("a model's user_confirmed true ran the delete: %+v", res)
+	}
+	// The person's own plain yes runs it, without the LLM.
+	res = h.ask("yes, go ahead", text("Deleted."))
+	requireTrace(t, res, NodeExecutor, NodeResponder)
 	if len(h.experimentNames()) != 0 {
 		t.Fatal("not deleted after approval")
 	}
@@ -378,14 +384,14 @@ func TestUpgradeAuthErrorFailsTheTurn(t *testing.T) {
 	_ = bad
 	// A server that refuses every request with 401.
 	h.agent.API = unauthorized{h.api}
-	res := h.ask("list experiments",
+	res, err := h.tryAsk("list experiments",
 		analyze(IntentNeedsInfo, "list", nil),
 		calls(call("get_all_experiments", map[string]any{})),
 		text("I cannot reach it."),
 		text("UpGrade refused the credentials."),
 	)
-	if res.Status != StatusFailed || len(res.Errors) == 0 || res.Errors[0].Type != ErrTypeAuth {
-		t.Fatalf("got %+v", res)
+	if upgrade.CategoryOf(err) != upgrade.CategoryAuth || res == nil || res.Status != StatusFailed || len(res.Errors) == 0 || res.Errors[0].Type != ErrTypeAuth {
+		t.Fatalf("got %+v, %v", res, err)
 	}
 }
 
@@ -453,14 +459,14 @@ func TestUnreachableUpgradeFailsTheTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.agent.API = dead
-	res := h.ask("list experiments",
+	res, err := h.tryAsk("list experiments",
 		analyze(IntentNeedsInfo, "list", nil),
 		calls(call("get_all_experiments", map[string]any{})),
 		text("I cannot reach the server."),
 		text("UpGrade is not reachable right now."),
 	)
-	if res.Status != StatusFailed || len(res.Errors) == 0 || !strings.Contains(res.Errors[0].Message, "cannot reach UpGrade at http://127.0.0.1:1/api") {
-		t.Fatalf("got %+v", res)
+	if err == nil || res == nil || res.Status != StatusFailed || len(res.Errors) == 0 || !strings.Contains(res.Errors[0].Message, "cannot reach UpGrade at http://127.0.0.1:1/api") {
+		t.Fatalf("got %+v, %v", res, err)
 	}
 }
 

@@ -1,15 +1,16 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
-
-	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
@@ -185,49 +186,78 @@ func gathererTools(extra ...*toolDef) *toolSet {
 	defs = append(defs,
 		newTool("set_action_needed", "Choose the one action to prepare.", false,
 			func(_ context.Context, t *turn, a setActionNeededArgs) (any, error) {
-				_, builtin := actions.Lookup(a.Action)
-				_, isMCP := t.a.mcpAction(a.Action)
-				if !builtin && !isMCP {
-					return nil, inputErrorf("unknown action %q; valid actions: %s", a.Action, strings.Join(actionNames(), ", "))
+				name := strings.TrimSpace(a.Action)
+				act, ok := t.a.action(name)
+				if !ok {
+					if b, ok2 := actions.Lookup(strings.ToLower(name)); ok2 {
+						act, ok = b, true
+					}
 				}
+				if !ok {
+					return nil, inputErrorf("action: got %q: not an action; the actions are %s", a.Action, strings.Join(t.a.actionNames(), ", "))
+				}
+				name = act.Spec().Name
 				t.update(func(s *State) {
-					if s.ActionNeeded != a.Action {
+					if s.ActionNeeded != name {
 						s.ActionParams = nil
 						s.MissingParams = []string{}
+						t.declared = nil
 					}
-					s.ActionNeeded = a.Action
+					s.ActionNeeded = name
 					s.ActionReasoning = a.Reasoning
-					s.NextStep = a.NextStep
+					s.NextStep = strings.TrimSpace(a.NextStep)
+					t.problems = nil
 				})
-				return map[string]any{"ok": true, "action": a.Action}, nil
+				return map[string]any{"ok": true, "action": name}, nil
 			}),
 		newTool("set_action_params", "Set all parameters of the chosen action.", false,
 			func(ctx context.Context, t *turn, a setActionParamsArgs) (any, error) {
-				return t.setParams(ctx, a.ActionParams)
+				res, err := t.setParams(ctx, a.ActionParams)
+				t.update(func(*State) {
+					for _, pr := range t.problems {
+						if !pr.Missing {
+							t.stop = true // a full set that is wrong: the person corrects it
+						}
+					}
+				})
+				return res, err
 			}),
-		newTool("update_action_params", "Set or replace one parameter of the chosen action.", false,
+		newTool("update_action_params", "Set or replace one parameter of the chosen action (a path such as conditions[0].weight works too); null removes it.", false,
 			func(ctx context.Context, t *turn, a updateActionParamArgs) (any, error) {
 				t.mu.Lock()
-				params := map[string]any{}
-				for k, v := range t.st.ActionParams {
-					params[k] = v
-				}
+				params := deepCopy(t.st.ActionParams)
 				t.mu.Unlock()
-				if a.Value == nil {
-					delete(params, a.Key)
-				} else {
-					params[a.Key] = a.Value
+				if err := setPath(params, strings.TrimSpace(a.Key), a.Value); err != nil {
+					return nil, inputErrorf("key: got %q: %v", a.Key, err)
 				}
 				return t.setParams(ctx, params)
 			}),
 		newTool("set_missing_params", "Name the required parameters only the person can give.", false,
 			func(_ context.Context, t *turn, a setMissingArgs) (any, error) {
-				t.update(func(s *State) { s.MissingParams = append([]string{}, a.MissingParams...) })
+				t.update(func(s *State) {
+					t.declared = map[string]bool{}
+					for _, m := range a.MissingParams {
+						if m = strings.TrimSpace(m); m != "" {
+							t.declared[m] = true
+						}
+					}
+					s.MissingParams = []string{}
+					for m := range t.declared {
+						s.MissingParams = append(s.MissingParams, m)
+					}
+					slices.Sort(s.MissingParams)
+					if t.problems != nil {
+						t.setProblems(s, t.problems)
+					}
+					if len(t.declared) > 0 {
+						t.stop = true
+					}
+				})
 				return map[string]any{"ok": true}, nil
 			}),
 		newTool("add_error", "Record a problem to report to the person.", false,
 			func(_ context.Context, t *turn, a addErrorArgs) (any, error) {
-				typ := a.ErrorType
+				typ := strings.ToLower(strings.TrimSpace(a.ErrorType))
 				if !slices.Contains([]string{ErrTypeAPI, ErrTypeAuth, ErrTypeValidation, ErrTypeNotFound, ErrTypeUnknown}, typ) {
 					typ = ErrTypeUnknown
 				}
@@ -238,10 +268,14 @@ func gathererTools(extra ...*toolDef) *toolSet {
 	return newToolSet(defs...)
 }
 
-func actionNames() []string {
+// actionNames lists the actions the gatherer may choose.
+func (a *Agent) actionNames() []string {
 	var n []string
-	for _, a := range actions.Names() {
-		n = append(n, string(a))
+	for _, name := range actions.Names() {
+		n = append(n, string(name))
+	}
+	for _, m := range a.mcpActionList() {
+		n = append(n, fmt.Sprint(m["action"]))
 	}
 	return n
 }
@@ -249,15 +283,10 @@ func actionNames() []string {
 // schemaTool answers get_<action>_schema with the JSON schema of the action's
 // typed params.
 func schemaTool(name actions.Name) *toolDef {
-	spec, _ := actions.Lookup(string(name))
-	schema, err := jsonschema.ForType(reflectTypeOf(spec.Params), nil)
-	if err != nil {
-		panic(fmt.Sprintf("schema of %s: %v", name, err))
-	}
-	tidySchema(schema)
-	raw, _ := json.Marshal(schema)
+	act, _ := actions.Lookup(string(name))
+	spec := act.Spec()
 	key := string(name) + "_schema"
-	info := map[string]any{"action": name, "description": spec.Description, "parameters": json.RawMessage(raw),
+	info := map[string]any{"action": name, "description": spec.Description, "parameters": spec.Schema,
 		"destructive": spec.Destructive, "long_running": spec.LongRunning}
 	return newTool("get_"+key, "Parameters of "+string(name)+".", true,
 		func(_ context.Context, t *turn, _ noArgs) (any, error) {
@@ -266,48 +295,204 @@ func schemaTool(name actions.Name) *toolDef {
 		})
 }
 
-// setParams checks params against the pending action's typed params. A
-// failure is returned to the model to correct; state keeps the last good
-// params.
+// setParams binds params to the chosen action, validates them and
+// recomputes what is missing: every change, however small. The tool result
+// tells the model what is still missing or wrong; the state keeps the
+// canonical params (or, when they cannot be bound at all, the last good
+// ones).
 func (t *turn) setParams(ctx context.Context, params map[string]any) (any, error) {
 	t.mu.Lock()
-	action := t.st.ActionNeeded
+	name := t.st.ActionNeeded
 	t.mu.Unlock()
-	if action == "" {
+	if name == "" {
 		return nil, inputErrorf("call set_action_needed first")
 	}
-	// Models often pass a name where an id belongs: resolve it here, so the
-	// confirmation shows (and the executor uses) the real id.
-	if ref, ok := params["experiment_id"].(string); ok && ref != "" && !uuidRE.MatchString(ref) {
+	act, ok := t.a.action(name)
+	if !ok {
+		return nil, inputErrorf("action %q is no longer available", name)
+	}
+	b, err := act.Bind(json.RawMessage(compactJSON(params)))
+	if err != nil {
+		return nil, inputErrorf("%s params: %v", name, err)
+	}
+	// Models often name an experiment where its id belongs: resolve it
+	// (exact id or name, any case, or a unique prefix), so the
+	// confirmation shows and the executor uses the real id.
+	if b, err = t.resolveRefs(ctx, act, b); err != nil {
+		return nil, err
+	}
+	problems, err := b.Validate(ctx, t.a.env(t.api(), t.sess.CP.SessionID))
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	t.update(func(s *State) {
+		s.ActionParams = b.Map()
+		t.setProblems(s, problems)
+		missing = s.MissingParams
+	})
+	res := map[string]any{"action": name, "params": json.RawMessage(b.Params)}
+	if len(problems) == 0 && len(missing) == 0 {
+		res["status"] = "complete and valid"
+		return res, nil
+	}
+	res["status"] = "incomplete or invalid: fix with update_action_params, or ask the person"
+	var list []string
+	for _, pr := range problems {
+		list = append(list, pr.String())
+	}
+	res["problems"] = list
+	res["missing"] = missing
+	return res, nil
+}
+
+// experimentRefs are the params that name an experiment by id.
+var experimentRefs = [][]string{{"experiment_id"}, {"assigned_condition", "experiment_id"}}
+
+func (t *turn) resolveRefs(ctx context.Context, act actions.Action, b *actions.Bound) (*actions.Bound, error) {
+	m := b.Map()
+	changed := false
+	for _, path := range experimentRefs {
+		obj := m
+		for _, k := range path[:len(path)-1] {
+			next, ok := obj[k].(map[string]any)
+			if !ok {
+				obj = nil
+				break
+			}
+			obj = next
+		}
+		if obj == nil {
+			continue
+		}
+		key := path[len(path)-1]
+		ref, ok := obj[key].(string)
+		if !ok || ref == "" || upgrade.IsUUID(ref) {
+			continue
+		}
 		id, err := t.resolveID(ctx, ref)
 		if err != nil {
-			return nil, err
+			return nil, inputErrorf("%s: %v", strings.Join(path, "."), err)
 		}
-		params["experiment_id"] = id
+		obj[key] = id
+		changed = true
 	}
-	raw, err := json.Marshal(params)
+	if !changed {
+		return b, nil
+	}
+	return act.Bind(json.RawMessage(compactJSON(m)))
+}
+
+// setPath sets (or, for a nil value, removes) the param at a path such as
+// name, post_experiment_rule.rule or conditions[0].weight.
+func setPath(params map[string]any, path string, value any) error {
+	if path == "" {
+		return errors.New("empty key")
+	}
+	keys, idx, err := splitPath(path)
 	if err != nil {
-		return nil, inputErrorf("params: %v", err)
+		return err
 	}
-	if tl, ok := t.a.mcpAction(action); ok {
-		if _, err := checkMCPParams(tl, params); err != nil {
-			return nil, inputErrorf("%s arguments: %v", action, err)
+	var cur any = params
+	for i := range keys {
+		last := i == len(keys)-1
+		obj, ok := cur.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s is not an object", strings.Join(keys[:i], "."))
 		}
-	} else if _, err := actions.Parse(action, raw); err != nil {
-		return nil, inputErrorf("%s params: %v", action, err)
-	}
-	t.update(func(s *State) {
-		s.ActionParams = params
-		// A param that is now given is no longer missing.
-		var still []string
-		for _, m := range s.MissingParams {
-			if _, ok := params[m]; !ok {
-				still = append(still, m)
+		k := existingKey(obj, keys[i])
+		if idx[i] < 0 {
+			if last {
+				if value == nil {
+					delete(obj, k)
+				} else {
+					obj[k] = value
+				}
+				return nil
 			}
+			next, ok := obj[k].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				obj[k] = next
+			}
+			cur = next
+			continue
 		}
-		s.MissingParams = append([]string{}, still...)
-	})
-	return map[string]any{"ok": true, "action": action, "params": params}, nil
+		list, _ := obj[k].([]any)
+		if idx[i] > len(list) {
+			return fmt.Errorf("%s[%d]: the list has %d items", k, idx[i], len(list))
+		}
+		if idx[i] == len(list) {
+			list = append(list, map[string]any{})
+			obj[k] = list
+		}
+		if last {
+			list[idx[i]] = value
+			return nil
+		}
+		next, ok := list[idx[i]].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			list[idx[i]] = next
+		}
+		cur = next
+	}
+	return nil
+}
+
+// existingKey is the key of obj that k names in another case or spelling
+// (Conditions, experimentId), or k itself.
+func existingKey(obj map[string]any, k string) string {
+	if _, ok := obj[k]; ok {
+		return k
+	}
+	fold := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(s))
+	}
+	for ek := range obj {
+		if fold(ek) == fold(k) {
+			return ek
+		}
+	}
+	return k
+}
+
+// splitPath splits a.b[2].c into keys and list indexes (-1: none).
+func splitPath(path string) ([]string, []int, error) {
+	var keys []string
+	var idx []int
+	for _, part := range strings.Split(path, ".") {
+		k, rest, hasIdx := strings.Cut(part, "[")
+		n := -1
+		if hasIdx {
+			num, ok := strings.CutSuffix(rest, "]")
+			v, err := strconv.Atoi(num)
+			if !ok || err != nil || v < 0 {
+				return nil, nil, fmt.Errorf("bad index in %q", part)
+			}
+			n = v
+		}
+		if k == "" {
+			return nil, nil, fmt.Errorf("empty name in %q", path)
+		}
+		keys = append(keys, k)
+		idx = append(idx, n)
+	}
+	return keys, idx, nil
+}
+
+func deepCopy(m map[string]any) map[string]any {
+	out := map[string]any{}
+	if m == nil {
+		return out
+	}
+	raw, err := json.Marshal(m)
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		_ = dec.Decode(&out)
+	}
+	return out
 }
 
 func filterExperiments(all []ExperimentSummary, f experimentFilter) []ExperimentSummary {

@@ -51,8 +51,11 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	var n atomic.Int64
-	a := &Agent{LLM: client, API: api, Store: store, Model: "test-model", Now: fixedNow,
-		NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }}
+	a, err := New(Deps{LLM: client, API: api, Store: store, Now: fixedNow,
+		NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }}, Settings{Model: "test-model"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &harness{t: t, sim: srv, api: api, llm: ls, store: store, agent: a, sess: NewSession("sess1", fixedNow())}
 }
 

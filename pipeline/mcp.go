@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +18,9 @@ import (
 
 // MCP is what the pipeline needs from MCP servers; *mcpclient.Manager
 // satisfies it. Read-only tools join the gatherer's tools; every other tool
-// is an executor action behind the confirmation policy.
+// is an executor action behind the same action interface as the built-in
+// ones (mcpAction), so confirmation, effects, jobs and resume treat both
+// alike.
 type MCP interface {
 	Tools() []mcpclient.Tool
 	Tool(qualifiedName string) (mcpclient.Tool, bool)
@@ -27,8 +30,187 @@ type MCP interface {
 	Capabilities() map[string]mcpclient.Capability
 }
 
-// mcpPollInterval is how often a turn checks an MCP job while it waits inline.
+// mcpPollInterval is how often an MCP job is checked while a turn waits.
 var mcpPollInterval = 200 * time.Millisecond
+
+// mcpAction adapts one MCP tool that is not read-only to actions.Action.
+// Its annotations are claims of a server the person may not control: only
+// a server marked trusted may relax confirmation with destructiveHint false.
+type mcpAction struct {
+	m        MCP
+	tl       mcpclient.Tool
+	trusted  bool
+	resolved *jsonschema.Resolved
+}
+
+var _ actions.JobAction = (*mcpAction)(nil)
+
+// mcpAction returns the adapter of an MCP action name.
+func (a *Agent) mcpAction(name string) (actions.Action, bool) {
+	if a.MCP == nil || !mcpclient.IsMCPTool(name) {
+		return nil, false
+	}
+	tl, ok := a.MCP.Tool(name)
+	if !ok || tl.ReadOnly {
+		return nil, false
+	}
+	resolved, err := resolveSchema(tl.InputSchema)
+	if err != nil {
+		return nil, false // a schema we cannot check arguments against: not offered
+	}
+	return &mcpAction{m: a.MCP, tl: tl, trusted: slices.Contains(a.TrustedMCPServers, tl.Server), resolved: resolved}, true
+}
+
+func (x *mcpAction) Spec() actions.Spec {
+	return actions.Spec{
+		Name: x.tl.QualifiedName, Description: x.tl.Description,
+		Destructive: x.tl.Destructive || !x.trusted,
+		// What a foreign tool changes is unknown: forget every cache.
+		Invalidates: []actions.Cache{actions.CacheExperiments, actions.CacheEnrollment, actions.CacheContexts},
+		Schema:      schemaOrObject(x.tl.InputSchema),
+	}
+}
+
+// Bind canonicalises the arguments: keys sorted, and a null member (the
+// model's way of saying "not given") left out.
+func (x *mcpAction) Bind(raw json.RawMessage) (*actions.Bound, error) {
+	obj, err := decodeObject(raw)
+	if err != nil {
+		return nil, &actions.ParseError{Action: x.tl.QualifiedName, Problems: []actions.Problem{{Message: err.Error()}}}
+	}
+	dropNulls(obj)
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	canon, err := checkpoint.CanonicalJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	return actions.NewBound(x, canon, obj)
+}
+
+func (x *mcpAction) Validate(_ context.Context, _ actions.Env, b *actions.Bound) ([]actions.Problem, error) {
+	var inst any
+	if err := json.Unmarshal(b.Params, &inst); err != nil {
+		return nil, err
+	}
+	if err := x.resolved.Validate(inst); err != nil {
+		return []actions.Problem{{Message: fmt.Sprintf("the arguments do not fit the tool's input schema: %v", err)}}, nil
+	}
+	return nil, nil
+}
+
+// Plan names the tool, its server and the exact arguments.
+func (x *mcpAction) Plan(_ context.Context, _ actions.Env, b *actions.Bound) (*actions.Plan, error) {
+	var s strings.Builder
+	destructive := x.Spec().Destructive
+	if destructive {
+		s.WriteString(actions.DestructiveMarker)
+	}
+	fmt.Fprintf(&s, "Call tool %q on MCP server %q", x.tl.Name, x.tl.Server)
+	if d := strings.TrimSpace(x.tl.Description); d != "" {
+		fmt.Fprintf(&s, " (%s)", d)
+	}
+	fmt.Fprintf(&s, " with arguments %s.\n%s", string(b.Params), actions.ConfirmPrompt)
+	return &actions.Plan{Action: actions.Name(b.Name), Params: b.Params, Message: s.String(), Destructive: destructive}, nil
+}
+
+// Execute calls the tool. On a job-aware server the call carries an
+// idempotency key derived from key, so a START repeated after a crash
+// re-attaches to the job instead of starting a second one.
+func (x *mcpAction) Execute(ctx context.Context, _ actions.Env, b *actions.Bound, key string) (actions.Outcome, error) {
+	res, err := x.m.Call(ctx, x.tl.QualifiedName, b.Params, key)
+	if err != nil {
+		return actions.Outcome{}, err
+	}
+	if res.Job != nil {
+		h, err := json.Marshal(res.Job)
+		if err != nil {
+			return actions.Outcome{}, err
+		}
+		id := key
+		if id == "" {
+			id = res.Job.Key
+		}
+		return actions.Outcome{Job: &actions.JobRef{ID: id, Handle: h}}, nil
+	}
+	return mcpOutcome(x.tl.QualifiedName, res)
+}
+
+func mcpOutcome(name string, res *mcpclient.CallResult) (actions.Outcome, error) {
+	if res.IsError {
+		return actions.Outcome{}, &actions.JobError{Status: actions.JobStatus{Action: name, State: actions.JobFailed, ErrorType: ErrTypeAPI,
+			Error: fmt.Sprintf("%s failed: %s", name, res.Text)}}
+	}
+	raw, err := json.Marshal(mcpResultValue(res))
+	if err != nil {
+		return actions.Outcome{}, err
+	}
+	return actions.Outcome{Result: raw}, nil
+}
+
+func (x *mcpAction) Reconcile(_ context.Context, _ actions.Env, _ *actions.Bound, _ string, _ time.Time) (actions.Reconciliation, error) {
+	if x.m.Capabilities()[x.tl.Server].JobVersion > 0 {
+		return actions.Reconciliation{Outcome: actions.OutcomeRepeat,
+			Note: "the server recognises a repeated call by its idempotency key: calling again re-attaches to the job"}, nil
+	}
+	return actions.Reconciliation{Outcome: actions.OutcomeUnknown,
+		Note: "interrupted during the call to the MCP server, which cannot tell whether it ran"}, nil
+}
+
+func (x *mcpAction) Poll(ctx context.Context, _ actions.Env, ref actions.JobRef, wait time.Duration) (actions.JobStatus, error) {
+	h, err := mcpHandle(ref)
+	if err != nil {
+		return actions.JobStatus{}, err
+	}
+	s, err := waitMCP(ctx, x.m, h, wait)
+	if err != nil {
+		return actions.JobStatus{}, err
+	}
+	return actions.JobStatus{ID: ref.ID, Action: x.tl.QualifiedName, State: s.State, Done: s.Done, Total: s.Total, Error: s.Message}, nil
+}
+
+func (x *mcpAction) Fetch(ctx context.Context, _ actions.Env, ref actions.JobRef, _ actions.JobStatus) (json.RawMessage, error) {
+	h, err := mcpHandle(ref)
+	if err != nil {
+		return nil, err
+	}
+	res, err := x.m.FetchJob(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	out, err := mcpOutcome(x.tl.QualifiedName, res)
+	return out.Result, err
+}
+
+func mcpHandle(ref actions.JobRef) (mcpclient.JobHandle, error) {
+	var h mcpclient.JobHandle
+	if err := json.Unmarshal(ref.Handle, &h); err != nil {
+		return h, fmt.Errorf("job %s: its MCP handle is unreadable: %w", ref.ID, err)
+	}
+	return h, nil
+}
+
+// waitMCP polls an MCP job until it ends or d passes (d = 0: once).
+func waitMCP(ctx context.Context, m MCP, h mcpclient.JobHandle, d time.Duration) (mcpclient.JobStatus, error) {
+	deadline := time.Now().Add(d)
+	for {
+		s, err := m.JobStatus(ctx, h)
+		if err != nil || s.Terminal() || !time.Now().Before(deadline) {
+			return s, err
+		}
+		t := time.NewTimer(min(mcpPollInterval, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return s, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// ---- read-only tools for the gatherer ----
 
 // mcpReadTools turns the read-only MCP tools into gatherer tools.
 func mcpReadTools(m MCP) []*toolDef {
@@ -49,39 +231,62 @@ func mcpReadTools(m MCP) []*toolDef {
 	return defs
 }
 
-func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = json.RawMessage(`{"type":"object"}`)
-	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, err
-	}
-	return s.Resolve(nil)
-}
-
 func mcpToolDef(m MCP, tl mcpclient.Tool) (*toolDef, error) {
 	resolved, err := resolveSchema(tl.InputSchema)
 	if err != nil {
 		return nil, err
 	}
-	schema := tl.InputSchema
-	if len(bytes.TrimSpace(schema)) == 0 {
-		schema = json.RawMessage(`{"type":"object"}`)
-	}
 	q := tl.QualifiedName
-	return &toolDef{name: q, desc: tl.Description, readOnly: true, schema: schema, resolved: resolved,
+	return &toolDef{name: q, desc: tl.Description, readOnly: true, schema: schemaOrObject(tl.InputSchema),
 		run: func(ctx context.Context, t *turn, raw json.RawMessage) (any, error) {
-			res, err := m.Call(ctx, q, raw, "")
+			obj, err := decodeObject(raw)
+			if err != nil {
+				return nil, inputErrorf("%v", err)
+			}
+			dropNulls(obj)
+			if err := resolved.Validate(any(obj)); err != nil {
+				return nil, inputErrorf("invalid arguments: %v", err)
+			}
+			args, _ := json.Marshal(obj)
+			res, err := m.Call(ctx, q, args, "")
 			if err != nil {
 				return nil, err
 			}
-			if res.IsError {
-				return nil, inputErrorf("%s failed: %s", q, res.Text)
+			v, err := followReadJob(ctx, m, t.a.WaitJobs, q, res)
+			if err != nil {
+				return nil, err
 			}
-			t.update(func(s *State) { s.setInfo("mcp", q, mcpResultValue(res)) })
-			return mcpResultValue(res), nil
+			t.update(func(s *State) { s.setInfo("mcp", q, v) })
+			return v, nil
 		}}, nil
+}
+
+// followReadJob follows a job handle a read-only tool answered with:
+// status, then fetch once it ends. A job still running after wait is
+// reported as such, never dropped.
+func followReadJob(ctx context.Context, m MCP, wait time.Duration, q string, res *mcpclient.CallResult) (any, error) {
+	if res.Job == nil {
+		if res.IsError {
+			return nil, inputErrorf("%s failed: %s", q, res.Text)
+		}
+		return mcpResultValue(res), nil
+	}
+	s, err := waitMCP(ctx, m, *res.Job, wait)
+	if err != nil {
+		return nil, err
+	}
+	if !s.Terminal() {
+		return map[string]any{"job": res.Job.Key, "state": s.State, "done": s.Done, "total": s.Total,
+			"note": "the tool runs this as a job that has not finished; its result is not available yet"}, nil
+	}
+	final, err := m.FetchJob(ctx, *res.Job)
+	if err != nil {
+		return nil, err
+	}
+	if final.IsError {
+		return nil, inputErrorf("%s failed: %s", q, final.Text)
+	}
+	return mcpResultValue(final), nil
 }
 
 func mcpResultValue(res *mcpclient.CallResult) any {
@@ -91,183 +296,32 @@ func mcpResultValue(res *mcpclient.CallResult) any {
 	return map[string]any{"text": res.Text}
 }
 
-// mcpAction returns the MCP tool behind an action name, if it is one.
-func (a *Agent) mcpAction(name string) (mcpclient.Tool, bool) {
-	if a.MCP == nil || !mcpclient.IsMCPTool(name) {
-		return mcpclient.Tool{}, false
-	}
-	tl, ok := a.MCP.Tool(name)
-	if !ok || tl.ReadOnly {
-		return mcpclient.Tool{}, false
-	}
-	return tl, true
-}
-
-// mcpActionList tells the gatherer which MCP actions exist.
-func (a *Agent) mcpActionList() []map[string]string {
+// mcpActionList tells the gatherer which MCP actions exist and what they take.
+func (a *Agent) mcpActionList() []map[string]any {
 	if a.MCP == nil {
 		return nil
 	}
-	var out []map[string]string
+	var out []map[string]any
 	for _, tl := range a.MCP.Tools() {
 		if !tl.ReadOnly {
-			out = append(out, map[string]string{"action": tl.QualifiedName, "description": tl.Description})
+			out = append(out, map[string]any{"action": tl.QualifiedName, "description": tl.Description,
+				"parameters": schemaOrObject(tl.InputSchema)})
 		}
 	}
 	return out
 }
 
-// checkMCPParams validates an MCP action's arguments against its input schema.
-func checkMCPParams(tl mcpclient.Tool, params map[string]any) (json.RawMessage, error) {
-	resolved, err := resolveSchema(tl.InputSchema)
-	if err != nil {
-		return nil, fmt.Errorf("the tool's input schema is unusable: %v", err)
+func schemaOrObject(raw json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return json.RawMessage(`{"type":"object"}`)
 	}
-	raw, err := json.Marshal(params)
-	if err != nil {
+	return raw
+}
+
+func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(schemaOrObject(raw), &s); err != nil {
 		return nil, err
 	}
-	var inst any
-	_ = json.Unmarshal(raw, &inst)
-	if err := resolved.Validate(inst); err != nil {
-		return nil, err
-	}
-	return checkpoint.CanonicalJSON(raw)
-}
-
-// mcpPlan is the confirmation of an MCP action: the tool, its server and the
-// exact arguments.
-func (a *Agent) mcpPlan(tl mcpclient.Tool, args json.RawMessage) *actions.Plan {
-	var b strings.Builder
-	if tl.Destructive {
-		b.WriteString("DESTRUCTIVE: ")
-	}
-	fmt.Fprintf(&b, "Call tool %q on MCP server %q", tl.Name, tl.Server)
-	if tl.Description != "" {
-		fmt.Fprintf(&b, " (%s)", strings.TrimSpace(tl.Description))
-	}
-	fmt.Fprintf(&b, " with arguments %s.\nReply yes to proceed or no to cancel.", string(args))
-	return &actions.Plan{Action: actions.Name(tl.QualifiedName), Params: args, Message: b.String(), Destructive: tl.Destructive}
-}
-
-func mcpNeedsConfirmation(policy string, tl mcpclient.Tool) bool {
-	switch policy {
-	case PolicyNever:
-		return false
-	case PolicyDestructive:
-		return tl.Destructive
-	}
-	return true
-}
-
-// executeMCP runs an approved MCP action. A job-backed tool answers with a
-// handle: the turn waits up to WaitJobs, then suspends with the handle in the
-// checkpoint.
-func (a *Agent) executeMCP(ctx context.Context, t *turn, effectID string, plan *actions.Plan) (done bool, err error) {
-	res, err := a.MCP.Call(ctx, string(plan.Action), plan.Params, effectID)
-	if err != nil {
-		a.recordExecution(t, effectID, plan, nil, err)
-		return true, nil
-	}
-	if res.Job == nil {
-		a.recordMCPResult(t, effectID, plan, res)
-		return true, nil
-	}
-	status, err := a.waitMCP(ctx, *res.Job, a.WaitJobs)
-	if err != nil {
-		return false, err
-	}
-	if status.Terminal() {
-		return true, a.fetchMCP(ctx, t, effectID, plan, *res.Job)
-	}
-	h, _ := json.Marshal(jobHandle{EffectID: effectID, Params: plan.Params, NextStep: t.st.NextStep, MCP: res.Job})
-	t.sess.CP.Interrupt = &checkpoint.Interrupt{ID: a.newID(), Kind: checkpoint.KindJob, CreatedAt: a.now(),
-		Job: &checkpoint.JobRef{ID: effectID, Action: string(plan.Action), Handle: h}}
-	t.st.clearPending()
-	t.suspended = true
-	js := mcpJobStatus(effectID, string(plan.Action), status)
-	t.jobStatus = &js
-	t.st.FinalResponse = suspendText(t.sess.CP.SessionID, js)
-	return false, nil
-}
-
-func mcpJobStatus(id, action string, s mcpclient.JobStatus) JobStatus {
-	return JobStatus{ID: id, Action: action, State: s.State, Done: s.Done, Total: s.Total, Error: s.Message}
-}
-
-// waitMCP polls an MCP job until it ends or d passes (d = 0: once).
-func (a *Agent) waitMCP(ctx context.Context, h mcpclient.JobHandle, d time.Duration) (mcpclient.JobStatus, error) {
-	deadline := time.Now().Add(d)
-	for {
-		s, err := a.MCP.JobStatus(ctx, h)
-		if err != nil || s.Terminal() || !time.Now().Before(deadline) {
-			return s, err
-		}
-		select {
-		case <-ctx.Done():
-			return s, ctx.Err()
-		case <-time.After(min(mcpPollInterval, time.Until(deadline))):
-		}
-	}
-}
-
-func (a *Agent) fetchMCP(ctx context.Context, t *turn, effectID string, plan *actions.Plan, h mcpclient.JobHandle) error {
-	res, err := a.MCP.FetchJob(ctx, h)
-	if err != nil {
-		a.recordExecution(t, effectID, plan, nil, err)
-		return nil
-	}
-	a.recordMCPResult(t, effectID, plan, res)
-	return nil
-}
-
-func (a *Agent) recordMCPResult(t *turn, effectID string, plan *actions.Plan, res *mcpclient.CallResult) {
-	if res.IsError {
-		a.recordExecution(t, effectID, plan, nil, &jobError{typ: ErrTypeAPI, msg: fmt.Sprintf("%s failed: %s", plan.Action, res.Text)})
-		return
-	}
-	b, _ := json.Marshal(mcpResultValue(res))
-	a.recordExecution(t, effectID, plan, b, nil)
-}
-
-// reattachMCP repeats an interrupted START with the same effect id.
-func (a *Agent) reattachMCP(ctx context.Context, t *turn, effectID string, plan *actions.Plan) error {
-	res, err := a.MCP.Call(ctx, string(plan.Action), plan.Params, effectID)
-	if err != nil {
-		return fmt.Errorf("re-attaching to %s: %w", plan.Action, err)
-	}
-	nextStep := t.st.NextStep
-	t.st.clearPending()
-	t.pendingAtStart = nil
-	if res.Job == nil {
-		t.sess.CP.Interrupt = nil
-		a.recordMCPResult(t, effectID, plan, res)
-		return nil
-	}
-	h, _ := json.Marshal(jobHandle{EffectID: effectID, Params: plan.Params, NextStep: nextStep, MCP: res.Job})
-	t.sess.CP.Interrupt = &checkpoint.Interrupt{ID: a.newID(), Kind: checkpoint.KindJob, CreatedAt: a.now(),
-		Job: &checkpoint.JobRef{ID: effectID, Action: string(plan.Action), Handle: h}}
-	t.suspended = true
-	js := JobStatus{ID: effectID, Action: string(plan.Action), State: mcpclient.StateRunning}
-	t.jobStatus = &js
-	t.st.FinalResponse = suspendText(t.sess.CP.SessionID, js)
-	return nil
-}
-
-// resumeMCPJob is ResumeJob for a job behind an MCP tool.
-func (a *Agent) resumeMCPJob(ctx context.Context, t *turn, ic *checkpoint.Interrupt, h jobHandle, wait time.Duration) (bool, error) {
-	if a.MCP == nil {
-		return false, fmt.Errorf("session waits on MCP job %s but no MCP server is configured", ic.Job.ID)
-	}
-	status, err := a.waitMCP(ctx, *h.MCP, wait)
-	if err != nil {
-		return false, err
-	}
-	js := mcpJobStatus(ic.Job.ID, ic.Job.Action, status)
-	t.jobStatus = &js
-	if !status.Terminal() {
-		return false, nil
-	}
-	plan := &actions.Plan{Action: actions.Name(ic.Job.Action), Params: h.Params}
-	return true, a.fetchMCP(ctx, t, ic.Job.ID, plan, *h.MCP)
+	return s.Resolve(nil)
 }

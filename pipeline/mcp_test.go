@@ -82,7 +82,7 @@ func TestMCPJobSuspendsAndResumes(t *testing.T) {
 	}
 	key := jobKey(t, h)
 	// Still running: one status check, no LLM call.
-	r, err := h.agent.ResumeJob(context.Background(), h.sess, 0)
+	r, err := h.agent.Resume(context.Background(), h.sess, ResumeRequest{Wait: 0})
 	if err != nil || r.Status != StatusWaitingJob || r.Usage.LLMCalls != 0 {
 		t.Fatalf("got %+v, %v", r, err)
 	}
@@ -94,7 +94,7 @@ func TestMCPJobSuspendsAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.llm.Enqueue(text("The weekly report is ready."))
-	r, err = h.agent.ResumeJob(context.Background(), sess, 0)
+	r, err = h.agent.Resume(context.Background(), sess, ResumeRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,10 +109,11 @@ func TestMCPJobSuspendsAndResumes(t *testing.T) {
 func jobKey(t *testing.T, h *harness) string {
 	t.Helper()
 	var hd jobHandle
-	if err := jsonUnmarshal(h.sess.CP.Interrupt.Job.Handle, &hd); err != nil || hd.MCP == nil {
-		t.Fatalf("no MCP handle: %v", err)
+	var mh mcpclient.JobHandle
+	if err := jsonUnmarshal(h.sess.CP.Interrupt.Job.Handle, &hd); err != nil || jsonUnmarshal(hd.Handle, &mh) != nil || mh.Key == "" {
+		t.Fatalf("no MCP handle: %v (%s)", err, h.sess.CP.Interrupt.Job.Handle)
 	}
-	return hd.MCP.Key
+	return mh.Key
 }
 
 func TestMCPCrashAfterStartDoesNotStartTwice(t *testing.T) {
@@ -122,16 +123,18 @@ func TestMCPCrashAfterStartDoesNotStartTwice(t *testing.T) {
 	// What the executor does before the process dies: the effect is
 	// persisted as started, then START reaches the server.
 	conf := h.sess.CP.Interrupt.Confirmation
+	key := h.sess.CP.Interrupt.ID // the key derives from the approved confirmation
 	if err := h.sess.CP.StartEffect("effect-1", conf.Action, conf.ParamsHash, fixedNow()); err != nil {
 		t.Fatal(err)
 	}
+	h.sess.CP.Status = checkpoint.StatusRunning
 	if err := h.store.Save(h.sess.CP); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.agent.MCP.Call(context.Background(), conf.Action, conf.Params, "effect-1"); err != nil {
+	if _, err := h.agent.MCP.Call(context.Background(), conf.Action, conf.Params, key); err != nil {
 		t.Fatal(err)
 	}
-	idem := mcpclient.IdempotencyKey("effect-1", "srv", "long_report")
+	idem := mcpclient.IdempotencyKey(key, "srv", "long_report")
 	if srv.Starts(idem) != 1 {
 		t.Fatalf("starts = %d", srv.Starts(idem))
 	}

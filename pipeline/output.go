@@ -48,7 +48,7 @@ type OutputConfig struct {
 func LoadOutputSchema(path string) (*OutputSchema, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("output schema: %w: %w", err, ErrBadInput)
+		return nil, badInput("output schema: %w", err)
 	}
 	return ParseOutputSchema(data, path)
 }
@@ -57,7 +57,7 @@ func LoadOutputSchema(path string) (*OutputSchema, error) {
 // top, compilable, with properties.
 func ParseOutputSchema(data []byte, name string) (*OutputSchema, error) {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("output schema %s: %s: %w", name, fmt.Sprintf(format, args...), ErrBadInput)
+		return badInput("output schema %s: %s", name, fmt.Sprintf(format, args...))
 	}
 	var raw map[string]any
 	dec := json.NewDecoder(bytes.NewReader(data))

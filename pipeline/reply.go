@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/upgrade-agent/upgrade-agent/llm"
 )
@@ -158,8 +159,8 @@ func (a *Agent) prepare(t *turn, message string) *ReplyContext {
 		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: ex.User}, llm.Message{Role: llm.RoleAssistant, Content: ex.Assistant})
 	}
 	rc := &ReplyContext{turn: t, ConsecutiveAutoReplies: t.sess.CP.Counters.ConsecutiveAutoReplies}
-	if t.pendingAtStart != nil {
-		rc.PendingAction = string(t.pendingAtStart.Action)
+	if t.pending != nil {
+		rc.PendingAction = t.pending.Bound.Name
 	}
 	for _, h := range a.hooks.state {
 		h(rc)
@@ -235,50 +236,67 @@ func (a *Agent) replyTermination(_ context.Context, rc *ReplyContext) (Reply, er
 	}
 	for _, tw := range words {
 		if w == normalizeAnswer(tw) {
-			rc.turn.terminateSession = true
+			rc.turn.end.terminateSession = true
 			return StopWith(fmt.Sprintf("termination word %q", tw), "Goodbye. Nothing further will run in this session."), nil
 		}
 	}
 	if a.MaxConsecutiveAutoReplies > 0 && rc.ConsecutiveAutoReplies >= a.MaxConsecutiveAutoReplies {
-		rc.turn.resetAutoReplies = true
+		rc.turn.end.resetAutoReplies = true
 		return StopWith(fmt.Sprintf("consecutive auto-reply limit (%d) reached", a.MaxConsecutiveAutoReplies),
 			fmt.Sprintf("I have answered %d messages in a row without a human decision, so I stopped here. Send your next message to continue.", rc.ConsecutiveAutoReplies)), nil
 	}
 	return Pass(), nil
 }
 
-// replyHuman decides a pending confirmation when the answer is a clear yes
-// or no, without the LLM.
+// replyHuman decides a pending confirmation when the answer is clear,
+// without the LLM. This and --yes (and the never policy) are the only ways
+// an action gets approved.
 func (a *Agent) replyHuman(ctx context.Context, rc *ReplyContext) (Reply, error) {
 	t := rc.turn
 	ans := clearAnswer(rc.Message)
-	if t.pendingAtStart == nil {
-		if len(t.reconciled) > 0 && ans != answerUnclear {
+	if t.pending == nil {
+		if len(t.recovered) > 0 && ans != answerUnclear {
 			// The interrupted action was settled with the server: report
 			// it instead of treating the answer as a new request.
 			return a.runGraph(ctx, t, NodeResponder)
 		}
 		return Pass(), nil
 	}
-	if t.forceReask {
-		t.plan, t.pausing, t.reask = t.pendingAtStart, true, true
-		t.staleNote = "The previous attempt was interrupted and its outcome is unknown; check the server before confirming again."
+	if t.reaskOnly && ans != answerDenied {
+		t.answer = answerUnclear
+		if err := a.showAgain(ctx, t); err != nil {
+			return Reply{}, err
+		}
 		return a.runGraph(ctx, t, NodeResponder)
 	}
-	if a.Yes && ans != answerNo {
+	switch {
+	case ans == answerDenied:
+		t.deny(false)
+		return a.runGraph(ctx, t, NodeResponder)
+	case a.Yes:
 		// --yes approves the pending confirmation of this run.
-		t.approve("yes-flag")
+		t.approve(t.pending, "yes-flag")
 		return a.runGraph(ctx, t, NodeExecutor)
-	}
-	switch ans {
-	case answerYes:
-		t.approve("human")
+	case ans == answerApproved:
+		t.approve(t.pending, "human")
 		return a.runGraph(ctx, t, NodeExecutor)
-	case answerNo:
-		t.deny()
-		return a.runGraph(ctx, t, NodeResponder)
 	}
 	return Pass(), nil
+}
+
+// showAgain makes the turn show the pending confirmation again, with its
+// current text.
+func (a *Agent) showAgain(ctx context.Context, t *turn) error {
+	cur, stale, err := a.currentPending(ctx, t, t.pending)
+	if err != nil {
+		return err
+	}
+	if stale {
+		t.notes = append(t.notes, staleNote)
+	}
+	t.sess.await(cur)
+	t.showing = cur
+	return nil
 }
 
 // replyLLM is the LLM pipeline: the graph from the analyzer.
@@ -286,16 +304,18 @@ func (a *Agent) replyLLM(ctx context.Context, rc *ReplyContext) (Reply, error) {
 	return a.runGraph(ctx, rc.turn, NodeAnalyzer)
 }
 
-type answer int
-
-const (
-	answerUnclear answer = iota
-	answerYes
-	answerNo
+// The clear answers of pipeline.md: a yes or no word, or a phrase built
+// only from them and politeness ("yes please", "yes, go ahead", "ok, do
+// it", "no thanks"). Anything that questions or changes the action is not
+// clear and goes to the analyzer, which can never approve.
+var (
+	yesPhrases = [][]string{{"yes"}, {"y"}, {"ok"}, {"okay"}, {"sure"}, {"confirm"}, {"confirmed"}, {"proceed"},
+		{"go", "ahead"}, {"do", "it"}, {"yeah"}, {"yep"}, {"yup"}, {"go", "for", "it"}, {"approve"}, {"approved"},
+		{"sounds", "good"}, {"looks", "good"}, {"please", "proceed"}, {"please", "do"}}
+	noPhrases = [][]string{{"no"}, {"n"}, {"cancel"}, {"stop"}, {"abort"}, {"don't"}, {"dont"}, {"do", "not"},
+		{"nope"}, {"nah"}, {"never", "mind"}, {"nevermind"}, {"don't", "do", "it"}, {"do", "not", "do", "it"}}
+	politeness = [][]string{{"please"}, {"thanks"}, {"thank", "you"}, {"thx"}, {"ty"}, {"kindly"}}
 )
-
-var yesWords = []string{"yes", "y", "ok", "okay", "sure", "confirm", "proceed", "go ahead", "do it"}
-var noWords = []string{"no", "n", "cancel", "stop", "abort", "don't", "dont"}
 
 // normalizeAnswer lowercases, trims and drops trailing punctuation.
 func normalizeAnswer(s string) string {
@@ -306,13 +326,56 @@ func normalizeAnswer(s string) string {
 }
 
 // clearAnswer classifies a confirmation answer without the LLM.
-func clearAnswer(s string) answer {
-	w := normalizeAnswer(s)
-	if slices.Contains(yesWords, w) {
-		return answerYes
+func clearAnswer(s string) answerKind {
+	words := answerWords(s)
+	if len(words) == 0 {
+		return answerUnclear
 	}
-	if slices.Contains(noWords, w) {
-		return answerNo
+	switch {
+	case coveredBy(words, yesPhrases):
+		return answerApproved
+	case coveredBy(words, noPhrases):
+		return answerDenied
 	}
 	return answerUnclear
+}
+
+// answerWords lowercases s and splits it into words at blanks and
+// punctuation (apostrophes stay: don't).
+func answerWords(s string) []string {
+	s = strings.ToLower(strings.ReplaceAll(s, "’", "'"))
+	return strings.FieldsFunc(s, func(r rune) bool {
+		return r != '\'' && !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+}
+
+// coveredBy reports whether words is a sequence of the phrases and of
+// politeness, with at least one phrase.
+func coveredBy(words []string, phrases [][]string) bool {
+	seen := false
+	for i := 0; i < len(words); {
+		n := matchPhrase(words[i:], phrases)
+		if n > 0 {
+			seen = true
+			i += n
+			continue
+		}
+		if n = matchPhrase(words[i:], politeness); n > 0 {
+			i += n
+			continue
+		}
+		return false
+	}
+	return seen
+}
+
+// matchPhrase returns the length of the longest phrase words starts with.
+func matchPhrase(words []string, phrases [][]string) int {
+	best := 0
+	for _, p := range phrases {
+		if len(p) > best && len(p) <= len(words) && slices.Equal(words[:len(p)], p) {
+			best = len(p)
+		}
+	}
+	return best
 }

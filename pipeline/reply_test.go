@@ -66,7 +66,7 @@ func TestDefaultReplyWhenNothingAnswers(t *testing.T) {
 }
 
 func TestHooksWorkOnACopy(t *testing.T) {
-	a := &Agent{Secrets: []string{"topsecretvalue123"}}
+	a := &Agent{Settings: Settings{Secrets: []string{"topsecretvalue123"}}}
 	if err := a.RegisterHook(HookProcessLastReceived, func(s string) string { return strings.ToUpper(s) }); err != nil {
 		t.Fatal(err)
 	}

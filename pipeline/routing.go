@@ -1,36 +1,15 @@
 package pipeline
 
 // Routing rules of pipeline.md, one named function each, so that every rule
-// is tested on its own (routing_test.go).
+// is tested on its own (routing_test.go). Nodes act on these decisions;
+// they do not decide routes themselves.
 
-// analyzerDecision is what routing needs from the analyzer's call.
-type analyzerDecision struct {
-	intent         string
-	directResponse string
-	userConfirmed  *bool
-	pendingAtStart bool // a confirmation from an earlier turn is waiting
-	continuation   bool // the analyzer runs after the executor (next step)
-}
-
-// routeAfterAnalyzer: a pending confirmation is decided first (true runs the
-// executor, false denies, null asks again); otherwise a direct answer goes to
-// the responder, or ends the turn when the analyzer already wrote it, and
-// anything else goes to the gatherer. user_confirmed is ignored when nothing
-// from an earlier turn is pending: the model can never approve an action it
-// proposed itself.
-func routeAfterAnalyzer(d analyzerDecision) string {
-	if d.pendingAtStart && !d.continuation {
-		switch {
-		case d.userConfirmed == nil:
-			return NodeResponder // unclear: ask again, execute nothing
-		case *d.userConfirmed:
-			return NodeExecutor
-		default:
-			return NodeResponder // denial: the caller clears the pending action
-		}
-	}
-	if d.intent == IntentDirectAnswer {
-		if d.directResponse != "" {
+// routeAfterAnalyzer: a direct answer the analyzer already wrote ends the
+// turn; a direct answer without text goes to the responder; anything else
+// goes to the gatherer. (A pending confirmation is decided by readAnswer.)
+func routeAfterAnalyzer(intent, directResponse string) string {
+	if intent == IntentDirectAnswer {
+		if directResponse != "" {
 			return nodeEnd
 		}
 		return NodeResponder
@@ -38,46 +17,24 @@ func routeAfterAnalyzer(d analyzerDecision) string {
 	return NodeGatherer
 }
 
-// gathererOutcome is what routing needs from the gatherer loop.
-type gathererOutcome struct {
-	actionComplete bool // action set, params set, nothing missing
-	valid          bool // Go validation passed
-}
-
 // routeAfterGatherer: a complete and valid action goes to the confirmation
 // node; missing or invalid params and information-only requests go to the
 // responder.
-func routeAfterGatherer(o gathererOutcome) string {
-	if o.actionComplete && o.valid {
+func routeAfterGatherer(hasAction, ready bool) string {
+	if hasAction && ready {
 		return NodeConfirmation
 	}
 	return NodeResponder
 }
 
-// routeAfterConfirmation: an action the policy (or --yes) lets through runs
-// at once; otherwise the responder shows the confirmation and the turn
-// pauses.
-func routeAfterConfirmation(needsHuman bool) string {
-	if needsHuman {
+// routeAfterExecution: a multi-step request (next_step set by the original
+// request, never by the word "yes") goes back to the analyzer; a single
+// step, or a failed one, goes straight to the responder without an LLM call.
+func routeAfterExecution(nextStep string, failed bool) string {
+	if failed || nextStep == "" {
 		return NodeResponder
 	}
-	return NodeExecutor
-}
-
-// routeAfterExecutor: a job still running suspends the turn; a multi-step
-// request (next_step set by the original request) goes back to the analyzer;
-// a single step goes straight to the responder without an LLM call.
-func routeAfterExecutor(jobPending bool, nextStep string, pausing bool) string {
-	switch {
-	case jobPending:
-		return nodeEnd
-	case pausing:
-		return NodeResponder // stale plan re-shown, or refused
-	case nextStep != "":
-		return NodeAnalyzer
-	default:
-		return NodeResponder
-	}
+	return NodeAnalyzer
 }
 
 // routeAfterResponder: the responder ends the turn. It never routes back to
@@ -89,5 +46,17 @@ func routeAfterResponder(outputEnabled bool) string {
 	return nodeEnd
 }
 
-// maxTransitions bounds the node transitions of one turn.
-const maxTransitions = 24
+// routeInterrupted: where a turn that a crash stopped between two nodes
+// goes on. An approval does not outlive its process, so a confirmation
+// still standing is shown again; the executor's own work is settled by
+// crash recovery before this is asked.
+func routeInterrupted(nextNode string, confirmationStands bool) string {
+	if confirmationStands {
+		return NodeResponder
+	}
+	switch nextNode {
+	case NodeAnalyzer, NodeGatherer, NodeConfirmation, NodeResponder, NodeOutput:
+		return nextNode
+	}
+	return NodeResponder
+}

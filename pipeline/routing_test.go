@@ -3,71 +3,101 @@ package pipeline
 import "testing"
 
 func TestRouteAfterAnalyzer(t *testing.T) {
-	yes, no := true, false
 	tests := []struct {
-		name string
-		d    analyzerDecision
-		want string
+		name, intent, direct, want string
 	}{
-		{"direct answer written by the analyzer ends the turn", analyzerDecision{intent: IntentDirectAnswer, directResponse: "hi"}, nodeEnd},
-		{"direct answer without text goes to the responder", analyzerDecision{intent: IntentDirectAnswer}, NodeResponder},
-		{"needs info goes to the gatherer", analyzerDecision{intent: IntentNeedsInfo}, NodeGatherer},
-		{"pending + confirmed runs the executor", analyzerDecision{intent: IntentNeedsInfo, pendingAtStart: true, userConfirmed: &yes}, NodeExecutor},
-		{"pending + denied goes to the responder", analyzerDecision{intent: IntentNeedsInfo, pendingAtStart: true, userConfirmed: &no}, NodeResponder},
-		{"pending + unclear asks again", analyzerDecision{intent: IntentNeedsInfo, pendingAtStart: true}, NodeResponder},
-		{"user_confirmed without a pending confirmation is ignored", analyzerDecision{intent: IntentNeedsInfo, userConfirmed: &yes}, NodeGatherer},
-		{"a continuation never confirms", analyzerDecision{intent: IntentNeedsInfo, pendingAtStart: true, continuation: true, userConfirmed: &yes}, NodeGatherer},
+		{"direct answer written by the analyzer ends the turn", IntentDirectAnswer, "hi", nodeEnd},
+		{"direct answer without text goes to the responder", IntentDirectAnswer, "", NodeResponder},
+		{"needs info goes to the gatherer", IntentNeedsInfo, "", NodeGatherer},
+		{"needs info with text still gathers", IntentNeedsInfo, "hi", NodeGatherer},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := routeAfterAnalyzer(tt.d); got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
+		if got := routeAfterAnalyzer(tt.intent, tt.direct); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestReadAnswerNeverApproves: the analyzer can deny, or deny with a
+// change; whatever it says, it never approves.
+func TestReadAnswerNeverApproves(t *testing.T) {
+	yes, no := true, false
+	tests := []struct {
+		name    string
+		args    analyzeArgs
+		message string
+		want    answerKind
+	}{
+		{"a model claiming a yes is unclear", analyzeArgs{IntentType: IntentNeedsInfo, UserConfirmed: &yes}, "hmm, what happens to enrolled students?", answerUnclear},
+		{"a model claiming a yes with a direct answer is unclear", analyzeArgs{IntentType: IntentDirectAnswer, UserConfirmed: &yes}, "sounds great", answerUnclear},
+		{"null is unclear", analyzeArgs{IntentType: IntentNeedsInfo}, "what?", answerUnclear},
+		{"false is a denial", analyzeArgs{IntentType: IntentDirectAnswer, UserConfirmed: &no}, "No! I never asked for that.", answerDenied},
+		{"false with a request but no change cue is a denial", analyzeArgs{IntentType: IntentNeedsInfo, UserConfirmed: &no}, "No! I never asked for that.", answerDenied},
+		{"false with change_requested is a change", analyzeArgs{IntentType: IntentNeedsInfo, UserConfirmed: &no, ChangeRequested: &yes}, "no, rather the other one", answerChanged},
+		{"change_requested false wins over a cue", analyzeArgs{IntentType: IntentNeedsInfo, UserConfirmed: &no, ChangeRequested: &no}, "no, use nothing", answerDenied},
+		{"a change cue without the field", analyzeArgs{IntentType: IntentNeedsInfo, UserConfirmed: &no}, "no, use 60/40 instead", answerChanged},
+	}
+	for _, tt := range tests {
+		args := tt.args
+		if got := readAnswer(&args, tt.message); got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
 
 func TestRouteAfterGatherer(t *testing.T) {
 	tests := []struct {
-		o    gathererOutcome
-		want string
+		hasAction, ready bool
+		want             string
 	}{
-		{gathererOutcome{actionComplete: true, valid: true}, NodeConfirmation},
-		{gathererOutcome{actionComplete: true, valid: false}, NodeResponder},
-		{gathererOutcome{}, NodeResponder},
+		{true, true, NodeConfirmation},
+		{true, false, NodeResponder},
+		{false, false, NodeResponder},
 	}
 	for _, tt := range tests {
-		if got := routeAfterGatherer(tt.o); got != tt.want {
-			t.Errorf("%+v: got %q, want %q", tt.o, got, tt.want)
+		if got := routeAfterGatherer(tt.hasAction, tt.ready); got != tt.want {
+			t.Errorf("%+v: got %q, want %q", tt, got, tt.want)
 		}
 	}
 }
 
-func TestRouteAfterConfirmation(t *testing.T) {
-	if got := routeAfterConfirmation(true); got != NodeResponder {
-		t.Errorf("needs human: got %q", got)
+func TestRouteAfterExecution(t *testing.T) {
+	tests := []struct {
+		name   string
+		next   string
+		failed bool
+		want   string
+	}{
+		{"single step goes to the responder", "", false, NodeResponder},
+		{"multi step goes back to the analyzer", "then show assignments", false, NodeAnalyzer},
+		{"a failed step ends the request", "then show assignments", true, NodeResponder},
 	}
-	if got := routeAfterConfirmation(false); got != NodeExecutor {
-		t.Errorf("approved by policy: got %q", got)
+	for _, tt := range tests {
+		if got := routeAfterExecution(tt.next, tt.failed); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }
 
-func TestRouteAfterExecutor(t *testing.T) {
+func TestRouteInterrupted(t *testing.T) {
 	tests := []struct {
-		name       string
-		jobPending bool
-		next       string
-		pausing    bool
-		want       string
+		next   string
+		stands bool
+		want   string
 	}{
-		{"single step goes to the responder", false, "", false, NodeResponder},
-		{"multi step goes back to the analyzer", false, "then show assignments", false, NodeAnalyzer},
-		{"a running job suspends", true, "then x", false, nodeEnd},
-		{"a refused stale plan is shown again", false, "then x", true, NodeResponder},
+		{NodeGatherer, false, NodeGatherer},
+		{NodeAnalyzer, false, NodeAnalyzer},
+		{NodeResponder, false, NodeResponder},
+		{NodeOutput, false, NodeOutput},
+		{NodeConfirmation, false, NodeConfirmation},
+		{NodeExecutor, false, NodeResponder}, // settled by crash recovery
+		{"", false, NodeResponder},
+		{NodeExecutor, true, NodeResponder}, // an approval does not outlive its process: asked again
+		{NodeGatherer, true, NodeResponder},
 	}
 	for _, tt := range tests {
-		if got := routeAfterExecutor(tt.jobPending, tt.next, tt.pausing); got != tt.want {
-			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		if got := routeInterrupted(tt.next, tt.stands); got != tt.want {
+			t.Errorf("%+v: got %q, want %q", tt, got, tt.want)
 		}
 	}
 }
@@ -85,10 +115,15 @@ func TestRouteAfterResponderNeverLoops(t *testing.T) {
 }
 
 func TestClearAnswer(t *testing.T) {
-	tests := map[string]answer{
-		"yes": answerYes, " Yes! ": answerYes, "OK.": answerYes, "go ahead": answerYes, "Do it!": answerYes, "y": answerYes,
-		"no": answerNo, "Cancel": answerNo, "don't": answerNo, "Don’t.": answerNo, "abort": answerNo,
-		"yes but change the weights": answerUnclear, "maybe": answerUnclear, "": answerUnclear, "sure thing, go for it": answerUnclear,
+	tests := map[string]answerKind{
+		"yes": answerApproved, " Yes! ": answerApproved, "OK.": answerApproved, "go ahead": answerApproved, "Do it!": answerApproved, "y": answerApproved,
+		"yes please": answerApproved, "Yes, go ahead.": answerApproved, "ok, do it": answerApproved, "sure, thanks!": answerApproved, "yep": answerApproved,
+		"Confirm": answerApproved, "yes?": answerApproved,
+		"no": answerDenied, "Cancel": answerDenied, "don't": answerDenied, "Don’t.": answerDenied, "abort": answerDenied, "no thanks": answerDenied, "No, thank you.": answerDenied,
+		"yes but change the weights": answerUnclear, "maybe": answerUnclear, "": answerUnclear, "   ": answerUnclear,
+		"hmm, what would happen to the students already enrolled?": answerUnclear,
+		"yes, but use 60/40": answerUnclear, "no, use 60/40 instead": answerUnclear, "yes no": answerUnclear,
+		"ok delete everything": answerUnclear, "do it for all experiments": answerUnclear,
 	}
 	for in, want := range tests {
 		if got := clearAnswer(in); got != want {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
@@ -113,8 +114,12 @@ type State struct {
 	// ActionReasoning is the gatherer's reason for the pending action.
 	ActionReasoning string `json:"action_reasoning,omitempty"`
 	// RetryInput holds the message of a turn that failed (LLM or UpGrade
-	// unreachable) so that `resume` can run it again.
+	// unreachable), as it was after the hooks (redacted), so that `resume`
+	// can run it again.
 	RetryInput string `json:"retry_input,omitempty"`
+	// TurnActions are the actions executed in the current turn, so that a
+	// turn resumed after a crash can still report them.
+	TurnActions []ActionOut `json:"turn_actions,omitempty"`
 	// HistoryDropped counts exchanges removed from ConversationHistory to keep
 	// the checkpoint compact.
 	HistoryDropped int `json:"history_dropped,omitempty"`
@@ -173,6 +178,7 @@ func (s *State) resetTurn(input string) {
 	s.UserConfirmed = nil
 	s.ConversationComplete = false
 	s.CurrentState = StateAnalyzing
+	s.TurnActions = nil
 }
 
 // clearPending drops the pending action, its params, its confirmation and
@@ -207,13 +213,21 @@ func (s *State) addLog(e LogEntry) {
 	}
 }
 
-// invalidateExperiments forgets cached experiment data after an action that
-// could have changed it.
-func (s *State) invalidateExperiments() {
-	s.ExperimentNames = nil
-	s.AllExperiments = nil
-	delete(s.GatheredInfo, "experiment_details")
-	delete(s.GatheredInfo, "enrollment_details")
+// invalidate forgets the cached server data an executed action declared
+// stale.
+func (s *State) invalidate(caches []actions.Cache) {
+	for _, c := range caches {
+		switch c {
+		case actions.CacheExperiments:
+			s.ExperimentNames = nil
+			s.AllExperiments = nil
+			delete(s.GatheredInfo, "experiment_details")
+		case actions.CacheEnrollment:
+			delete(s.GatheredInfo, "enrollment_details")
+		case actions.CacheContexts:
+			s.ContextMetadata = nil
+		}
+	}
 }
 
 // setInfo stores v at gathered_info.key or gathered_info.key.sub.

@@ -6,25 +6,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"sync"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/upgrade-agent/upgrade-agent/llm"
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
 
 // toolDef is one LLM tool: its contract (name, description, JSON schema) and
-// the Go code behind it. Arguments are validated against the schema and then
-// decoded strictly; a failure becomes a tool result that tells the model what
-// to fix, never a crash.
+// the Go code behind it. Arguments are decoded the way models write them
+// (see actions.Decode); a problem becomes a tool result that tells the
+// model what to fix, never a crash.
 type toolDef struct {
 	name     string
 	desc     string
 	readOnly bool // may run concurrently with other read-only calls
 	schema   json.RawMessage
-	resolved *jsonschema.Resolved
 	run      func(ctx context.Context, t *turn, raw json.RawMessage) (any, error)
 }
 
@@ -38,27 +35,14 @@ func inputErrorf(format string, args ...any) error {
 }
 
 // newTool builds a tool whose arguments are the struct T. Field tags:
-// `json:"name,omitempty"` makes a parameter optional, `jsonschema:"..."`
-// describes it.
+// `json:"name,omitempty"` makes a parameter optional (and nullable),
+// `jsonschema:"..."` describes it.
 func newTool[T any](name, desc string, readOnly bool, fn func(ctx context.Context, t *turn, args T) (any, error)) *toolDef {
-	schema, err := jsonschema.For[T](nil)
-	if err != nil {
-		panic(fmt.Sprintf("tool %s: schema: %v", name, err)) // programming error, caught by tests
-	}
-	tidySchema(schema)
-	resolved, err := schema.Resolve(nil)
-	if err != nil {
-		panic(fmt.Sprintf("tool %s: resolve: %v", name, err))
-	}
-	raw, err := json.Marshal(wireSchema(schema))
-	if err != nil {
-		panic(fmt.Sprintf("tool %s: marshal: %v", name, err))
-	}
 	return &toolDef{
-		name: name, desc: desc, readOnly: readOnly, schema: raw, resolved: resolved,
+		name: name, desc: desc, readOnly: readOnly, schema: actions.SchemaFor[T](),
 		run: func(ctx context.Context, t *turn, raw json.RawMessage) (any, error) {
-			var args T
-			if err := decodeStrict(raw, &args); err != nil {
+			args, err := actions.Decode[T](name, raw)
+			if err != nil {
 				return nil, &toolInputError{msg: err.Error()}
 			}
 			return fn(ctx, t, args)
@@ -66,80 +50,55 @@ func newTool[T any](name, desc string, readOnly bool, fn func(ctx context.Contex
 	}
 }
 
-// tidySchema drops the "null" member that slices get by default: the model
-// should send a list or leave the field out.
-func tidySchema(s *jsonschema.Schema) {
-	if s == nil {
-		return
-	}
-	if len(s.Types) == 2 && s.Types[0] == "null" && s.Types[1] == "array" {
-		s.Type, s.Types = s.Types[1], nil
-	}
-	for _, p := range s.Properties {
-		tidySchema(p)
-	}
-	tidySchema(s.Items)
-	if s.AdditionalProperties != nil && s.AdditionalProperties.Type != "" {
-		tidySchema(s.AdditionalProperties)
-	}
+// decodeArgs decodes the arguments of a forced tool call.
+func decodeArgs[T any](call llm.ToolCall) (T, error) {
+	return actions.Decode[T](call.Name, json.RawMessage(call.Arguments))
 }
 
-// wireSchema is the schema as sent to the model: without
-// "additionalProperties": false (the arguments are still validated against
-// the full schema and decoded strictly), which saves tokens on every call.
-func wireSchema(s *jsonschema.Schema) *jsonschema.Schema {
-	c := s.CloneSchemas()
-	var strip func(*jsonschema.Schema)
-	strip = func(x *jsonschema.Schema) {
-		if x == nil {
-			return
-		}
-		if ap := x.AdditionalProperties; ap != nil && ap.Not != nil {
-			x.AdditionalProperties = nil
-		}
-		for _, p := range x.Properties {
-			strip(p)
-		}
-		strip(x.Items)
-	}
-	strip(c)
-	return c
-}
-
-// decodeStrict decodes JSON into v rejecting unknown fields and trailing data.
-func decodeStrict(raw json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = json.RawMessage("{}")
+// decodeObject reads tool arguments as a JSON object; arguments encoded
+// twice (a JSON string holding the object) are decoded once more, and
+// empty arguments are {}.
+func decodeObject(raw json.RawMessage) (map[string]any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return map[string]any{}, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return describeJSONError(err)
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("arguments are not valid JSON: %v", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	if dec.More() {
-		return errors.New("unexpected data after the JSON object")
+	if s, ok := v.(string); ok {
+		return decodeObject(json.RawMessage(s))
 	}
-	return nil
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("arguments must be a JSON object")
+	}
+	return obj, nil
 }
 
-func describeJSONError(err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		field := te.Field
-		if field == "" {
-			field = "(top level)"
+// dropNulls removes members whose value is null: null means "not given".
+func dropNulls(obj map[string]any) {
+	for k, v := range obj {
+		switch x := v.(type) {
+		case nil:
+			delete(obj, k)
+		case map[string]any:
+			dropNulls(x)
 		}
-		return fmt.Errorf("field %q: expected %s, got %s", field, te.Type.String(), te.Value)
 	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Errorf("arguments are not valid JSON (offset %d): %v", se.Offset, err)
+}
+
+// toolName is a tool name as a model may write it, without the prefix some
+// add ("functions.get_core_terms").
+func toolName(name string) string {
+	name = strings.TrimSpace(name)
+	if i := strings.LastIndex(name, "."); i >= 0 {
+		name = name[i+1:]
 	}
-	msg := err.Error()
-	if strings.HasPrefix(msg, "json: unknown field ") {
-		return fmt.Errorf("unknown parameter %s", strings.TrimPrefix(msg, "json: unknown field "))
-	}
-	return errors.New(strings.TrimPrefix(msg, "json: "))
+	return name
 }
 
 // toolSet is an ordered set of tools offered to one node. The order and the
@@ -177,7 +136,7 @@ func (ts *toolSet) execute(ctx context.Context, t *turn, calls []llm.ToolCall) [
 	out := make([]toolOutcome, len(calls))
 	i := 0
 	for i < len(calls) {
-		d := ts.byName[calls[i].Name]
+		d := ts.lookup(calls[i].Name)
 		if d == nil || !d.readOnly {
 			out[i] = ts.one(ctx, t, calls[i])
 			i++
@@ -185,7 +144,7 @@ func (ts *toolSet) execute(ctx context.Context, t *turn, calls []llm.ToolCall) [
 		}
 		j := i
 		for j < len(calls) {
-			dj := ts.byName[calls[j].Name]
+			dj := ts.lookup(calls[j].Name)
 			if dj == nil || !dj.readOnly {
 				break
 			}
@@ -201,24 +160,27 @@ func (ts *toolSet) execute(ctx context.Context, t *turn, calls []llm.ToolCall) [
 	return out
 }
 
+// lookup finds a tool by name, ignoring case and a "functions." prefix.
+func (ts *toolSet) lookup(name string) *toolDef {
+	if d := ts.byName[name]; d != nil {
+		return d
+	}
+	n := toolName(name)
+	for _, d := range ts.list {
+		if strings.EqualFold(d.name, n) {
+			return d
+		}
+	}
+	return nil
+}
+
 func (ts *toolSet) one(ctx context.Context, t *turn, call llm.ToolCall) toolOutcome {
-	d := ts.byName[call.Name]
+	d := ts.lookup(call.Name)
 	if d == nil {
 		return toolOutcome{call: call, failed: true,
 			content: errorResult(fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, strings.Join(ts.names(), ", ")))}
 	}
-	raw := json.RawMessage(call.Arguments)
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = json.RawMessage("{}")
-	}
-	var inst any
-	if err := json.Unmarshal(raw, &inst); err != nil {
-		return toolOutcome{call: call, failed: true, content: errorResult("arguments are not valid JSON: " + err.Error())}
-	}
-	if err := d.resolved.Validate(inst); err != nil {
-		return toolOutcome{call: call, failed: true, content: errorResult("invalid arguments: " + err.Error())}
-	}
-	res, err := d.run(ctx, t, raw)
+	res, err := d.run(ctx, t, json.RawMessage(call.Arguments))
 	if err != nil {
 		var ie *toolInputError
 		if !errors.As(err, &ie) {
@@ -226,7 +188,7 @@ func (ts *toolSet) one(ctx context.Context, t *turn, call llm.ToolCall) toolOutc
 		}
 		return toolOutcome{call: call, failed: true, content: errorResult(err.Error())}
 	}
-	t.noteToolResult(call.Name, res)
+	t.noteToolResult(d.name, res)
 	return toolOutcome{call: call, content: compactJSON(res)}
 }
 
@@ -267,17 +229,4 @@ func marshalNoEscape(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
-// isNil reports whether v is nil or a nil pointer/map/slice.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
 }

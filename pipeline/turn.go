@@ -17,14 +17,15 @@ import (
 )
 
 // turn is everything one turn accumulates while it runs. It never outlives
-// the turn; what must survive goes into State or the checkpoint.
+// the turn; what must survive is on the Session (interrupt, effects) or in
+// State.
 type turn struct {
 	a    *Agent
 	sess *Session
 	st   *State
 	mu   sync.Mutex // guards st and the fields below during concurrent tool calls
 
-	input    string        // the message, after hooks
+	input    string        // the message, after hooks: the only copy kept
 	messages []llm.Message // recent exchanges after hooks, for prompts
 	extra    []string      // context lines from update_agent_state hooks
 
@@ -37,45 +38,106 @@ type turn struct {
 	meta     upgrade.ContextMetadata
 	metaErr  error
 
-	toolResults []namedResult // read results of this turn, for the responder's report
+	toolResults []namedResult     // read results of this turn, for the responder's report
+	problems    []actions.Problem // the latest validation of the draft action (nil: not validated since it changed)
+	declared    map[string]bool   // params the model said only the person can give
+	// stop ends the gatherer's loop after the current round: the model
+	// named params only the person can give, or gave a full set whose
+	// values only the person can correct. A partial set goes on.
+	stop bool
 
-	// pendingAtStart is the confirmation that was waiting when the turn
-	// began. Only it can be approved in this turn.
-	pendingAtStart *actions.Plan
-	approved       bool   // a human (or the never policy with --yes) approved the pending plan
-	approvedBy     string // "human", "answer", "yes-flag", "policy"
-	denied         bool
-	reask          bool   // the answer was unclear: show the confirmation again
-	staleNote      string // the plan changed since it was shown
-	plan           *actions.Plan
-	pausing        bool // the turn ends awaiting confirmation
-	suspended      bool // the turn ends waiting on a job
-	jobID          string
-	directDone     bool // analyzer's direct_response ended the turn
-	actionsRun     []ActionOut
-	terminated     string // termination_reason
-	authFailed     bool
-	unreachable    bool
-	continuation   bool   // the analyzer runs after the executor for a next step
-	nextStep       string // the step the analyzer and gatherer work on after an execution
+	// pending is the confirmation an earlier turn left; answer is what this
+	// turn made of it. Only it can be approved in this turn, and only by the
+	// person's own words, --yes, or the never policy.
+	pending    *Pending
+	answer     answerKind
+	approvedBy string   // human, yes-flag, policy
+	approvedP  *Pending // the confirmation approved in this turn
+	reaskOnly  bool     // an interrupted action's outcome is unknown: ask again, never run blindly
+	// showing is the confirmation the responder shows: the turn pauses.
+	showing *Pending
+	notes   []string // said with the confirmation: stale, unclear, interrupted
+	denied  string   // the action a denial dropped in this turn
 
-	params       actions.Params // validated params of the pending action (this turn)
-	mcpPlan      *actions.Plan  // the plan of a validated MCP action (this turn)
-	humanDecided bool           // a human answered a confirmation in this turn
-	deniedAction string
-	responded    bool // OnResponse was called
-	reconciled   []map[string]any
-	jobStatus    *JobStatus
+	continuation bool   // the analyzer runs after the executor for a next step
+	nextStep     string // the step the analyzer and gatherer work on after an execution
+	recovered    []map[string]any
+	job          *JobStatus
+	output       map[string]any
+	responded    bool
 
-	terminateSession bool // a termination word ended the session
-	resetAutoReplies bool // the auto-reply limit fired: start counting again
-	output           map[string]any
-	forceReask       bool // an interrupted action's outcome is unknown: ask again, never run blindly
+	end ending
+}
+
+// answerKind is what a turn made of a pending confirmation.
+type answerKind int
+
+const (
+	answerNone     answerKind = iota
+	answerApproved            // the person's clear yes, --yes, or the policy
+	answerDenied              // a no: the pending action is dropped
+	answerChanged             // a no with a correction: gather the changed action
+	answerUnclear             // ask again, run nothing
+)
+
+// ending is how a turn ends besides its interrupt (which the Session holds).
+type ending struct {
+	terminated       string // termination_reason
+	terminateSession bool   // a termination word ended the session
+	resetAutoReplies bool   // the auto-reply limit fired: start counting again
+	failure          error  // the first auth or connection failure: the turn fails with it
 }
 
 type namedResult struct {
 	Tool   string `json:"tool"`
 	Result any    `json:"result"`
+}
+
+// takeStop reports and clears the gatherer's stop signal.
+func (t *turn) takeStop() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.stop
+	t.stop = false
+	return s
+}
+
+// approve records that p may run in this turn.
+func (t *turn) approve(p *Pending, by string) {
+	t.answer, t.approvedBy, t.approvedP = answerApproved, by, p
+	if by == "human" {
+		v := true
+		t.st.UserConfirmed = &v
+	}
+}
+
+// approved is the confirmation approved in this turn, if any.
+func (t *turn) approved() *Pending {
+	if t.answer != answerApproved {
+		return nil
+	}
+	return t.approvedP
+}
+
+// deny drops the pending confirmation. A denial that carries a change
+// keeps the draft for the gatherer.
+func (t *turn) deny(changed bool) {
+	t.answer = answerDenied
+	if changed {
+		t.answer = answerChanged
+	}
+	if t.pending != nil {
+		t.denied = t.pending.Bound.Name
+	}
+	v := false
+	t.st.UserConfirmed = &v
+	t.sess.deny(changed)
+	t.pending = nil
+}
+
+// humanDecided: a person answered a confirmation in this turn.
+func (t *turn) humanDecided() bool {
+	return (t.answer == answerApproved && t.approvedBy == "human") || t.answer == answerDenied || t.answer == answerChanged
 }
 
 func (t *turn) update(fn func(s *State)) {
@@ -93,19 +155,28 @@ func (t *turn) noteToolResult(name string, res any) {
 	t.toolResults = append(t.toolResults, namedResult{Tool: name, Result: res})
 }
 
-// recordError classifies an error from UpGrade or elsewhere into State.Errors.
+// recordError classifies an error from UpGrade or elsewhere into
+// State.Errors. An authentication failure, or an UpGrade that gives no
+// answer at all, also fails the turn: the reply still explains it, and the
+// exit code says it (3 or 1).
 func (t *turn) recordError(err error) {
 	typ := errorType(err)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if typ == ErrTypeAuth {
-		t.authFailed = true
-	}
-	var ue *upgrade.Error
-	if errors.As(err, &ue) && ue.Status == 0 && ue.Category == upgrade.CategoryAPI {
-		t.unreachable = true // no HTTP answer at all: the turn fails (exit 1)
+	if t.end.failure == nil && failsTurn(err) {
+		t.end.failure = err
 	}
 	t.st.addError(typ, err.Error())
+}
+
+// failsTurn: no answer from UpGrade at all (connection refused, reset,
+// timeout), or credentials refused by UpGrade or the LLM.
+func failsTurn(err error) bool {
+	if errorType(err) == ErrTypeAuth {
+		return true
+	}
+	var ue *upgrade.Error
+	return errors.As(err, &ue) && ue.Status == 0 && ue.Category == upgrade.CategoryAPI
 }
 
 // errorType maps an error to the types of pipeline.md, by the error's kind.
@@ -113,9 +184,13 @@ func errorType(err error) string {
 	if c := upgrade.CategoryOf(err); c != "" {
 		return string(c)
 	}
-	var je *jobError
+	var je *actions.JobError
 	if errors.As(err, &je) {
-		return je.typ
+		return je.Type()
+	}
+	var pe *actions.ParseError
+	if errors.As(err, &pe) {
+		return ErrTypeValidation
 	}
 	var le *llm.Error
 	if errors.As(err, &le) && le.Kind == llm.KindAuth {

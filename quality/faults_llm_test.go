@@ -212,13 +212,13 @@ func TestLLMBadToolCalls(t *testing.T) {
 	r := c.run("ask", "-o", "json", "--llm", c.script("s.yaml", `
 - call:
     analyze_user_request: {intent_type: maybe, confidence: 0.9, user_request_summary: Find Math Hints., reasoning: lookup}
-- messages_contain: ["intent_type must be direct_answer or needs_info"]
+- messages_contain: ['intent_type: got \"maybe\": use direct_answer or needs_info']
   call:
     analyze_user_request: {intent_type: needs_info, confidence: 0.9, user_request_summary: Find Math Hints., reasoning: lookup}
 - raw_call: {name: find_experiment, arguments: '{"name": "Math'}
 - messages_contain: [arguments are not valid JSON]
-  raw_call: {name: find_experiment, arguments: '{"name": 42}'}
-- messages_contain: [invalid arguments]
+  raw_call: {name: find_experiment, arguments: '{"name": ["Math"]}'}
+- messages_contain: ['name: got a list: expected a string']
   raw_call: {name: lookup_experiment, arguments: '{"name": "Math Hints"}'}
 - messages_contain: ['unknown tool \"lookup_experiment\"']
   call:

@@ -136,13 +136,16 @@ func FuzzToolArguments(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	if _, err := actions.Execute(context.Background(), api, actions.CreateExperimentParams{Name: "Math Hints", Context: "assign-prog",
+	if _, err := actions.Run(context.Background(), api, actions.CreateExperimentParams{Name: "Math Hints", Context: "assign-prog",
 		DecisionPoints: []actions.DecisionPointParam{{Site: "SelectSection", Target: "absolute_value_plot_equality"}},
 		Conditions:     []actions.ConditionParam{{Code: "control", Weight: ptr(50.0)}, {Code: "variant", Weight: ptr(50.0)}}}); err != nil {
 		f.Fatal(err)
 	}
 	client := &fuzzLLM{}
-	agent := &pipeline.Agent{LLM: client, API: api, Model: "fuzz"}
+	agent, err := pipeline.New(pipeline.Deps{LLM: client, API: api}, pipeline.Settings{Model: "fuzz"})
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, tool uint8, args string) {
 		client.mu.Lock()
 		client.tool, client.args, client.results = tool, args, nil

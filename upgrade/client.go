@@ -355,6 +355,13 @@ func WithCreateID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, createIDKey{}, id)
 }
 
+// CreateIDOf is the id WithCreateID put in ctx ("" when none): for fakes of
+// the client.
+func CreateIDOf(ctx context.Context) string {
+	id, _ := ctx.Value(createIDKey{}).(string)
+	return id
+}
+
 // UpdateExperiment replaces the experiment e.ID with e (the server has no
 // partial update) and returns the server's copy. Existing condition and
 // decision point ids must be kept by the caller; new ones without an id get

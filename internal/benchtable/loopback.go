@@ -65,7 +65,7 @@ func balanceRun(ctx context.Context, delay time.Duration, rounds int) (seq, pool
 	if err != nil {
 		return 0, 0, err
 	}
-	raw, err := actions.Execute(ctx, c, actions.CreateExperimentParams{Name: "Balance", Context: "mathstream",
+	raw, err := actions.Run(ctx, c, actions.CreateExperimentParams{Name: "Balance", Context: "mathstream",
 		DecisionPoints: []actions.DecisionPointParam{{Site: "lesson-stream", Target: "question-hint"}},
 		Conditions:     []actions.ConditionParam{{Code: "question-hint-default", Weight: ptr(50.0)}, {Code: "question-hint-tutorbot", Weight: ptr(50.0)}}})
 	if err != nil {
@@ -125,7 +125,7 @@ func simulatorFigures(ctx context.Context, window time.Duration) ([]row, error) 
 		return nil, err
 	}
 	for _, name := range []string{"Assign A", "Assign B"} {
-		raw, err := actions.Execute(ctx, c, actions.CreateExperimentParams{Name: name, Context: "assign-prog",
+		raw, err := actions.Run(ctx, c, actions.CreateExperimentParams{Name: name, Context: "assign-prog",
 			DecisionPoints: []actions.DecisionPointParam{{Site: "SelectSection", Target: "absolute_value_plot_equality"}},
 			Conditions:     []actions.ConditionParam{{Code: "control", Weight: ptr(50.0)}, {Code: "variant", Weight: ptr(50.0)}}})
 		if err != nil {

@@ -161,11 +161,15 @@ func play(ctx context.Context, client *instantLLM, store checkpoint.Store, turns
 		p := actions.CreateExperimentParams{Name: name, Context: "assign-prog",
 			DecisionPoints: []actions.DecisionPointParam{{Site: "SelectSection", Target: "absolute_value_plot_equality"}},
 			Conditions:     []actions.ConditionParam{{Code: "control", Weight: ptr(50.0)}, {Code: "variant", Weight: ptr(50.0)}}}
-		if _, err := actions.Execute(ctx, api, p); err != nil {
+		if _, err := actions.Run(ctx, api, p); err != nil {
 			return nil, fmt.Errorf("setup experiment %s: %w", name, err)
 		}
 	}
-	agent := &pipeline.Agent{LLM: client, API: api, Store: store, Model: "bench-model", Logger: slog.New(slog.DiscardHandler)}
+	agent, err := pipeline.New(pipeline.Deps{LLM: client, API: api, Store: store, Logger: slog.New(slog.DiscardHandler)},
+		pipeline.Settings{Model: "bench-model"})
+	if err != nil {
+		return nil, err
+	}
 	id := checkpoint.NewSessionID()
 	fs, _ := store.(*checkpoint.FileStore)
 	out := &played{tokens: make([]int, turns+1), sizes: map[int]int64{}}

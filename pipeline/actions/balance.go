@@ -2,531 +2,189 @@ package actions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"sort"
-	"strconv"
-	"sync"
+	"strings"
+	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
-// BalanceTally is the committed progress of a condition-balance run. It is
-// what a job record stores: a restarted run continues from it.
-type BalanceTally struct {
-	Done       int            `json:"done"`
-	Total      int            `json:"total"`
-	Counts     map[string]int `json:"counts"` // condition code -> users
-	Unassigned int            `json:"unassigned"`
-	Errors     int            `json:"errors"`
-	FirstError string         `json:"first_error,omitempty"`
+// BalanceParams are the params of test_condition_balance.
+type BalanceParams struct {
+	NumUsers     int                 `json:"num_users" jsonschema:"number of synthetic users, 1..10000"`
+	Context      string              `json:"context"`
+	Site         string              `json:"site"`
+	Target       string              `json:"target"`
+	ExperimentID string              `json:"experiment_id,omitempty" jsonschema:"count only this experiment's assignments"`
+	Group        map[string][]string `json:"group,omitempty" jsonschema:"groups given to every synthetic user"`
+	WorkingGroup map[string]string   `json:"working_group,omitempty" jsonschema:"working groups given to every synthetic user"`
 }
 
-func (t BalanceTally) clone() BalanceTally {
-	c := t
-	c.Counts = make(map[string]int, len(t.Counts))
-	for k, v := range t.Counts {
-		c.Counts[k] = v
+// Action implements Params.
+func (BalanceParams) Action() Name { return TestConditionBalance }
+
+// MaxBalanceUsers bounds num_users of test_condition_balance.
+const MaxBalanceUsers = 10000
+
+func (p BalanceParams) canonical() BalanceParams {
+	return BalanceParams{NumUsers: p.NumUsers, Context: strings.TrimSpace(p.Context), Site: strings.TrimSpace(p.Site),
+		Target: strings.TrimSpace(p.Target), ExperimentID: strings.TrimSpace(p.ExperimentID),
+		Group: normGroupMap(p.Group), WorkingGroup: normWorkingGroup(p.WorkingGroup)}
+}
+
+// balanceAction runs as a job: Execute starts it (or re-attaches to it)
+// under an id derived from the approved confirmation.
+type balanceAction struct {
+	*builtin[BalanceParams]
+}
+
+var _ JobAction = balanceAction{}
+
+func init() {
+	b := &builtin[BalanceParams]{
+		spec: Spec{Name: string(TestConditionBalance), Destructive: true, LongRunning: true, Invalidates: []Cache{CacheEnrollment},
+			Schema:      schemaOf[BalanceParams](),
+			Description: "Simulate many synthetic users at a decision point and compare the condition counts with the weights (chi-square)."},
+		validate: validateBalance,
+		plan:     planBalance,
+		execute:  executeBalance,
+		reconcile: func(context.Context, Env, BalanceParams, string, time.Time) (Reconciliation, error) {
+			return Reconciliation{Outcome: OutcomeRepeat,
+				Note: "the job's id derives from the confirmation: starting it again re-attaches to the running job"}, nil
+		},
 	}
-	return c
+	b.self = balanceAction{b}
+	register(b.self)
 }
 
-// BalanceOptions tune RunBalance.
-type BalanceOptions struct {
-	// Concurrency is how many users are in flight at once (default 16).
-	Concurrency int
-	// BatchSize is how many users make one committed unit of progress
-	// (default 50).
-	BatchSize int
-	// UserPrefix names the synthetic users: prefix + index. It must be the
-	// same for every run of one job, so that a restarted run continues
-	// with the next index; required.
-	UserPrefix string
-	// Commit is called after each complete batch, in index order, with the
-	// tally including that batch. An error stops the run.
-	Commit func(t BalanceTally) error
-}
-
-// Defaults of BalanceOptions.
-const (
-	DefaultBalanceConcurrency = 16
-	DefaultBalanceBatchSize   = 50
-)
-
-// BalanceUserID is the id of synthetic user i of a run.
-func BalanceUserID(prefix string, i int) string { return prefix + strconv.Itoa(i) }
-
-type userOutcome struct {
-	index int
-	code  string // "" = unassigned
-	err   error
-}
-
-type batchAcc struct {
-	size       int
-	n          int
-	counts     map[string]int
-	unassigned int
-	errors     int
-	firstIdx   int
-	firstErr   string
-}
-
-// RunBalance simulates users start.Done .. p.NumUsers-1 and returns the
-// tally. Each user is initialised (with p's group and working group),
-// assigned in p.Context and marked at p.Site/p.Target with what was assigned
-// there. A user counts for a condition only when the assignment there
-// belongs to p.ExperimentID (any experiment when it is empty); otherwise the
-// user is unassigned.
-//
-// Users run in a pool of opts.Concurrency goroutines; results are grouped
-// in batches of opts.BatchSize consecutive indices and a batch is added to
-// the tally (and committed) only once all its users are done, in index
-// order. The returned tally is always the last committed one, so a run that
-// stops early (cancelled context, failed Commit, a batch where every user
-// failed) can be resumed from it without counting any user twice.
-func RunBalance(ctx context.Context, api UserAPI, p BalanceParams, start BalanceTally, opts BalanceOptions) (BalanceTally, error) {
-	total := p.NumUsers
+func validateBalance(c *checker, p BalanceParams) error {
 	switch {
-	case opts.UserPrefix == "":
-		return start, errors.New("balance: a user prefix is required, so that a resumed run continues with the same users")
-	case total < 1 || total > MaxBalanceUsers:
-		return start, fmt.Errorf("balance: num_users must be between 1 and %d (got %d)", MaxBalanceUsers, total)
-	case start.Done < 0 || start.Done > total:
-		return start, fmt.Errorf("balance: the saved progress (%d done) does not fit %d users", start.Done, total)
-	case start.Total != 0 && start.Total != total:
-		return start, fmt.Errorf("balance: the saved progress is for %d users, not %d", start.Total, total)
+	case p.NumUsers == 0:
+		c.missing("num_users", "num_users is required (1..%d)", MaxBalanceUsers)
+	case p.NumUsers < 1 || p.NumUsers > MaxBalanceUsers:
+		c.addValue("num_users", p.NumUsers, "num_users must be between 1 and %d", MaxBalanceUsers)
 	}
-	conc := opts.Concurrency
-	if conc <= 0 {
-		conc = DefaultBalanceConcurrency
+	if err := c.siteTarget(p.Context, p.Site, p.Target); err != nil {
+		return err
 	}
-	size := opts.BatchSize
-	if size <= 0 {
-		size = DefaultBalanceBatchSize
+	c.groups(p.Group, p.WorkingGroup)
+	if p.ExperimentID == "" {
+		return nil
 	}
-	tally := start.clone()
-	tally.Total = total
-	if tally.Done == total {
-		return tally, nil
+	e, err := c.experiment("experiment_id", p.ExperimentID)
+	if err != nil || e == nil {
+		return err
 	}
-	if conc > total-tally.Done {
-		conc = total - tally.Done
+	if p.Context != "" && !contains(e.Context, p.Context) {
+		c.add("experiment_id", "experiment %q runs in context %s, not %s", e.Name, listOrNone(e.Context), p.Context)
+	} else if p.Site != "" && p.Target != "" && !hasPartition(e, p.Site, p.Target) {
+		c.add("experiment_id", "experiment %q has no decision point %s; its decision points: %s",
+			e.Name, siteTarget(p.Site, p.Target), listOrNone(partitionNames(e)))
 	}
-
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	indices := make(chan int)
-	results := make(chan userOutcome, conc)
-	var wg sync.WaitGroup
-	for w := 0; w < conc; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range indices {
-				r := balanceUser(runCtx, api, p, opts.UserPrefix, i)
-				select {
-				case results <- r:
-				case <-runCtx.Done():
-					return
-				}
-			}
-		}()
-	}
-	// Dispatch runs at most window users ahead of the committed tally:
-	// memory for pending batches stays bounded, and a server that fails
-	// every call is noticed after a batch, not after all users. The window
-	// holds a whole batch plus the pool, so the pool never idles waiting
-	// for a commit.
-	window := 2*size + conc
-	tickets := make(chan struct{}, window)
-	go func() {
-		defer close(indices)
-		for i := tally.Done; i < total; i++ {
-			select {
-			case tickets <- struct{}{}:
-			case <-runCtx.Done():
-				return
-			}
-			select {
-			case indices <- i:
-			case <-runCtx.Done():
-				return
-			}
-		}
-	}()
-	go func() {
-		wg.Wait()
-		close(results)
-	}()
-
-	// stop cancels the workers and waits for them, so that no goroutine
-	// of this run outlives the call.
-	stop := func() {
-		cancel()
-		for range results {
-		}
-	}
-
-	first := tally.Done
-	batchOf := func(i int) int { return (i - first) / size }
-	batchSize := func(k int) int {
-		lo := first + k*size
-		return min(size, total-lo)
-	}
-	pending := map[int]*batchAcc{}
-	next := 0
-	for r := range results {
-		k := batchOf(r.index)
-		acc := pending[k]
-		if acc == nil {
-			acc = &batchAcc{size: batchSize(k), counts: map[string]int{}, firstIdx: -1}
-			pending[k] = acc
-		}
-		acc.add(r)
-		for {
-			acc, ok := pending[next]
-			if !ok || acc.n < acc.size {
-				break
-			}
-			if runCtx.Err() != nil {
-				// Users that ran into the cancellation count as errors
-				// that did not really happen; keep the batch out.
-				stop()
-				return tally, runCtx.Err()
-			}
-			// A whole batch of failures means UpGrade is down or refuses
-			// every user: stop rather than grind through the rest. A
-			// short last batch is not evidence enough.
-			if acc.errors == acc.size && acc.size == min(size, total-first) {
-				stop()
-				lo := first + next*size
-				return tally, fmt.Errorf("balance: every user of %d..%d failed: %s", lo, lo+acc.size-1, acc.firstErr)
-			}
-			candidate := tally.clone()
-			acc.mergeInto(&candidate)
-			if opts.Commit != nil {
-				if err := opts.Commit(candidate.clone()); err != nil {
-					stop()
-					return tally, fmt.Errorf("balance: committing progress at %d users: %w", candidate.Done, err)
-				}
-			}
-			tally = candidate
-			delete(pending, next)
-			next++
-			for j := 0; j < acc.size; j++ {
-				<-tickets
-			}
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return tally, err
-	}
-	if tally.Done != total {
-		// Only reachable if workers stopped without the context ending.
-		return tally, fmt.Errorf("balance: stopped at %d of %d users", tally.Done, total)
-	}
-	return tally, nil
+	return nil
 }
 
-func (a *batchAcc) add(r userOutcome) {
-	a.n++
-	switch {
-	case r.err != nil:
-		a.errors++
-		if a.firstIdx < 0 || r.index < a.firstIdx {
-			a.firstIdx, a.firstErr = r.index, r.err.Error()
-		}
-	case r.code == "":
-		a.unassigned++
-	default:
-		a.counts[r.code]++
-	}
-}
-
-func (a *batchAcc) mergeInto(t *BalanceTally) {
-	t.Done += a.n
-	t.Unassigned += a.unassigned
-	t.Errors += a.errors
-	for code, n := range a.counts {
-		t.Counts[code] += n
-	}
-	if t.FirstError == "" && a.firstErr != "" {
-		t.FirstError = a.firstErr
-	}
-}
-
-func balanceUser(ctx context.Context, api UserAPI, p BalanceParams, prefix string, i int) userOutcome {
-	ac, err := visit(ctx, api, BalanceUserID(prefix, i), p.Context, p.Site, p.Target, p.Group, p.WorkingGroup)
-	if err != nil {
-		return userOutcome{index: i, err: err}
-	}
-	if ac == nil || (p.ExperimentID != "" && ac.ExperimentID != p.ExperimentID) {
-		return userOutcome{index: i}
-	}
-	return userOutcome{index: i, code: ac.ConditionCode}
-}
-
-// ConditionShare is one condition's line of a balance result. Share and
-// ExpectedShare are fractions of the assigned users (0..1).
-type ConditionShare struct {
-	Code          string  `json:"code"`
-	Count         int     `json:"count"`
-	Share         float64 `json:"share"`
-	ExpectedShare float64 `json:"expected_share"`
-	Expected      float64 `json:"expected_count"`
-}
-
-// BalanceResult is the outcome of test_condition_balance. DF is 0 when no
-// test was possible (fewer than two weighted conditions, nobody assigned, or
-// no experiment to take weights from); ChiSquare and PValue are then 0 and 1.
-type BalanceResult struct {
-	ExperimentID    string           `json:"experiment_id,omitempty"`
-	ExperimentName  string           `json:"experiment_name,omitempty"`
-	ExperimentState upgrade.State    `json:"experiment_state,omitempty"`
-	Users           int              `json:"users"`
-	Assigned        int              `json:"assigned"`
-	Conditions      []ConditionShare `json:"conditions"`
-	Unassigned      int              `json:"unassigned"`
-	Errors          int              `json:"errors"`
-	FirstError      string           `json:"first_error,omitempty"`
-	ChiSquare       float64          `json:"chi_square"`
-	DF              int              `json:"df"`
-	PValue          float64          `json:"p_value"`
-	Warnings        []string         `json:"warnings,omitempty"`
-}
-
-// Significance is the p-value under which a balance result warns that the
-// counts do not follow the weights.
-const Significance = 0.05
-
-// SummarizeBalance turns a tally into the result the person reads: counts
-// and shares per condition against the shares the experiment's weights
-// expect, and a chi-square goodness-of-fit test. The experiment is
-// p.ExperimentID, or else the one experiment with that decision point in
-// the context (an enrolling one preferred).
-func SummarizeBalance(ctx context.Context, api API, p BalanceParams, t BalanceTally) (*BalanceResult, error) {
-	res := &BalanceResult{Users: t.Done, Unassigned: t.Unassigned, Errors: t.Errors, FirstError: t.FirstError, PValue: 1}
-	e, warn, err := balanceExperiment(ctx, api, p)
-	if err != nil {
-		return nil, err
-	}
-	if warn != "" {
-		res.Warnings = append(res.Warnings, warn)
-	}
-
-	var weights []upgrade.Condition
-	if e != nil {
-		res.ExperimentID, res.ExperimentName, res.ExperimentState = e.ID, e.Name, e.State
-		weights = sortedConditions(e.Conditions)
-	}
-	known := map[string]bool{}
-	for _, c := range weights {
-		known[c.ConditionCode] = true
-		res.Conditions = append(res.Conditions, ConditionShare{Code: c.ConditionCode, Count: t.Counts[c.ConditionCode],
-			ExpectedShare: c.AssignmentWeight / 100})
-	}
-	var extra []string
-	for code := range t.Counts {
-		if !known[code] {
-			extra = append(extra, code)
-		}
-	}
-	sort.Strings(extra)
-	for _, code := range extra {
-		res.Conditions = append(res.Conditions, ConditionShare{Code: code, Count: t.Counts[code]})
-	}
-	if res.Conditions == nil {
-		res.Conditions = []ConditionShare{}
-	}
-	for _, c := range res.Conditions {
-		res.Assigned += c.Count
-	}
-	for i := range res.Conditions {
-		c := &res.Conditions[i]
-		if res.Assigned > 0 {
-			c.Share = float64(c.Count) / float64(res.Assigned)
-		}
-		c.Expected = c.ExpectedShare * float64(res.Assigned)
-	}
-	if len(extra) > 0 && e != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("conditions %s are not conditions of experiment %q; left out of the test", listOrNone(extra), e.Name))
-	}
-
-	// The test runs over the conditions the weights give a chance; a
-	// zero-weight condition that nevertheless got users makes the fit
-	// fail outright, which the p-value of the others would hide.
-	var obs, exp []float64
-	inTest := 0
-	for _, c := range res.Conditions {
-		if c.ExpectedShare > 0 {
-			obs = append(obs, float64(c.Count))
-			inTest += c.Count
-		}
-	}
-	for _, c := range res.Conditions {
-		if c.ExpectedShare > 0 {
-			exp = append(exp, c.ExpectedShare)
-		}
-	}
-	sumW := 0.0
-	for _, w := range exp {
-		sumW += w
-	}
-	for i := range exp {
-		exp[i] = exp[i] / sumW * float64(inTest)
-	}
-	switch {
-	case e == nil:
-	case len(obs) < 2:
-		res.Warnings = append(res.Warnings, "fewer than two conditions with a weight: no test of the balance is possible")
-	case inTest == 0:
-	default:
-		small := false
-		for i := range obs {
-			d := obs[i] - exp[i]
-			res.ChiSquare += d * d / exp[i]
-			if exp[i] < 5 {
-				small = true
-			}
-		}
-		res.DF = len(obs) - 1
-		res.PValue = ChiSquareSurvival(res.ChiSquare, res.DF)
-		if small {
-			res.Warnings = append(res.Warnings, "some expected counts are below 5: the chi-square p-value is only approximate")
-		}
-		if res.PValue < Significance {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the counts differ from the weights more than chance explains (p = %.4g)", res.PValue))
-		}
-	}
-	for _, c := range res.Conditions {
-		if c.ExpectedShare == 0 && c.Count > 0 && known[c.Code] {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("condition %s has weight 0 but %d users got it", c.Code, c.Count))
-		}
-	}
-	if e != nil && e.State != upgrade.StateEnrolling {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("experiment is not enrolling (state %s): every user got the default", e.State))
-	} else if res.Assigned == 0 && res.Users > 0 {
-		res.Warnings = append(res.Warnings, "no user was assigned a condition at this decision point")
-	}
-	if t.Errors > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d users failed: %s", t.Errors, t.Done, t.FirstError))
-	}
-	return res, nil
-}
-
-func balanceExperiment(ctx context.Context, api API, p BalanceParams) (*upgrade.Experiment, string, error) {
+func planBalance(b *planBuilder, p BalanceParams) error {
+	dp := ident(siteTarget(p.Site, p.Target))
+	b.line("simulate %s visiting decision point %s in context %s and count their conditions.",
+		plural(p.NumUsers, "synthetic user", "synthetic users"), dp, ident(p.Context))
+	var e *upgrade.Experiment
 	if p.ExperimentID != "" {
-		e, err := api.Experiment(ctx, p.ExperimentID)
+		var err error
+		if e, err = b.experiment(p.ExperimentID); err != nil {
+			return err
+		}
+		b.pin(e)
+		parts := make([]string, 0, len(e.Conditions))
+		for _, c := range sortedConditions(e.Conditions) {
+			parts = append(parts, fmt.Sprintf("%s %s%%", ident(c.ConditionCode), fmtNum(c.AssignmentWeight)))
+		}
+		b.line("  Counted: only assignments of experiment %s (id %s, state %s); weights %s.",
+			quote(e.Name), e.ID, e.State, joinOrNone(parts))
+	} else {
+		es, err := experimentsAt(b.ctx, b.api, p.Context, p.Site, p.Target)
 		if err != nil {
-			return nil, "", fmt.Errorf("reading experiment %s: %w", p.ExperimentID, err)
+			return err
 		}
-		return e, "", nil
+		b.line("  Counted: every condition assigned there; experiments at this decision point: %s.", fmtExperiments(es))
+		if len(es) == 1 {
+			e = &es[0]
+		}
 	}
-	es, err := experimentsAt(ctx, api, p.Context, p.Site, p.Target)
+	if len(p.Group) > 0 || len(p.WorkingGroup) > 0 {
+		b.line("  Every user gets groups: %s; working groups: %s.", fmtGroupMap(p.Group), fmtWorkingGroups(p.WorkingGroup))
+	} else {
+		b.line("  The users belong to no group.")
+	}
+	b.line("Each user is initialised, assigned and marked: this writes %s and their enrollment records into UpGrade, where they stay.",
+		plural(p.NumUsers, "synthetic user", "synthetic users"))
+	b.line("It runs as a background job; the result compares the counts with the weights (chi-square test).")
+	if e != nil {
+		if e.State != upgrade.StateEnrolling {
+			b.warn("experiment %s is not enrolling (state %s): every user would get the default condition", quote(e.Name), e.State)
+		}
+		if e.ConsistencyRule == upgrade.ConsistencyGroup {
+			b.warn("experiment %s uses group consistency and every synthetic user shares the same working group: they all get one condition", quote(e.Name))
+		}
+		if e.FilterMode == upgrade.FilterExcludeAll {
+			b.warn("experiment %s only enrolls its inclusion lists (excludeAll): synthetic users outside them get the default condition", quote(e.Name))
+		}
+	}
+	return nil
+}
+
+// JobID is the id of the job of an approved confirmation's key.
+func JobID(key string) string {
+	if key == "" {
+		return upgrade.NewID()
+	}
+	return key
+}
+
+func executeBalance(ctx context.Context, env Env, p BalanceParams, key string) (Outcome, error) {
+	if env.Jobs == nil {
+		// Without a job runner (library use, tests) it runs in the turn.
+		opts := BalanceOptions{UserPrefix: "balance-" + upgrade.NewID()[:8] + "-"}
+		t, err := RunBalance(ctx, env.API, p, BalanceTally{}, opts)
+		if err != nil {
+			return Outcome{}, err
+		}
+		res, err := SummarizeBalance(ctx, env.API, p, t)
+		if err != nil {
+			return Outcome{}, err
+		}
+		return result(res)
+	}
+	raw, err := json.Marshal(p)
 	if err != nil {
-		return nil, "", err
+		return Outcome{}, err
 	}
-	var enrolling []int
-	for i := range es {
-		if es[i].State == upgrade.StateEnrolling {
-			enrolling = append(enrolling, i)
-		}
+	id := JobID(key)
+	if err := env.Jobs.Start(ctx, id, env.SessionID, string(TestConditionBalance), raw); err != nil {
+		return Outcome{}, fmt.Errorf("starting job %s: %w", id, err)
 	}
-	switch {
-	case len(enrolling) == 1:
-		return &es[enrolling[0]], "", nil
-	case len(enrolling) == 0 && len(es) == 1:
-		return &es[0], "", nil
-	case len(es) == 0:
-		return nil, "no experiment has this decision point: there are no weights to compare with", nil
-	}
-	return nil, fmt.Sprintf("%d experiments share this decision point (%s): give experiment_id to compare with one's weights",
-		len(es), fmtExperiments(es)), nil
+	return Outcome{Job: &JobRef{ID: id}}, nil
 }
 
-// ChiSquareSurvival is P(X >= x) for X chi-square distributed with df
-// degrees of freedom: the p-value of a chi-square statistic.
-func ChiSquareSurvival(x float64, df int) float64 {
-	if df <= 0 || math.IsNaN(x) {
-		return math.NaN()
+func (balanceAction) Poll(ctx context.Context, env Env, ref JobRef, wait time.Duration) (JobStatus, error) {
+	if env.Jobs == nil {
+		return JobStatus{}, errors.New("no job runner to ask about job " + ref.ID)
 	}
-	if x <= 0 {
-		return 1
+	st, err := env.Jobs.Wait(ctx, ref.ID, wait)
+	if err != nil {
+		return st, err
 	}
-	return UpperGammaQ(float64(df)/2, x/2)
+	if st.Action == "" {
+		st.Action = string(TestConditionBalance)
+	}
+	return st, nil
 }
 
-// UpperGammaQ is the regularized upper incomplete gamma function
-// Q(a, x) = Γ(a, x) / Γ(a), for a > 0 and x >= 0. Below x = a+1 the power
-// series of P = 1 - Q converges fast; above it, the continued fraction of
-// Q does (evaluated with the modified Lentz method).
-func UpperGammaQ(a, x float64) float64 {
-	switch {
-	case a <= 0 || x < 0 || math.IsNaN(a) || math.IsNaN(x):
-		return math.NaN()
-	case x == 0:
-		return 1
-	case math.IsInf(x, 1):
-		return 0
+func (balanceAction) Fetch(_ context.Context, _ Env, _ JobRef, st JobStatus) (json.RawMessage, error) {
+	if st.State != JobSucceeded {
+		return nil, &JobError{Status: st}
 	}
-	if x < a+1 {
-		return 1 - lowerGammaSeries(a, x)
-	}
-	return upperGammaFraction(a, x)
-}
-
-const (
-	gammaEps     = 1e-15
-	gammaMaxIter = 10000
-	gammaTiny    = 1e-300
-)
-
-// gammaPrefix is x^a e^-x / Γ(a), computed in logs to avoid overflow.
-func gammaPrefix(a, x float64) float64 {
-	lg, _ := math.Lgamma(a)
-	return math.Exp(a*math.Log(x) - x - lg)
-}
-
-// lowerGammaSeries is P(a, x) = x^a e^-x / Γ(a) * Σ x^n / (a (a+1) ... (a+n)).
-func lowerGammaSeries(a, x float64) float64 {
-	term := 1 / a
-	sum := term
-	for n := 1; n < gammaMaxIter; n++ {
-		term *= x / (a + float64(n))
-		sum += term
-		if math.Abs(term) < math.Abs(sum)*gammaEps {
-			break
-		}
-	}
-	return sum * gammaPrefix(a, x)
-}
-
-// upperGammaFraction is Q(a, x) from its continued fraction
-// 1/(x+1-a- 1(1-a)/(x+3-a- 2(2-a)/(x+5-a- ...))).
-func upperGammaFraction(a, x float64) float64 {
-	b := x + 1 - a
-	c := 1 / gammaTiny
-	d := 1 / b
-	h := d
-	for i := 1; i < gammaMaxIter; i++ {
-		an := -float64(i) * (float64(i) - a)
-		b += 2
-		d = an*d + b
-		if math.Abs(d) < gammaTiny {
-			d = gammaTiny
-		}
-		c = b + an/c
-		if math.Abs(c) < gammaTiny {
-			c = gammaTiny
-		}
-		d = 1 / d
-		delta := d * c
-		h *= delta
-		if math.Abs(delta-1) < gammaEps {
-			break
-		}
-	}
-	return h * gammaPrefix(a, x)
+	return st.Result, nil
 }

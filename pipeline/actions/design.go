@@ -1,8 +1,11 @@
 package actions
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
@@ -20,12 +23,14 @@ func withDefaults(d CreateExperimentParams) CreateExperimentParams {
 	if d.ConsistencyRule == "" {
 		d.ConsistencyRule = upgrade.ConsistencyIndividual
 	}
-	if d.PostExperimentRule == nil || d.PostExperimentRule.Rule == "" {
-		code := ""
-		if d.PostExperimentRule != nil {
-			code = d.PostExperimentRule.ConditionCode
-		}
-		d.PostExperimentRule = &PostRuleParam{Rule: upgrade.PostRuleContinue, ConditionCode: code}
+	switch r := d.PostExperimentRule; {
+	case r == nil:
+		d.PostExperimentRule = &PostRuleParam{Rule: upgrade.PostRuleContinue}
+	case r.Rule == "" && r.ConditionCode != "":
+		// A condition everyone gets after enrollment is the assign rule.
+		d.PostExperimentRule = &PostRuleParam{Rule: upgrade.PostRuleAssign, ConditionCode: r.ConditionCode}
+	case r.Rule == "":
+		d.PostExperimentRule = &PostRuleParam{Rule: upgrade.PostRuleContinue}
 	}
 	if d.FilterMode == "" {
 		d.FilterMode = upgrade.FilterIncludeAll
@@ -141,6 +146,48 @@ func updateTouches(u UpdateExperimentParams) bool {
 		u.Description != nil || u.Tags != nil || u.AssignmentUnit != nil || u.GroupType != nil ||
 		u.ConsistencyRule != nil || u.PostExperimentRule != nil || u.FilterMode != nil ||
 		u.InclusionUsers != nil || u.InclusionGroups != nil || u.ExclusionUsers != nil || u.ExclusionGroups != nil
+}
+
+// hold makes the server hold the approved design d of experiment id, after
+// a write: it reads the experiment back and compares. Where UpGrade did not
+// keep what was sent (6.5 stores the post rule continue on create, and a
+// revertTo must name the condition ids it chose), one more write with the
+// server's ids, part of the same approved action, repairs it. A difference
+// left after that is an error that names it, never a success.
+func hold(ctx context.Context, api API, id string, d CreateExperimentParams) (*upgrade.Experiment, error) {
+	want := effective(d)
+	for attempt := 0; ; attempt++ {
+		e, err := api.Experiment(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("reading it back failed: %w", err)
+		}
+		diffs := designChanges(want, effective(designOf(e)))
+		if len(diffs) == 0 {
+			return e, nil
+		}
+		if attempt > 0 {
+			return e, fmt.Errorf("the server does not hold what was approved (%s)", strings.Join(diffs, "; "))
+		}
+		if _, err := api.UpdateExperiment(ctx, buildExperiment(e, d)); err != nil {
+			return e, fmt.Errorf("the server does not hold what was approved (%s), and the write that sets it failed: %w", strings.Join(diffs, "; "), err)
+		}
+	}
+}
+
+// effective is a design as the server can hold it: a group type only with
+// a group unit, no empty lists.
+func effective(d CreateExperimentParams) CreateExperimentParams {
+	d = withDefaults(d)
+	if d.AssignmentUnit != upgrade.UnitGroup {
+		d.GroupType = ""
+	}
+	if d.FilterMode != upgrade.FilterExcludeAll {
+		d.InclusionUsers, d.InclusionGroups = nil, nil
+	}
+	d.Tags = nonEmpty(d.Tags)
+	d.InclusionUsers, d.ExclusionUsers = nonEmpty(d.InclusionUsers), nonEmpty(d.ExclusionUsers)
+	d.InclusionGroups, d.ExclusionGroups = nonEmptyGroups(d.InclusionGroups), nonEmptyGroups(d.ExclusionGroups)
+	return d
 }
 
 // buildExperiment turns a (validated, defaulted) design into the object to

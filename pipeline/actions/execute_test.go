@@ -19,6 +19,16 @@ func mustExecute(t *testing.T, api API, p Params) json.RawMessage {
 	return raw
 }
 
+// mustExecuteKey executes p as the confirmation key would.
+func mustExecuteKey(t *testing.T, api API, p Params, key string) json.RawMessage {
+	t.Helper()
+	out, err := mustBound(p).Execute(context.Background(), Env{API: api}, key)
+	if err != nil {
+		t.Fatalf("Execute(%s): %v", p.Action(), err)
+	}
+	return out.Result
+}
+
 func decode[T any](t testing.TB, raw json.RawMessage) T {
 	t.Helper()
 	var v T

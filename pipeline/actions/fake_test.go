@@ -172,6 +172,9 @@ func (f *fakeAPI) CreateExperiment(ctx context.Context, in *upgrade.Experiment) 
 	e := cloneExp(in)
 	f.nextID++
 	e.ID = fakeID(9, f.nextID)
+	if id := upgrade.CreateIDOf(ctx); id != "" {
+		e.ID = id // like the server: a POST with an id upserts under it
+	}
 	if f.replaceIDs {
 		f.replaceAll(e)
 	}

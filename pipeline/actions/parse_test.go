@@ -3,13 +3,14 @@ package actions
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestParseStrict(t *testing.T) {
+func TestParseRejects(t *testing.T) {
 	tests := []struct {
 		name   string
 		action string
@@ -17,34 +18,32 @@ func TestParseStrict(t *testing.T) {
 		want   []Problem
 	}{
 		{"unknown top-level field", "delete_experiment", `{"experiment_id":"x","force":true}`,
-			[]Problem{{Field: "force", Message: "unknown field (known fields: experiment_id)"}}},
+			[]Problem{{Field: "force", Value: "true", Message: "unknown field; the fields are experiment_id"}}},
 		{"unknown nested field", "create_experiment", `{"name":"A","conditions":[{"code":"control","wieght":50}]}`,
-			[]Problem{{Field: "conditions[0].wieght", Message: "unknown field (known fields: code, weight)"}}},
-		{"string for a number", "create_experiment", `{"conditions":[{"code":"control","weight":"50"}]}`,
-			[]Problem{{Field: "conditions[0].weight", Message: `expected a number, got a string "50"`}}},
-		{"number for a string", "update_experiment_status", `{"experiment_id":12,"status":"enrolling"}`,
-			[]Problem{{Field: "experiment_id", Message: "expected a string, got the number 12"}}},
-		{"object for a list", "create_experiment", `{"decision_points":{"site":"SelectSection"}}`,
-			[]Problem{{Field: "decision_points", Message: "expected a list, got an object"}}},
-		{"string for a bool", "create_experiment", `{"decision_points":[{"site":"s","target":"t","exclude_if_reached":"yes"}]}`,
-			[]Problem{{Field: "decision_points[0].exclude_if_reached", Message: `expected true or false, got a string "yes"`}}},
+			[]Problem{{Field: "conditions[0].wieght", Value: "50", Message: "unknown field; the fields are code, weight"}}},
+		{"a word for a number", "create_experiment", `{"conditions":[{"code":"control","weight":"half"}]}`,
+			[]Problem{{Field: "conditions[0].weight", Value: `"half"`, Message: "expected a number"}}},
+		{"a list for a string", "update_experiment_status", `{"experiment_id":["x"],"status":"enrolling"}`,
+			[]Problem{{Field: "experiment_id", Value: "a list", Message: "expected a string"}}},
+		{"a list for an object", "mark_decision_point", `{"decision_point":["SelectSection"]}`,
+			[]Problem{{Field: "decision_point", Value: "a list", Message: "expected an object"}}},
+		{"a word for a bool", "create_experiment", `{"decision_points":[{"site":"s","target":"t","exclude_if_reached":"maybe"}]}`,
+			[]Problem{{Field: "decision_points[0].exclude_if_reached", Value: `"maybe"`, Message: "expected true or false"}}},
 		{"fraction for a count", "test_condition_balance", `{"num_users":10.5}`,
-			[]Problem{{Field: "num_users", Message: "expected a whole number, got 10.5"}}},
-		{"string for a count", "test_condition_balance", `{"num_users":"500"}`,
-			[]Problem{{Field: "num_users", Message: `expected a whole number, got a string "500"`}}},
-		{"wrong map value", "init_experiment_user", `{"user_id":"u","group":{"classId":"c1"}}`,
-			[]Problem{{Field: "group.classId", Message: `expected a list, got a string "c1"`}}},
-		{"several problems at once", "mark_decision_point", `{"user_id":1,"decision_point":{"site":"s","x":1}}`,
+			[]Problem{{Field: "num_users", Value: "10.5", Message: "expected a whole number"}}},
+		{"a key given twice", "delete_experiment", `{"experiment_id":"a","experimentId":"b"}`,
+			[]Problem{{Field: "experiment_id", Message: `given twice (as "experimentId" and "experiment_id")`}}},
+		{"several problems at once", "mark_decision_point", `{"user_id":[1],"decision_point":{"site":"s","x":1}}`,
 			[]Problem{
-				{Field: "decision_point.x", Message: "unknown field (known fields: site, target)"},
-				{Field: "user_id", Message: "expected a string, got the number 1"},
+				{Field: "decision_point.x", Value: "1", Message: "unknown field; the fields are site, target"},
+				{Field: "user_id", Value: "a list", Message: "expected a string"},
 			}},
 		{"not an object", "delete_experiment", `["x"]`,
-			[]Problem{{Message: "expected an object, got a list"}}},
+			[]Problem{{Value: "a list", Message: "expected an object"}}},
 		{"broken JSON", "delete_experiment", `{"experiment_id":`,
-			[]Problem{{Message: "not valid JSON: the JSON ends too early"}}},
+			[]Problem{{Message: "arguments are not valid JSON: the JSON ends too early"}}},
 		{"trailing data", "delete_experiment", `{"experiment_id":"x"} {}`,
-			[]Problem{{Message: "unexpected data after the params object"}}},
+			[]Problem{{Message: "arguments are not valid JSON: unexpected data after the value"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,13 +58,54 @@ func TestParseStrict(t *testing.T) {
 			if diff := cmp.Diff(tt.want, pe.Problems); diff != "" {
 				t.Errorf("problems (-want +got):\n%s", diff)
 			}
-			if !strings.HasPrefix(err.Error(), tt.action+" params: ") {
-				t.Errorf("error %q does not name the action", err)
-			}
 			for _, pr := range tt.want {
 				if pr.Field != "" && !strings.Contains(err.Error(), pr.Field+": ") {
 					t.Errorf("error %q does not name field %s", err, pr.Field)
 				}
+				if pr.Value != "" && !strings.Contains(err.Error(), "got "+pr.Value) {
+					t.Errorf("error %q does not name the value received %s", err, pr.Value)
+				}
+			}
+			if strings.Count(err.Error(), tt.action) > 0 {
+				t.Errorf("error %q repeats the action's name: the caller adds it once", err)
+			}
+		})
+	}
+}
+
+// TestParseAcceptsWhatModelsWrite: values with one meaning are taken as
+// meant, however a model spells them.
+func TestParseAcceptsWhatModelsWrite(t *testing.T) {
+	w50, w100 := 50.0, 100.0
+	tests := []struct {
+		name, action, raw string
+		want              Params
+	}{
+		{"a number as a string", "test_condition_balance", `{"num_users":"500"}`, BalanceParams{NumUsers: 500}},
+		{"a percentage", "create_experiment", `{"conditions":[{"code":"control","weight":"50%"},{"code":"variant","weight":50.0}]}`,
+			withDefaults(CreateExperimentParams{Conditions: []ConditionParam{{Code: "control", Weight: &w50}, {Code: "variant", Weight: &w50}}})},
+		{"an id as a number", "update_experiment_status", `{"experiment_id":12,"status":"Running"}`,
+			UpdateExperimentStatusParams{ExperimentID: "12", Status: "enrolling"}},
+		{"one object for a list", "create_experiment", `{"decision_points":{"site":"SelectSection","target":"t"},"conditions":{"code":"c","weight":100}}`,
+			withDefaults(CreateExperimentParams{DecisionPoints: []DecisionPointParam{{Site: "SelectSection", Target: "t"}}, Conditions: []ConditionParam{{Code: "c", Weight: &w100}}})},
+		{"a bool as a string", "create_experiment", `{"decision_points":[{"site":"s","target":"t","exclude_if_reached":"true"}]}`,
+			withDefaults(CreateExperimentParams{DecisionPoints: []DecisionPointParam{{Site: "s", Target: "t", ExcludeIfReached: true}}})},
+		{"one id for a group list", "init_experiment_user", `{"user_id":"u","group":{"classId":"c1"}}`,
+			InitExperimentUserParams{UserID: "u", Group: map[string][]string{"classId": {"c1"}}}},
+		{"keys in another case", "delete_experiment", `{"ExperimentId":" x "}`, DeleteExperimentParams{ExperimentID: "x"}},
+		{"params encoded twice", "delete_experiment", `"{\"experiment_id\":\"x\"}"`, DeleteExperimentParams{ExperimentID: "x"}},
+		{"a list encoded twice", "create_experiment", `{"tags":"[\"a\", \" b \"]"}`, withDefaults(CreateExperimentParams{Tags: []string{"a", "b"}})},
+		{"nulls and empties", "create_experiment", `{"description":"","tags":[],"post_experiment_rule":null,"inclusion_users":null,"group_type":""}`,
+			withDefaults(CreateExperimentParams{})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Parse(tt.action, json.RawMessage(tt.raw))
+			if err != nil {
+				t.Fatalf("Parse(%s): %v", tt.raw, err)
+			}
+			if diff := cmp.Diff(tt.want, p); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -112,7 +152,7 @@ func TestParseNormalizes(t *testing.T) {
 			CreateExperimentParams{Name: "A", Context: "assign-prog", AssignmentUnit: "group", FilterMode: "excludeAll",
 				ConsistencyRule: "group", PostExperimentRule: &PostRuleParam{Rule: "assign"}}},
 		{"create_experiment", `{"assignment_unit":"within_subjects"}`,
-			CreateExperimentParams{AssignmentUnit: "within-subjects"}},
+			withDefaults(CreateExperimentParams{AssignmentUnit: "within-subjects"})},
 		{"mark_decision_point", `{"user_id":"u","decision_point":{"site":"s"},"assigned_condition":null,"status":"No Condition Assigned"}`,
 			MarkDecisionPointParams{UserID: "u", DecisionPoint: SiteTarget{Site: "s"}, Status: "no condition assigned"}},
 	}
@@ -135,7 +175,7 @@ func TestCanonical(t *testing.T) {
 	}{
 		{"create_experiment",
 			`{"conditions":[{"weight":50,"code":"control"},{"code":"variant","weight":50}],"name":"Math Hints","decision_points":[{"target":"t","site":"s"}],"context":"assign-prog","tags":[]}`,
-			`{"name":"Math Hints","context":"assign-prog","decision_points":[{"site":"s","target":"t"}],"conditions":[{"code":"control","weight":50},{"code":"variant","weight":50}]}`},
+			`{"name":"Math Hints","context":"assign-prog","decision_points":[{"site":"s","target":"t"}],"conditions":[{"code":"control","weight":50},{"code":"variant","weight":50}],"assignment_unit":"individual","consistency_rule":"individual","post_experiment_rule":{"rule":"continue"},"filter_mode":"includeAll"}`},
 		{"update_experiment",
 			`{"tags":[],"experiment_id":"x","conditions":[{"code":"a","weight":100}]}`,
 			`{"experiment_id":"x","conditions":[{"code":"a","weight":100}],"tags":[]}`},
@@ -144,7 +184,7 @@ func TestCanonical(t *testing.T) {
 			`{"user_id":"u","group":{"classId":["c1","c2"],"schoolId":["s1"]},"working_group":{"classId":"c1","schoolId":"s1"}}`},
 		{"update_experiment_status", `{"status":"running","experiment_id":"x"}`, `{"experiment_id":"x","status":"enrolling"}`},
 		{"mark_decision_point", `{"user_id":"u","decision_point":{"site":"s","target":"t"},"assigned_condition":null}`,
-			`{"user_id":"u","decision_point":{"site":"s","target":"t"},"assigned_condition":null}`},
+			`{"user_id":"u","decision_point":{"site":"s","target":"t"},"assigned_condition":null,"status":"no condition assigned"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.action, func(t *testing.T) {
@@ -180,31 +220,38 @@ func TestSpecs(t *testing.T) {
 	if len(names) != 9 {
 		t.Fatalf("Names() has %d actions, want 9", len(names))
 	}
-	want := map[Name][3]bool{ // destructive, long-running, writes experiments
-		CreateExperiment:            {false, false, true},
-		UpdateExperiment:            {false, false, true},
-		UpdateExperimentStatus:      {true, false, true},
-		DeleteExperiment:            {true, false, true},
-		InitExperimentUser:          {false, false, false},
-		GetDecisionPointAssignments: {false, false, false},
-		MarkDecisionPoint:           {true, false, false},
-		VisitDecisionPoint:          {true, false, false},
-		TestConditionBalance:        {true, true, false},
+	want := map[Name][4]bool{ // destructive, long-running, invalidates experiments, invalidates enrollment
+		CreateExperiment:            {false, false, true, false},
+		UpdateExperiment:            {false, false, true, false},
+		UpdateExperimentStatus:      {true, false, true, true},
+		DeleteExperiment:            {true, false, true, true},
+		InitExperimentUser:          {false, false, false, false},
+		GetDecisionPointAssignments: {false, false, false, false},
+		MarkDecisionPoint:           {true, false, false, true},
+		VisitDecisionPoint:          {true, false, false, true},
+		TestConditionBalance:        {true, true, false, true},
 	}
 	for _, n := range names {
-		s, ok := Lookup(string(n))
+		a, ok := Lookup(string(n))
 		if !ok {
 			t.Fatalf("Lookup(%s) failed", n)
 		}
-		if got := [3]bool{s.Destructive, s.LongRunning, s.WritesExperiments}; got != want[n] {
-			t.Errorf("%s: destructive/long-running/writes = %v, want %v", n, got, want[n])
+		s := a.Spec()
+		got := [4]bool{s.Destructive, s.LongRunning, slices.Contains(s.Invalidates, CacheExperiments), slices.Contains(s.Invalidates, CacheEnrollment)}
+		if got != want[n] {
+			t.Errorf("%s: destructive/long-running/invalidates = %v, want %v", n, got, want[n])
 		}
-		p, ok := s.Params.(Params)
-		if !ok || p.Action() != n {
-			t.Errorf("%s: Params %T does not name its action", n, s.Params)
+		if s.Name != string(n) || len(s.Schema) == 0 {
+			t.Errorf("%s: spec %+v does not name its action or has no schema", n, s)
 		}
-		if _, err := Parse(string(n), json.RawMessage(`{}`)); err != nil {
+		p, err := Parse(string(n), json.RawMessage(`{}`))
+		if err != nil {
 			t.Errorf("Parse(%s, {}) = %v", n, err)
+		} else if p.Action() != n {
+			t.Errorf("%s: params %T name %s", n, p, p.Action())
+		}
+		if _, isJob := a.(JobAction); isJob != s.LongRunning {
+			t.Errorf("%s: implements JobAction = %v, long-running %v", n, isJob, s.LongRunning)
 		}
 	}
 	if _, ok := Lookup("nope"); ok {
@@ -214,21 +261,19 @@ func TestSpecs(t *testing.T) {
 
 func TestRequiresConfirmation(t *testing.T) {
 	for _, n := range Names() {
-		s, _ := Lookup(string(n))
-		if !RequiresConfirmation("always", n) {
+		a, _ := Lookup(string(n))
+		s := a.Spec()
+		if !s.NeedsConfirmation("always") {
 			t.Errorf("always/%s: no confirmation", n)
 		}
-		if RequiresConfirmation("never", n) {
+		if s.NeedsConfirmation("never") {
 			t.Errorf("never/%s: confirmation", n)
 		}
-		if got := RequiresConfirmation("destructive", n); got != s.Destructive {
+		if got := s.NeedsConfirmation("destructive"); got != s.Destructive {
 			t.Errorf("destructive/%s = %v, want %v", n, got, s.Destructive)
 		}
-		if !RequiresConfirmation("bogus", n) {
+		if !s.NeedsConfirmation("bogus") {
 			t.Errorf("unknown policy/%s: no confirmation", n)
 		}
-	}
-	if !RequiresConfirmation("never", "drop_database") {
-		t.Error("an unknown action must always need confirmation")
 	}
 }

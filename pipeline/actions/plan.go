@@ -14,18 +14,29 @@ import (
 
 // Plan is what the confirmation node shows and the checkpoint stores: the
 // exact params that will run, the text the person reads, and what the text
-// was based on, so that resume can refuse a decision made on stale data.
+// was based on. The text is a function of the params and the server's data
+// at ExperimentVersion, so the pipeline re-renders it before executing and
+// refuses an approval given to any other text (stale, or forged in a file).
 type Plan struct {
 	Action      Name            `json:"action"`
-	Params      json.RawMessage `json:"params"` // Canonical(p)
+	Params      json.RawMessage `json:"params"` // the bound canonical params
 	Message     string          `json:"message"`
 	Destructive bool            `json:"destructive"`
 	// ExperimentID and ExperimentVersion identify the experiment the
-	// message describes (update, status, delete, mark, balance); IsStale
-	// compares them with the server before executing.
+	// message describes (update, status, delete, mark, balance).
 	ExperimentID      string   `json:"experiment_id,omitempty"`
 	ExperimentVersion string   `json:"experiment_version,omitempty"`
 	Warnings          []string `json:"warnings,omitempty"`
+	// Facts are details that help the decision but change on their own
+	// (enrolled users): told to the person, not part of the bound text.
+	Facts []string `json:"facts,omitempty"`
+}
+
+// Same reports whether q shows the person what p showed: the same action,
+// params, text and experiment version.
+func (p *Plan) Same(q *Plan) bool {
+	return p != nil && q != nil && p.Action == q.Action && string(p.Params) == string(q.Params) &&
+		p.Message == q.Message && p.Destructive == q.Destructive && p.ExperimentVersion == q.ExperimentVersion
 }
 
 // DestructiveMarker starts the message of every destructive action.
@@ -33,77 +44,6 @@ const DestructiveMarker = "DESTRUCTIVE: "
 
 // ConfirmPrompt ends every confirmation message.
 const ConfirmPrompt = "Reply yes to proceed or no to cancel."
-
-// BuildPlan builds the confirmation for p. The text depends only on p and
-// the server's data: the same input gives byte-identical text. Call it
-// after Validate reported no problem; it reads what the text shows
-// (current values, experiments at a decision point) and fails when that
-// read fails.
-func BuildPlan(ctx context.Context, api API, p Params) (*Plan, error) {
-	// Describe what will run, which is the canonical form, not whatever
-	// spelling the caller's struct holds.
-	p, err := canonicalParams(p)
-	if err != nil {
-		return nil, fmt.Errorf("build plan: %w", err)
-	}
-	spec, _ := Lookup(string(p.Action()))
-	canon, err := json.Marshal(p)
-	if err != nil {
-		return nil, fmt.Errorf("build plan: %w", err)
-	}
-	b := &planBuilder{ctx: ctx, api: api, plan: &Plan{Action: spec.Name, Params: canon, Destructive: spec.Destructive}}
-	if spec.Destructive {
-		b.text.WriteString(DestructiveMarker)
-	}
-	switch v := p.(type) {
-	case CreateExperimentParams:
-		err = b.create(v)
-	case UpdateExperimentParams:
-		err = b.update(v)
-	case UpdateExperimentStatusParams:
-		err = b.status(v)
-	case DeleteExperimentParams:
-		err = b.delete(v)
-	case InitExperimentUserParams:
-		b.init(v)
-	case GetDecisionPointAssignmentsParams:
-		b.line("Ask UpGrade which conditions user %s gets in context %s.", quote(v.UserID), ident(v.Context))
-		b.line("The user must have been initialised before (init_experiment_user); nothing is marked.")
-	case MarkDecisionPointParams:
-		err = b.mark(v)
-	case VisitDecisionPointParams:
-		err = b.visit(v)
-	case BalanceParams:
-		err = b.balance(v)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("build plan for %s: %w", spec.Name, err)
-	}
-	for _, w := range b.plan.Warnings {
-		b.line("Warning: %s", w)
-	}
-	b.text.WriteString(ConfirmPrompt)
-	b.plan.Message = b.text.String()
-	return b.plan, nil
-}
-
-// IsStale reports whether the experiment a plan describes changed since
-// the plan was built, or no longer exists. Plans that describe no
-// experiment are never stale. The error is non-nil only when the check
-// could not be made.
-func IsStale(ctx context.Context, api API, plan *Plan) (bool, error) {
-	if plan == nil || plan.ExperimentID == "" {
-		return false, nil
-	}
-	e, err := api.Experiment(ctx, plan.ExperimentID)
-	if err != nil {
-		if upgrade.CategoryOf(err) == upgrade.CategoryNotFound {
-			return true, nil
-		}
-		return false, fmt.Errorf("checking experiment %s: %w", plan.ExperimentID, err)
-	}
-	return experimentVersion(e) != plan.ExperimentVersion, nil
-}
 
 // experimentVersion identifies one version of an experiment: the server's
 // version number and update time, or a digest of its content when a server
@@ -129,6 +69,10 @@ func (b *planBuilder) line(format string, args ...any) {
 	b.text.WriteByte('\n')
 }
 
+func (b *planBuilder) fact(format string, args ...any) {
+	b.plan.Facts = append(b.plan.Facts, fmt.Sprintf(format, args...))
+}
+
 func (b *planBuilder) warn(format string, args ...any) {
 	b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf(format, args...))
 }
@@ -144,15 +88,6 @@ func (b *planBuilder) experiment(id string) (*upgrade.Experiment, error) {
 		return nil, fmt.Errorf("reading experiment %s: %w", id, err)
 	}
 	return e, nil
-}
-
-func (b *planBuilder) create(p CreateExperimentParams) error {
-	d := withDefaults(p)
-	b.line("Create experiment %s in context %s.", quote(d.Name), ident(d.Context))
-	b.designLines(d)
-	b.designWarnings(d)
-	b.line("It is created inactive: nobody is enrolled until it is started.")
-	return nil
 }
 
 // designLines lists every setting of a design, defaults included, so the
@@ -250,140 +185,6 @@ func designChanges(cur, next CreateExperimentParams) []string {
 	return out
 }
 
-func (b *planBuilder) update(p UpdateExperimentParams) error {
-	e, err := b.experiment(p.ExperimentID)
-	if err != nil {
-		return err
-	}
-	b.pin(e)
-	cur := designOf(e)
-	next := applyUpdate(cur, p)
-	b.line("Update experiment %s (id %s, context %s, state %s):", quote(e.Name), e.ID, identOrNone(e.ContextName()), e.State)
-	changes := designChanges(cur, next)
-	for _, c := range changes {
-		b.line("  %s", c)
-	}
-	if len(changes) == 0 {
-		b.line("  (no change: every value given equals the current one)")
-		b.warn("nothing would change")
-	}
-	b.line("Existing condition and decision point ids are kept (matched by code and by site/target).")
-	if len(changes) > 0 && e.State == upgrade.StateEnrolling {
-		b.warn("the experiment is enrolling: the change applies to users assigned from now on")
-	}
-	for _, code := range removedCodes(cur, next) {
-		b.warn("condition %s is removed; users who had it lose it", ident(code))
-	}
-	b.designWarnings(next)
-	return nil
-}
-
-func removedCodes(cur, next CreateExperimentParams) []string {
-	keep := map[string]bool{}
-	for _, c := range next.Conditions {
-		keep[c.Code] = true
-	}
-	var out []string
-	for _, c := range cur.Conditions {
-		if !keep[c.Code] {
-			out = append(out, c.Code)
-		}
-	}
-	return out
-}
-
-func (b *planBuilder) status(p UpdateExperimentStatusParams) error {
-	e, err := b.experiment(p.ExperimentID)
-	if err != nil {
-		return err
-	}
-	b.pin(e)
-	target := upgrade.State(p.Status)
-	verb, ok := AllowedTransition(e.State, target)
-	if !ok {
-		verb = "not an offered change"
-	}
-	b.line("change the status of experiment %s (id %s, context %s): %s -> %s (%s).",
-		quote(e.Name), e.ID, identOrNone(e.ContextName()), e.State, target, verb)
-	d := designOf(e)
-	switch target {
-	case upgrade.StateEnrolling:
-		if e.State == upgrade.StateEnrollmentComplete {
-			b.line("Enrollment resumes: users who reach its decision points are assigned conditions again.")
-		} else {
-			b.line("Users who reach its decision points from now on are assigned conditions (unit %s, consistency %s).",
-				identOrNone(e.AssignmentUnit), identOrNone(e.ConsistencyRule))
-		}
-		if e.FilterMode == upgrade.FilterExcludeAll && e.Inclusion.Empty() {
-			b.warn("filter mode excludeAll with empty inclusion lists: nobody would be enrolled")
-		}
-	case upgrade.StateEnrollmentComplete:
-		b.line("Enrollment ends; the post-experiment rule applies: %s.", fmtPostRuleLong(d.PostExperimentRule))
-	case upgrade.StateCancelled:
-		b.line("The experiment stops: everyone gets the default condition.")
-	case upgrade.StateArchived:
-		b.line("The experiment is archived: it stays readable but no longer runs.")
-	}
-	return nil
-}
-
-func (b *planBuilder) delete(p DeleteExperimentParams) error {
-	e, err := b.experiment(p.ExperimentID)
-	if err != nil {
-		return err
-	}
-	b.pin(e)
-	b.line("delete experiment %s (id %s, context %s, state %s).", quote(e.Name), e.ID, identOrNone(e.ContextName()), e.State)
-	users := ""
-	// The enrollment count helps the decision but is not essential; a
-	// server that cannot compute it still lets the person decide.
-	if st, err := b.api.EnrollmentStats(b.ctx, e.ID); err == nil && st != nil {
-		users = fmt.Sprintf(" and %s enrolled", plural(st.Users, "user", "users"))
-	}
-	b.line("It has %s (%s), %s (%s)%s; the experiment and its enrollment data are removed for good.",
-		plural(len(e.Conditions), "condition", "conditions"), listOrNone(experimentCodes(e)),
-		plural(len(e.Partitions), "decision point", "decision points"), listOrNone(partitionNames(e)), users)
-	if e.State == upgrade.StateEnrolling {
-		b.warn("the experiment is enrolling: its users get the default condition from now on")
-	}
-	return nil
-}
-
-func (b *planBuilder) init(p InitExperimentUserParams) {
-	b.line("Initialise user %s in UpGrade.", quote(p.UserID))
-	b.line("  Groups: %s", fmtGroupMap(p.Group))
-	b.line("  Working groups: %s", fmtWorkingGroups(p.WorkingGroup))
-}
-
-func (b *planBuilder) mark(p MarkDecisionPointParams) error {
-	dp := ident(siteTarget(p.DecisionPoint.Site, p.DecisionPoint.Target))
-	status := p.Status
-	if p.AssignedCondition == nil {
-		if status == "" {
-			status = upgrade.MarkNoConditionAssigned
-		}
-		b.line("mark decision point %s for user %s: no condition, status %s.", dp, quote(p.UserID), quote(status))
-		b.line("This records that the user reached the decision point without a condition.")
-		return nil
-	}
-	if status == "" {
-		status = upgrade.MarkConditionApplied
-	}
-	e, err := b.experiment(p.AssignedCondition.ExperimentID)
-	if err != nil {
-		return err
-	}
-	b.pin(e)
-	b.line("mark decision point %s for user %s: condition %s of experiment %s (id %s), status %s.",
-		dp, quote(p.UserID), ident(p.AssignedCondition.ConditionCode), quote(e.Name), e.ID, quote(status))
-	if status == upgrade.MarkConditionNotApplied {
-		b.line("This excludes the user from the experiment for good.")
-	} else {
-		b.line("This records the user's enrollment in the experiment.")
-	}
-	return nil
-}
-
 // experimentsAt lists the experiments of a context with a decision point
 // at site/target, in the server's order.
 func experimentsAt(ctx context.Context, api API, appContext, site, target string) ([]upgrade.Experiment, error) {
@@ -406,70 +207,6 @@ func fmtExperiments(es []upgrade.Experiment) string {
 		parts[i] = fmt.Sprintf("%s (%s)", quote(es[i].Name), es[i].State)
 	}
 	return joinOrNone(parts)
-}
-
-func (b *planBuilder) visit(p VisitDecisionPointParams) error {
-	dp := ident(siteTarget(p.Site, p.Target))
-	b.line("simulate user %s visiting decision point %s in context %s:", quote(p.UserID), dp, ident(p.Context))
-	b.line("  1. init the user (groups: %s; working groups: %s)", fmtGroupMap(p.Group), fmtWorkingGroups(p.WorkingGroup))
-	b.line("  2. ask UpGrade for the user's conditions in %s", ident(p.Context))
-	b.line("  3. mark %s with the condition assigned there, or %s", dp, quote(upgrade.MarkNoConditionAssigned))
-	es, err := experimentsAt(b.ctx, b.api, p.Context, p.Site, p.Target)
-	if err != nil {
-		return err
-	}
-	b.line("Experiments at this decision point: %s.", fmtExperiments(es))
-	b.line("This writes 1 synthetic user into UpGrade and may enroll them in an experiment.")
-	return nil
-}
-
-func (b *planBuilder) balance(p BalanceParams) error {
-	dp := ident(siteTarget(p.Site, p.Target))
-	b.line("simulate %s visiting decision point %s in context %s and count their conditions.",
-		plural(p.NumUsers, "synthetic user", "synthetic users"), dp, ident(p.Context))
-	var e *upgrade.Experiment
-	if p.ExperimentID != "" {
-		var err error
-		if e, err = b.experiment(p.ExperimentID); err != nil {
-			return err
-		}
-		b.pin(e)
-		parts := make([]string, 0, len(e.Conditions))
-		for _, c := range sortedConditions(e.Conditions) {
-			parts = append(parts, fmt.Sprintf("%s %s%%", ident(c.ConditionCode), fmtNum(c.AssignmentWeight)))
-		}
-		b.line("  Counted: only assignments of experiment %s (id %s, state %s); weights %s.",
-			quote(e.Name), e.ID, e.State, joinOrNone(parts))
-	} else {
-		es, err := experimentsAt(b.ctx, b.api, p.Context, p.Site, p.Target)
-		if err != nil {
-			return err
-		}
-		b.line("  Counted: every condition assigned there; experiments at this decision point: %s.", fmtExperiments(es))
-		if len(es) == 1 {
-			e = &es[0]
-		}
-	}
-	if len(p.Group) > 0 || len(p.WorkingGroup) > 0 {
-		b.line("  Every user gets groups: %s; working groups: %s.", fmtGroupMap(p.Group), fmtWorkingGroups(p.WorkingGroup))
-	} else {
-		b.line("  The users belong to no group.")
-	}
-	b.line("Each user is initialised, assigned and marked: this writes %s and their enrollment records into UpGrade, where they stay.",
-		plural(p.NumUsers, "synthetic user", "synthetic users"))
-	b.line("It runs as a background job; the result compares the counts with the weights (chi-square test).")
-	if e != nil {
-		if e.State != upgrade.StateEnrolling {
-			b.warn("experiment %s is not enrolling (state %s): every user would get the default condition", quote(e.Name), e.State)
-		}
-		if e.ConsistencyRule == upgrade.ConsistencyGroup {
-			b.warn("experiment %s uses group consistency and every synthetic user shares the same working group: they all get one condition", quote(e.Name))
-		}
-		if e.FilterMode == upgrade.FilterExcludeAll {
-			b.warn("experiment %s only enrolls its inclusion lists (excludeAll): synthetic users outside them get the default condition", quote(e.Name))
-		}
-	}
-	return nil
 }
 
 func fmtDecisionPoint(dp DecisionPointParam) string {

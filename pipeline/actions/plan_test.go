@@ -123,7 +123,8 @@ func TestBuildPlanGolden(t *testing.T) {
 				t.Errorf("message differs from %s (-want +got):\n%s", path, diff)
 			}
 
-			spec, _ := Lookup(string(tc.p.Action()))
+			act, _ := Lookup(string(tc.p.Action()))
+			spec := act.Spec()
 			if plan.Destructive != spec.Destructive {
 				t.Errorf("Destructive = %v, want %v", plan.Destructive, spec.Destructive)
 			}

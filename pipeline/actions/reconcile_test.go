@@ -21,16 +21,15 @@ func TestReconcile(t *testing.T) {
 		want    string
 	}{
 		{name: "create not made", p: validCreate(), want: OutcomeNotDone},
-		{name: "create made", p: validCreate(), setup: func(t *testing.T, f *fakeAPI) { mustExecute(t, f, validCreate()) }, want: OutcomeDone},
-		{name: "create made, name in other case", p: create(func(p *CreateExperimentParams) { p.Name = "FRACTION HINTS" }),
-			setup: func(t *testing.T, f *fakeAPI) { mustExecute(t, f, validCreate()) }, want: OutcomeDone},
-		{name: "create: twin older than the call", p: validCreate(), started: started.Add(time.Hour),
+		{name: "create made", p: validCreate(), setup: func(t *testing.T, f *fakeAPI) { mustExecuteKey(t, f, validCreate(), "conf-1") }, want: OutcomeDone},
+		{name: "create made, then renamed and started", p: validCreate(), setup: func(t *testing.T, f *fakeAPI) {
+			res := decode[ExperimentResult](t, mustExecuteKey(t, f, validCreate(), "conf-1"))
+			mustExecute(t, f, UpdateExperimentParams{ExperimentID: res.ID, Name: ptr("Renamed")})
+			mustExecute(t, f, UpdateExperimentStatusParams{ExperimentID: res.ID, Status: "enrolling"})
+		}, want: OutcomeDone},
+		{name: "create: a twin made by someone else", p: validCreate(),
 			setup: func(t *testing.T, f *fakeAPI) { mustExecute(t, f, validCreate()) }, want: OutcomeUnknown},
 		{name: "create: same name in another context", p: create(func(p *CreateExperimentParams) { p.Name = "Tutorbot Hints" }), want: OutcomeUnknown},
-		{name: "create: two with the name", p: validCreate(), setup: func(t *testing.T, f *fakeAPI) {
-			mustExecute(t, f, validCreate())
-			mustExecute(t, f, validCreate())
-		}, want: OutcomeUnknown},
 		{name: "update not made", p: update, want: OutcomeNotDone},
 		{name: "update made", p: update, setup: func(t *testing.T, f *fakeAPI) { mustExecute(t, f, update) }, want: OutcomeDone},
 		{name: "update of a vanished experiment", p: UpdateExperimentParams{ExperimentID: unknownID, Name: ptr("x")}, want: OutcomeUnknown},
@@ -42,11 +41,11 @@ func TestReconcile(t *testing.T) {
 		{name: "delete made", p: DeleteExperimentParams{ExperimentID: mathHintsID}, setup: func(t *testing.T, f *fakeAPI) {
 			mustExecute(t, f, DeleteExperimentParams{ExperimentID: mathHintsID})
 		}, want: OutcomeDone},
-		{name: "init is repeated", p: InitExperimentUserParams{UserID: "u"}, want: OutcomeNotDone},
-		{name: "assign is repeated", p: GetDecisionPointAssignmentsParams{UserID: "u", Context: "assign-prog"}, want: OutcomeNotDone},
-		{name: "mark is repeated", p: MarkDecisionPointParams{UserID: "u", DecisionPoint: SiteTarget{Site: "SelectSection"}}, want: OutcomeNotDone},
-		{name: "visit is repeated", p: VisitDecisionPointParams{UserID: "u", Context: "assign-prog", Site: "SelectSection", Target: "absolute_value_plot_equality"}, want: OutcomeNotDone},
-		{name: "balance is the job runner's", p: BalanceParams{NumUsers: 5, Context: "mathstream", Site: "lesson-stream", Target: "question-hint"}, want: OutcomeUnknown},
+		{name: "init is repeated", p: InitExperimentUserParams{UserID: "u"}, want: OutcomeRepeat},
+		{name: "assign is repeated", p: GetDecisionPointAssignmentsParams{UserID: "u", Context: "assign-prog"}, want: OutcomeRepeat},
+		{name: "mark is repeated", p: MarkDecisionPointParams{UserID: "u", DecisionPoint: SiteTarget{Site: "SelectSection"}}, want: OutcomeRepeat},
+		{name: "visit is repeated", p: VisitDecisionPointParams{UserID: "u", Context: "assign-prog", Site: "SelectSection", Target: "absolute_value_plot_equality"}, want: OutcomeRepeat},
+		{name: "balance re-attaches to its job", p: BalanceParams{NumUsers: 5, Context: "mathstream", Site: "lesson-stream", Target: "question-hint"}, want: OutcomeRepeat},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,7 +58,7 @@ func TestReconcile(t *testing.T) {
 			if st.IsZero() {
 				st = started
 			}
-			r, err := Reconcile(ctx, f, tt.p, st)
+			r, err := mustBound(tt.p).Reconcile(ctx, Env{API: f}, "conf-1", st)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,8 +81,8 @@ func TestReconcile(t *testing.T) {
 
 func TestReconcileCreateResult(t *testing.T) {
 	f := newFake()
-	res := decode[ExperimentResult](t, mustExecute(t, f, validCreate()))
-	r, err := Reconcile(context.Background(), f, validCreate(), time.Date(2025, 3, 4, 10, 0, 30, 0, time.UTC))
+	res := decode[ExperimentResult](t, mustExecuteKey(t, f, validCreate(), "conf-7"))
+	r, err := mustBound(validCreate()).Reconcile(context.Background(), Env{API: f}, "conf-7", time.Date(2025, 3, 4, 10, 0, 30, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

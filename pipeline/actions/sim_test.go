@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,8 @@ func run(t *testing.T, api API, p Params) (*Plan, []byte) {
 	if stale, err := IsStale(ctx, api, plan); err != nil || stale {
 		t.Fatalf("%s: stale=%v err=%v right after planning", p.Action(), stale, err)
 	}
-	res, err := Execute(ctx, api, confirmed)
+	out, err := mustBound(confirmed).Execute(ctx, Env{API: api}, "sim-"+string(p.Action()))
+	res := out.Result
 	if err != nil {
 		t.Fatalf("%s: execute: %v", p.Action(), err)
 	}
@@ -89,7 +91,7 @@ func simLifecycle(t *testing.T, c *upgrade.Client) {
 		t.Errorf("duplicate create: %v %v", probs, err)
 	}
 	// Reconcile after a crash finds the create done.
-	if r, err := Reconcile(ctx, c, p, time.Now()); err != nil || r.Outcome != OutcomeDone {
+	if r, err := mustBound(p).Reconcile(ctx, Env{API: c}, "sim-create_experiment", time.Now()); err != nil || r.Outcome != OutcomeDone {
 		t.Errorf("reconcile create: %+v %v", r, err)
 	}
 
@@ -197,7 +199,7 @@ func simLifecycle(t *testing.T, c *upgrade.Client) {
 		t.Errorf("reconcile delete before: %+v %v", r, err)
 	}
 	plan, raw = run(t, c, del)
-	if !strings.HasPrefix(plan.Message, DestructiveMarker) || !strings.Contains(plan.Message, "users enrolled") {
+	if !strings.HasPrefix(plan.Message, DestructiveMarker) || !slices.ContainsFunc(plan.Facts, func(f string) bool { return strings.Contains(f, "users are enrolled") }) {
 		t.Errorf("delete plan:\n%s", plan.Message)
 	}
 	if d := decode[deleteResult](t, raw); d.ID != e.ID || !d.Deleted {

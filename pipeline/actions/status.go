@@ -1,67 +1,144 @@
 package actions
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
-// Transition is a status change the agent offers. The server itself allows
-// any state to any state; these are the ones that make sense for a person
-// running an experiment (upgrade-api.md).
-type Transition struct {
-	From, To upgrade.State
-	Verb     string // start, stop, restart, cancel, archive
+// UpdateExperimentStatusParams are the params of update_experiment_status.
+// Status is held in UpGrade's internal naming once parsed.
+type UpdateExperimentStatusParams struct {
+	ExperimentID string `json:"experiment_id" jsonschema:"id (UUID) of the experiment"`
+	Status       string `json:"status" jsonschema:"target state: enrolling (start/restart), enrollmentComplete (stop), cancelled, archived; display names running, paused, completed are accepted"`
 }
 
-var transitions = []Transition{
-	{upgrade.StateInactive, upgrade.StateEnrolling, "start"},
-	{upgrade.StateInactive, upgrade.StateCancelled, "cancel"},
-	{upgrade.StateEnrolling, upgrade.StateEnrollmentComplete, "stop"},
-	{upgrade.StateEnrolling, upgrade.StateCancelled, "cancel"},
-	{upgrade.StateEnrollmentComplete, upgrade.StateEnrolling, "restart"},
-	{upgrade.StateEnrollmentComplete, upgrade.StateCancelled, "cancel"},
-	{upgrade.StateEnrollmentComplete, upgrade.StateArchived, "archive"},
-	{upgrade.StateCancelled, upgrade.StateArchived, "archive"},
+// Action implements Params.
+func (UpdateExperimentStatusParams) Action() Name { return UpdateExperimentStatus }
+
+func (p UpdateExperimentStatusParams) canonical() UpdateExperimentStatusParams {
+	c := UpdateExperimentStatusParams{ExperimentID: strings.TrimSpace(p.ExperimentID), Status: strings.TrimSpace(p.Status)}
+	if st := upgrade.NormalizeState(c.Status); st.Valid() {
+		c.Status = string(st)
+	}
+	return c
 }
 
-// Transitions lists every offered status change.
-func Transitions() []Transition { return append([]Transition(nil), transitions...) }
+func init() {
+	register(&builtin[UpdateExperimentStatusParams]{
+		spec: Spec{Name: string(UpdateExperimentStatus), Destructive: true, Invalidates: []Cache{CacheExperiments, CacheEnrollment},
+			Schema: schemaOf[UpdateExperimentStatusParams](), Description: "Start, stop, restart, cancel or archive an experiment."},
+		validate:  validateStatus,
+		plan:      planStatus,
+		execute:   executeStatus,
+		reconcile: reconcileStatus,
+	})
+}
 
-// TransitionsFrom lists the status changes offered from a state.
-func TransitionsFrom(from upgrade.State) []Transition {
-	var out []Transition
-	for _, t := range transitions {
-		if t.From == from {
-			out = append(out, t)
+func validateStatus(c *checker, p UpdateExperimentStatusParams) error {
+	e, err := c.experiment("experiment_id", p.ExperimentID)
+	if err != nil {
+		return err
+	}
+	target := upgrade.State(p.Status)
+	switch {
+	case p.Status == "":
+		c.missing("status", "status is required (enrolling to start, enrollmentComplete to stop, cancelled, archived)")
+		return nil
+	case !target.Valid():
+		c.addValue("status", p.Status, "unknown status; use one of %s (or running, paused, completed)", stateList())
+		return nil
+	}
+	if e == nil {
+		return nil
+	}
+	if e.State == target {
+		c.add("status", "experiment %q is already %s", e.Name, target)
+		return nil
+	}
+	if _, ok := AllowedTransition(e.State, target); !ok {
+		c.add("status", "cannot change experiment %q from %s to %s; %s", e.Name, e.State, target, describeTransitionsFrom(e.State))
+	}
+	return nil
+}
+
+func planStatus(b *planBuilder, p UpdateExperimentStatusParams) error {
+	e, err := b.experiment(p.ExperimentID)
+	if err != nil {
+		return err
+	}
+	b.pin(e)
+	target := upgrade.State(p.Status)
+	verb, ok := AllowedTransition(e.State, target)
+	if !ok {
+		verb = "not an offered change"
+	}
+	b.line("change the status of experiment %s (id %s, context %s): %s -> %s (%s).",
+		quote(e.Name), e.ID, identOrNone(e.ContextName()), e.State, target, verb)
+	d := designOf(e)
+	switch target {
+	case upgrade.StateEnrolling:
+		if e.State == upgrade.StateEnrollmentComplete {
+			b.line("Enrollment resumes: users who reach its decision points are assigned conditions again.")
+		} else {
+			b.line("Users who reach its decision points from now on are assigned conditions (unit %s, consistency %s).",
+				identOrNone(e.AssignmentUnit), identOrNone(e.ConsistencyRule))
 		}
-	}
-	return out
-}
-
-// AllowedTransition reports whether from -> to is offered, and its verb.
-func AllowedTransition(from, to upgrade.State) (verb string, ok bool) {
-	for _, t := range transitions {
-		if t.From == from && t.To == to {
-			return t.Verb, true
+		if e.FilterMode == upgrade.FilterExcludeAll && e.Inclusion.Empty() {
+			b.warn("filter mode excludeAll with empty inclusion lists: nobody would be enrolled")
 		}
+	case upgrade.StateEnrollmentComplete:
+		b.line("Enrollment ends; the post-experiment rule applies: %s.", fmtPostRuleLong(d.PostExperimentRule))
+	case upgrade.StateCancelled:
+		b.line("The experiment stops: everyone gets the default condition.")
+	case upgrade.StateArchived:
+		b.line("The experiment is archived: it stays readable but no longer runs.")
 	}
-	return "", false
+	return nil
 }
 
-func (t Transition) String() string {
-	return fmt.Sprintf("%s -> %s (%s)", t.From, t.To, t.Verb)
+type statusResult struct {
+	ID            string        `json:"id"`
+	Name          string        `json:"name"`
+	PreviousState upgrade.State `json:"previous_state,omitempty"`
+	State         upgrade.State `json:"state"`
 }
 
-func describeTransitionsFrom(from upgrade.State) string {
-	ts := TransitionsFrom(from)
-	if len(ts) == 0 {
-		return fmt.Sprintf("no status change is offered from %s", from)
+func executeStatus(ctx context.Context, env Env, p UpdateExperimentStatusParams, _ string) (Outcome, error) {
+	cur, err := env.API.Experiment(ctx, p.ExperimentID)
+	if err != nil {
+		return Outcome{}, err
 	}
-	parts := make([]string, len(ts))
-	for i, t := range ts {
-		parts[i] = fmt.Sprintf("%s (%s)", t.To, t.Verb)
+	target := upgrade.State(p.Status)
+	out, err := env.API.SetState(ctx, p.ExperimentID, target)
+	if err != nil {
+		return Outcome{}, err
 	}
-	return fmt.Sprintf("from %s the experiment can go to %s", from, strings.Join(parts, ", "))
+	// The server's answer is its state after the write: it must be the one
+	// approved.
+	if out.State != target {
+		return Outcome{}, fmt.Errorf("experiment %q: the server answered state %s after the change to %s", cur.Name, out.State, target)
+	}
+	return result(statusResult{ID: cur.ID, Name: cur.Name, PreviousState: cur.State, State: out.State})
+}
+
+func reconcileStatus(ctx context.Context, env Env, p UpdateExperimentStatusParams, _ string, _ time.Time) (Reconciliation, error) {
+	e, err := env.API.Experiment(ctx, p.ExperimentID)
+	if err != nil {
+		if upgrade.CategoryOf(err) == upgrade.CategoryNotFound {
+			return Reconciliation{Outcome: OutcomeUnknown, Note: fmt.Sprintf("experiment %s no longer exists", p.ExperimentID)}, nil
+		}
+		return Reconciliation{}, fmt.Errorf("reconcile status: reading experiment %s: %w", p.ExperimentID, err)
+	}
+	if e.State == upgrade.State(p.Status) {
+		raw, _ := json.Marshal(statusResult{ID: e.ID, Name: e.Name, State: e.State})
+		return Reconciliation{Outcome: OutcomeDone, Result: raw,
+			Note: fmt.Sprintf("experiment %q is %s: the status change happened", e.Name, e.State)}, nil
+	}
+	return Reconciliation{Outcome: OutcomeNotDone,
+		Note: fmt.Sprintf("experiment %q is still %s, not %s: the status change did not happen", e.Name, e.State, p.Status)}, nil
 }

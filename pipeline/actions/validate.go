@@ -11,79 +11,9 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
-// Problem is one reason the params cannot be executed as they are. Field is
-// the param's path as the model wrote it (conditions[1].code).
-type Problem struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-	// Missing: a required param is absent; the pipeline adds Field to
-	// missing_params.
-	Missing bool `json:"missing,omitempty"`
-	// NotFound: the param names something the server does not have (an
-	// experiment id); reported with error type not_found.
-	NotFound bool `json:"not_found,omitempty"`
-}
-
-// Type is the state's error type for the problem: not_found or validation.
-func (p Problem) Type() string {
-	if p.NotFound {
-		return string(upgrade.CategoryNotFound)
-	}
-	return string(upgrade.CategoryValidation)
-}
-
-func (p Problem) String() string {
-	if p.Field == "" {
-		return p.Message
-	}
-	return p.Field + ": " + p.Message
-}
-
 // WeightTolerance is how far from 100 the weights may sum (rounding of
 // thirds and the like).
 const WeightTolerance = 0.01
-
-// Validate checks p against UpGrade's rules (upgrade-api.md, "Rules the
-// client validates"), reading the context metadata and experiments it needs.
-// A nil or empty slice means the params may be confirmed. The error is
-// non-nil only when the check itself failed (UpGrade unreachable, auth).
-func Validate(ctx context.Context, api API, p Params) ([]Problem, error) {
-	c := &checker{ctx: ctx, api: api}
-	p, err := canonicalParams(p)
-	if err != nil {
-		return nil, fmt.Errorf("validate: %w", err)
-	}
-	switch v := p.(type) {
-	case CreateExperimentParams:
-		err = c.design(withDefaults(v), "", true)
-	case UpdateExperimentParams:
-		err = c.update(v)
-	case UpdateExperimentStatusParams:
-		err = c.status(v)
-	case DeleteExperimentParams:
-		_, err = c.experiment("experiment_id", v.ExperimentID)
-	case InitExperimentUserParams:
-		c.userID(v.UserID)
-		c.groups(v.Group, v.WorkingGroup)
-	case GetDecisionPointAssignmentsParams:
-		c.userID(v.UserID)
-		_, _, err = c.context(v.Context)
-	case MarkDecisionPointParams:
-		err = c.mark(v)
-	case VisitDecisionPointParams:
-		c.userID(v.UserID)
-		err = c.siteTarget(v.Context, v.Site, v.Target)
-		c.groups(v.Group, v.WorkingGroup)
-	case BalanceParams:
-		err = c.balance(v)
-	default:
-		return nil, fmt.Errorf("validate: %w: %T", ErrUnknownAction, p)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return c.problems, nil
-}
 
 type checker struct {
 	ctx      context.Context
@@ -94,6 +24,15 @@ type checker struct {
 
 func (c *checker) add(field, format string, args ...any) {
 	c.problems = append(c.problems, Problem{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// addValue records a problem with the value received (a string is quoted).
+func (c *checker) addValue(field string, value any, format string, args ...any) {
+	v := fmt.Sprint(value)
+	if s, ok := value.(string); ok {
+		v = strconv.Quote(s)
+	}
+	c.problems = append(c.problems, Problem{Field: field, Value: v, Message: fmt.Sprintf(format, args...)})
 }
 
 func (c *checker) missing(field, format string, args ...any) {
@@ -352,49 +291,6 @@ func (c *checker) groupList(field string, groups []GroupParam, ctxName string, i
 	}
 }
 
-func (c *checker) update(u UpdateExperimentParams) error {
-	e, err := c.experiment("experiment_id", u.ExperimentID)
-	if err != nil || e == nil {
-		return err
-	}
-	if !updateTouches(u) {
-		c.missing("fields", "name at least one field to change (status changes use update_experiment_status)")
-		return nil
-	}
-	if e.Type != "" && e.Type != upgrade.TypeSimple {
-		c.add("experiment_id", "experiment %q is a %s experiment; the agent only edits Simple experiments", e.Name, e.Type)
-		return nil
-	}
-	return c.design(applyUpdate(designOf(e), u), e.ID, u.Name != nil)
-}
-
-func (c *checker) status(p UpdateExperimentStatusParams) error {
-	e, err := c.experiment("experiment_id", p.ExperimentID)
-	if err != nil {
-		return err
-	}
-	target := upgrade.State(p.Status)
-	switch {
-	case p.Status == "":
-		c.missing("status", "status is required (enrolling to start, enrollmentComplete to stop, cancelled, archived)")
-		return nil
-	case !target.Valid():
-		c.add("status", "unknown status %q; use one of %s (or running, paused, completed)", p.Status, stateList())
-		return nil
-	}
-	if e == nil {
-		return nil
-	}
-	if e.State == target {
-		c.add("status", "experiment %q is already %s", e.Name, target)
-		return nil
-	}
-	if _, ok := AllowedTransition(e.State, target); !ok {
-		c.add("status", "cannot change experiment %q from %s to %s; %s", e.Name, e.State, target, describeTransitionsFrom(e.State))
-	}
-	return nil
-}
-
 func (c *checker) siteTarget(ctxName, site, target string) error {
 	info, ok, err := c.context(ctxName)
 	if err != nil {
@@ -443,74 +339,6 @@ func (c *checker) groups(group map[string][]string, working map[string]string) {
 			c.add(f, "working group %q is not one of the user's %s groups (%s)", id, typ, listOrNone(group[typ]))
 		}
 	}
-}
-
-func (c *checker) mark(p MarkDecisionPointParams) error {
-	c.userID(p.UserID)
-	if p.DecisionPoint.Site == "" {
-		c.missing("decision_point.site", "decision_point.site is required")
-	}
-	status := p.Status
-	switch status {
-	case "", upgrade.MarkConditionApplied, upgrade.MarkConditionNotApplied, upgrade.MarkNoConditionAssigned:
-	default:
-		c.add("status", "unknown mark status %q; use %q, %q or %q", status,
-			upgrade.MarkConditionApplied, upgrade.MarkConditionNotApplied, upgrade.MarkNoConditionAssigned)
-		status = ""
-	}
-	ac := p.AssignedCondition
-	if ac == nil {
-		if status != "" && status != upgrade.MarkNoConditionAssigned {
-			c.add("status", "status %q needs assigned_condition (the condition the user saw)", status)
-		}
-		return nil
-	}
-	if status == upgrade.MarkNoConditionAssigned {
-		c.add("status", "status %q contradicts assigned_condition; drop one of them", status)
-	}
-	if ac.ConditionCode == "" {
-		c.missing("assigned_condition.condition_code", "assigned_condition.condition_code is required")
-	}
-	e, err := c.experiment("assigned_condition.experiment_id", ac.ExperimentID)
-	if err != nil || e == nil {
-		return err
-	}
-	if ac.ConditionCode != "" && e.ConditionByCode(ac.ConditionCode) == nil {
-		c.add("assigned_condition.condition_code", "experiment %q has no condition %q; its conditions: %s",
-			e.Name, ac.ConditionCode, listOrNone(experimentCodes(e)))
-	}
-	if p.DecisionPoint.Site != "" && !hasPartition(e, p.DecisionPoint.Site, p.DecisionPoint.Target) {
-		c.add("decision_point", "experiment %q has no decision point %s; its decision points: %s",
-			e.Name, siteTarget(p.DecisionPoint.Site, p.DecisionPoint.Target), listOrNone(partitionNames(e)))
-	}
-	return nil
-}
-
-func (c *checker) balance(p BalanceParams) error {
-	switch {
-	case p.NumUsers == 0:
-		c.missing("num_users", "num_users is required (1..%d)", MaxBalanceUsers)
-	case p.NumUsers < 1 || p.NumUsers > MaxBalanceUsers:
-		c.add("num_users", "num_users must be between 1 and %d (got %d)", MaxBalanceUsers, p.NumUsers)
-	}
-	if err := c.siteTarget(p.Context, p.Site, p.Target); err != nil {
-		return err
-	}
-	c.groups(p.Group, p.WorkingGroup)
-	if p.ExperimentID == "" {
-		return nil
-	}
-	e, err := c.experiment("experiment_id", p.ExperimentID)
-	if err != nil || e == nil {
-		return err
-	}
-	if p.Context != "" && !contains(e.Context, p.Context) {
-		c.add("experiment_id", "experiment %q runs in context %s, not %s", e.Name, listOrNone(e.Context), p.Context)
-	} else if p.Site != "" && p.Target != "" && !hasPartition(e, p.Site, p.Target) {
-		c.add("experiment_id", "experiment %q has no decision point %s; its decision points: %s",
-			e.Name, siteTarget(p.Site, p.Target), listOrNone(partitionNames(e)))
-	}
-	return nil
 }
 
 func hasPartition(e *upgrade.Experiment, site, target string) bool {

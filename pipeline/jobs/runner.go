@@ -124,12 +124,12 @@ func (r *Runner) Start(ctx context.Context, jobID, sessionID, action string, par
 	if err := checkID(jobID); err != nil {
 		return err
 	}
-	p, err := actions.Parse(action, params)
+	b, err := actions.Bind(action, params)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", jobID, err)
 	}
 	total := 0
-	if bp, ok := balanceParams(p); ok {
+	if bp, ok := b.Typed().(actions.BalanceParams); ok {
 		total = bp.NumUsers
 	}
 	rec := &Record{ID: jobID, SessionID: sessionID, Action: action, Params: params, State: StateQueued,
@@ -311,15 +311,3 @@ func (r *Runner) Cancel(_ context.Context, jobID string) (*Record, error) {
 // Stale reports whether a job that should be running has lost its worker
 // (for `jobs show`).
 func (r *Runner) Stale(rec *Record) bool { return r.dead(rec) }
-
-func balanceParams(p actions.Params) (actions.BalanceParams, bool) {
-	switch v := p.(type) {
-	case actions.BalanceParams:
-		return v, true
-	case *actions.BalanceParams:
-		if v != nil {
-			return *v, true
-		}
-	}
-	return actions.BalanceParams{}, false
-}

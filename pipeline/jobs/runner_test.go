@@ -82,7 +82,7 @@ func createEnrolling(t testing.TB, api *upgrade.Client) string {
 	t.Helper()
 	ctx := context.Background()
 	w := 50.0
-	raw, err := actions.Execute(ctx, api, actions.CreateExperimentParams{Name: "Balance", Context: "mathstream",
+	raw, err := actions.Run(ctx, api, actions.CreateExperimentParams{Name: "Balance", Context: "mathstream",
 		DecisionPoints: []actions.DecisionPointParam{{Site: "lesson-stream", Target: "question-hint"}},
 		Conditions:     []actions.ConditionParam{{Code: "question-hint-default", Weight: &w}, {Code: "question-hint-tutorbot", Weight: &w}}})
 	if err != nil {

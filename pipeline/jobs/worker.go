@@ -192,14 +192,16 @@ func owned(r *Record, token string) error {
 
 // work runs the action and returns its result.
 func (w *Worker) work(ctx context.Context, rec *Record, token string) (json.RawMessage, error) {
-	p, err := actions.Parse(rec.Action, rec.Params)
+	b, err := actions.Bind(rec.Action, rec.Params)
 	if err != nil {
 		return nil, err
 	}
-	bp, ok := balanceParams(p)
+	bp, ok := b.Typed().(actions.BalanceParams)
 	if !ok {
-		// Other long actions have no batches to resume from: they run once.
-		return actions.Execute(ctx, w.API, p)
+		// Other long actions have no batches to resume from: they run once,
+		// inline in this worker.
+		out, err := b.Execute(ctx, actions.Env{API: w.API}, rec.ID)
+		return out.Result, err
 	}
 	var start actions.BalanceTally
 	if rec.Tally != nil {

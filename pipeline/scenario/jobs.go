@@ -43,12 +43,12 @@ func (r *stepJobs) Start(_ context.Context, jobID, _, action string, params json
 	if _, ok := r.jobs[jobID]; ok {
 		return nil
 	}
-	p, err := actions.Parse(action, params)
+	b, err := actions.Bind(action, params)
 	if err != nil {
 		return fmt.Errorf("start job %s: %w", jobID, err)
 	}
 	total := 0
-	if bp, ok := p.(actions.BalanceParams); ok {
+	if bp, ok := b.Typed().(actions.BalanceParams); ok {
 		total = bp.NumUsers
 	}
 	r.jobs[jobID] = &stepJob{status: pipeline.JobStatus{ID: jobID, Action: action, State: "queued", Total: total}, params: params}
@@ -91,13 +91,14 @@ func (r *stepJobs) Wait(ctx context.Context, jobID string, d time.Duration) (pip
 }
 
 func (r *stepJobs) run(ctx context.Context, j *stepJob) (json.RawMessage, error) {
-	p, err := actions.Parse(j.status.Action, j.params)
+	b, err := actions.Bind(j.status.Action, j.params)
 	if err != nil {
 		return nil, err
 	}
-	bp, ok := p.(actions.BalanceParams)
+	bp, ok := b.Typed().(actions.BalanceParams)
 	if !ok {
-		return actions.Execute(ctx, r.api, p)
+		out, err := b.Execute(ctx, actions.Env{API: r.api}, j.status.ID)
+		return out.Result, err
 	}
 	opts := actions.BalanceOptions{
 		// One user at a time: the simulator's seeded draws then follow the

@@ -497,11 +497,7 @@ func (d *decoder) setupExperiment(n *yaml.Node, i int) (SetupExperiment, error) 
 	if err != nil {
 		return e, d.errf(n, "%s: %v", what, err)
 	}
-	if _, err := actions.Parse(string(actions.CreateExperiment), raw); err != nil {
-		var pe *actions.ParseError
-		if errors.As(err, &pe) {
-			return e, d.errf(n, "%s (%s): %s", what, e.Name, strings.TrimPrefix(pe.Error(), "create_experiment params: "))
-		}
+	if _, err := actions.Bind(string(actions.CreateExperiment), raw); err != nil {
 		return e, d.errf(n, "%s (%s): %v", what, e.Name, err)
 	}
 	e.Params = raw

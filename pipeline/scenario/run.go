@@ -239,7 +239,7 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 	switch sc.Backend {
 	case BackendURL:
 		if r.opts.UpgradeURL == "" {
-			return cleanup, fmt.Errorf("%s: backend: url needs an UpGrade URL (--upgrade-url or UPGRADE_API_URL): %w", sc.File, exitcode.ErrUsage)
+			return cleanup, fmt.Errorf("%s: backend: url needs an UpGrade URL (--upgrade-url or UPGRADE_API_URL): %w", sc.File, pipeline.ErrBadInput)
 		}
 		c, err := upgrade.New(upgrade.Config{BaseURL: r.opts.UpgradeURL, Token: r.opts.UpgradeToken, Timeout: r.opts.UpgradeTimeout})
 		if err != nil {
@@ -329,16 +329,20 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	r.agent = &pipeline.Agent{
-		LLM: r.count, API: agentAPI, Store: store, Model: model,
-		Policy: sc.Options.Confirm, Yes: sc.Options.Yes,
-		MaxLLMCalls: sc.Options.MaxAutoReplies, MaxConsecutiveAutoReplies: sc.Options.MaxConsecutiveAutoReplies,
-		TerminationWords: sc.Options.TerminationWords, Secrets: secrets,
-		Jobs: jobs, WaitJobs: sc.Options.WaitJobs,
+	agent, err := pipeline.New(pipeline.Deps{
+		LLM: r.count, API: agentAPI, Store: store, Jobs: jobs,
 		Now: r.clk.now, NewID: func() string { return fmt.Sprintf("id-%04d", ids.Add(1)) },
 		Logger: logger,
+	}, pipeline.Settings{
+		Model: model, Policy: sc.Options.Confirm, Yes: sc.Options.Yes,
+		MaxLLMCalls: sc.Options.MaxAutoReplies, MaxConsecutiveAutoReplies: sc.Options.MaxConsecutiveAutoReplies,
+		TerminationWords: sc.Options.TerminationWords, Secrets: secrets,
+		WaitJobs: sc.Options.WaitJobs, Output: output,
+	})
+	if err != nil {
+		return cleanup, fmt.Errorf("%s: options: %w", sc.File, err)
 	}
-	r.agent.Output = output
+	r.agent = agent
 
 	created, err := r.applySetup(ctx)
 	if err != nil {
@@ -355,16 +359,16 @@ func (r *run) applySetup(ctx context.Context) ([]upgrade.Experiment, error) {
 	var created []upgrade.Experiment
 	for _, se := range r.sc.Setup.Experiments {
 		where := fmt.Sprintf("%s:%d: setup experiment %q", r.sc.File, se.Line, se.Name)
-		p, err := actions.Parse(string(actions.CreateExperiment), se.Params)
+		b, err := actions.Bind(string(actions.CreateExperiment), se.Params)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-		raw, err := actions.Execute(ctx, r.admin, p)
+		out, err := b.Execute(ctx, actions.Env{API: r.admin}, "")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		var res actions.ExperimentResult
-		if err := json.Unmarshal(raw, &res); err != nil {
+		if err := json.Unmarshal(out.Result, &res); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		if se.Status != "" && se.Status != string(upgrade.StateInactive) {
@@ -466,7 +470,7 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 				wait = time.Minute
 			}
 		}
-		o.res, o.err = r.agent.ResumeJob(ctx, r.sess, wait)
+		o.res, o.err = r.agent.Resume(ctx, r.sess, pipeline.ResumeRequest{Wait: wait})
 	}
 	sr.LLMNodes = r.count.take()
 	sr.Result, sr.Err = o.res, o.err
@@ -487,15 +491,9 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 			sr.Failures = append(sr.Failures, fmt.Sprintf("reload the checkpoint: %v", lerr))
 		}
 	}
-	authFailed := false
 	status := ""
 	if o.res != nil {
 		status = o.res.Status
-		for _, e := range o.res.Errors {
-			if e.Type == pipeline.ErrTypeAuth {
-				authFailed = true
-			}
-		}
 		if o.res.Job != nil {
 			r.res.job = o.res.Job.ID
 			r.norm.job(o.res.Job.ID)
@@ -505,7 +503,7 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 		r.res.job = r.sess.CP.Interrupt.Job.ID
 		r.norm.job(r.sess.CP.Interrupt.Job.ID)
 	}
-	o.exitCode = exitcode.ForTurn(status, authFailed, o.err)
+	o.exitCode = exitcode.Code(status, o.err)
 	sr.ExitCode = o.exitCode
 
 	es, lerr := r.learn(ctx)
@@ -612,5 +610,5 @@ func plural(n int, one, many string) string {
 // IsUsage reports whether a run error means bad input or configuration
 // (exit 2) rather than a failure.
 func IsUsage(err error) bool {
-	return errors.Is(err, exitcode.ErrUsage) || errors.Is(err, pipeline.ErrBadInput) || errors.Is(err, llm.ErrNotConfigured) || errors.Is(err, llm.ErrInvalidSpec) || errors.Is(err, ErrInvalid)
+	return errors.Is(err, pipeline.ErrBadInput) || errors.Is(err, pipeline.ErrBadInput) || errors.Is(err, llm.ErrNotConfigured) || errors.Is(err, llm.ErrInvalidSpec) || errors.Is(err, ErrInvalid)
 }

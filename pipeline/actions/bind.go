@@ -1,0 +1,627 @@
+package actions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+)
+
+// Bound is an action's params parsed once: the typed value, its canonical
+// JSON and the hash of that JSON. Params that canonicalise alike are the
+// same action: an approval binds to Hash, never to the bytes a model wrote.
+type Bound struct {
+	act Action
+	// Name is the action's name.
+	Name string
+	// Params is the canonical JSON: what is shown, hashed, stored and run.
+	Params json.RawMessage
+	// Hash is checkpoint.ParamsHash of Name and Params.
+	Hash  string
+	typed any
+}
+
+// NewBound makes the bound value of canonical params. Adapters (MCP) call
+// it from their Bind; typed is whatever their other methods need.
+func NewBound(a Action, canonical json.RawMessage, typed any) (*Bound, error) {
+	name := a.Spec().Name
+	hash, err := checkpoint.ParamsHash(name, canonical)
+	if err != nil {
+		return nil, err
+	}
+	return &Bound{act: a, Name: name, Params: canonical, Hash: hash, typed: typed}, nil
+}
+
+// Action returns the action the params belong to.
+func (b *Bound) Action() Action { return b.act }
+
+// Typed returns the parsed params (for built-in actions, the Params struct).
+func (b *Bound) Typed() any { return b.typed }
+
+// Spec is the action's declaration.
+func (b *Bound) Spec() Spec { return b.act.Spec() }
+
+// Validate, Plan, Execute and Reconcile call the action with b.
+
+func (b *Bound) Validate(ctx context.Context, env Env) ([]Problem, error) {
+	return b.act.Validate(ctx, env, b)
+}
+
+func (b *Bound) Plan(ctx context.Context, env Env) (*Plan, error) { return b.act.Plan(ctx, env, b) }
+
+func (b *Bound) Execute(ctx context.Context, env Env, key string) (Outcome, error) {
+	return b.act.Execute(ctx, env, b, key)
+}
+
+func (b *Bound) Reconcile(ctx context.Context, env Env, key string, startedAt time.Time) (Reconciliation, error) {
+	return b.act.Reconcile(ctx, env, b, key, startedAt)
+}
+
+// Map returns the canonical params as a JSON object (the session state
+// keeps this form).
+func (b *Bound) Map() map[string]any {
+	m := map[string]any{}
+	dec := json.NewDecoder(bytes.NewReader(b.Params))
+	dec.UseNumber()
+	_ = dec.Decode(&m) // canonical params are always a JSON object
+	return m
+}
+
+// ParseError lists everything wrong with the shape of an action's params:
+// unknown fields, wrong types, broken JSON. Each Problem names the field by
+// its path (conditions[1].weight) so that the model can fix exactly that.
+type ParseError struct {
+	Action   string
+	Problems []Problem
+}
+
+func (e *ParseError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Params are the typed, parsed parameters of one built-in action. The JSON
+// field names are the contract of spec/pipeline.md (snake_case).
+type Params interface {
+	Action() Name
+}
+
+// canonicaler is a params struct that knows its canonical form: spellings
+// folded to UpGrade's, blanks trimmed, documented defaults filled in, so
+// that everything a model may write for the same action gives one value.
+type canonicaler[P any] interface {
+	Params
+	canonical() P
+}
+
+// builtin is one of the nine actions: its params type and the functions of
+// its file. The generic plumbing (binding, the plan's frame, result
+// encoding) lives here once.
+type builtin[P canonicaler[P]] struct {
+	// self is the registered action when it wraps this one (a job action):
+	// bound params must lead back to it.
+	self      Action
+	spec      Spec
+	validate  func(c *checker, p P) error
+	plan      func(b *planBuilder, p P) error
+	execute   func(ctx context.Context, env Env, p P, key string) (Outcome, error)
+	reconcile func(ctx context.Context, env Env, p P, key string, startedAt time.Time) (Reconciliation, error)
+}
+
+func (a *builtin[P]) Spec() Spec { return a.spec }
+
+func (a *builtin[P]) Bind(raw json.RawMessage) (*Bound, error) {
+	p, err := decodeParams[P](a.spec.Name, raw)
+	if err != nil {
+		return nil, err
+	}
+	p = p.canonical()
+	canon, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s params: %w", a.spec.Name, err)
+	}
+	var self Action = a
+	if a.self != nil {
+		self = a.self
+	}
+	return NewBound(self, canon, p)
+}
+
+func (a *builtin[P]) typed(b *Bound) (P, error) {
+	p, ok := b.typed.(P)
+	if !ok || b.Name != a.spec.Name {
+		var zero P
+		return zero, fmt.Errorf("%s: params bound to another action (%s)", a.spec.Name, b.Name)
+	}
+	return p, nil
+}
+
+func (a *builtin[P]) Validate(ctx context.Context, env Env, b *Bound) ([]Problem, error) {
+	p, err := a.typed(b)
+	if err != nil {
+		return nil, err
+	}
+	c := &checker{ctx: ctx, api: env.API}
+	if err := a.validate(c, p); err != nil {
+		return nil, err
+	}
+	return c.problems, nil
+}
+
+func (a *builtin[P]) Plan(ctx context.Context, env Env, b *Bound) (*Plan, error) {
+	p, err := a.typed(b)
+	if err != nil {
+		return nil, err
+	}
+	pb := &planBuilder{ctx: ctx, api: env.API, plan: &Plan{Action: Name(a.spec.Name), Params: b.Params, Destructive: a.spec.Destructive}}
+	if a.spec.Destructive {
+		pb.text.WriteString(DestructiveMarker)
+	}
+	if err := a.plan(pb, p); err != nil {
+		return nil, fmt.Errorf("build plan for %s: %w", a.spec.Name, err)
+	}
+	for _, w := range pb.plan.Warnings {
+		pb.line("Warning: %s", w)
+	}
+	pb.text.WriteString(ConfirmPrompt)
+	pb.plan.Message = pb.text.String()
+	return pb.plan, nil
+}
+
+func (a *builtin[P]) Execute(ctx context.Context, env Env, b *Bound, key string) (Outcome, error) {
+	p, err := a.typed(b)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return a.execute(ctx, env, p, key)
+}
+
+func (a *builtin[P]) Reconcile(ctx context.Context, env Env, b *Bound, key string, startedAt time.Time) (Reconciliation, error) {
+	p, err := a.typed(b)
+	if err != nil {
+		return Reconciliation{}, err
+	}
+	return a.reconcile(ctx, env, p, key, startedAt)
+}
+
+// result encodes an action's result value.
+func result(v any) (Outcome, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("encoding the result: %w", err)
+	}
+	return Outcome{Result: raw}, nil
+}
+
+// schemaOf generates the JSON schema of a params type (get_<action>_schema).
+func schemaOf[P any]() json.RawMessage { return SchemaFor[P]() }
+
+// SchemaFor is the one schema generator of the project: tool arguments and
+// action params alike. Required fields are the ones without omitempty;
+// every optional field is nullable (a model may send null for "not
+// given"), and "additionalProperties": false is left out to save tokens
+// (arguments are still decoded strictly).
+func SchemaFor[T any]() json.RawMessage {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("actions: schema of %T: %v", *new(T), err)) // programming error, caught by tests
+	}
+	tidySchema(s)
+	raw, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("actions: encode schema of %T: %v", *new(T), err))
+	}
+	return raw
+}
+
+func tidySchema(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if ap := s.AdditionalProperties; ap != nil && ap.Not != nil {
+		s.AdditionalProperties = nil
+	}
+	for name, p := range s.Properties {
+		setNullable(p, !slices.Contains(s.Required, name))
+		tidySchema(p)
+	}
+	tidySchema(s.Items)
+	if ap := s.AdditionalProperties; ap != nil {
+		tidySchema(ap)
+	}
+}
+
+// setNullable makes a property schema accept null, or not.
+func setNullable(p *jsonschema.Schema, nullable bool) {
+	types := p.Types
+	if p.Type != "" {
+		types = []string{p.Type}
+	}
+	var kept []string
+	for _, t := range types {
+		if t != "null" {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == 0 {
+		return // an untyped property (any value) already takes null
+	}
+	if nullable {
+		kept = append(kept, "null")
+	}
+	if len(kept) == 1 {
+		p.Type, p.Types = kept[0], nil
+		return
+	}
+	p.Type, p.Types = "", kept
+}
+
+// Decode decodes tool arguments into T with the leniency and the located
+// errors of params binding (see decodeParams).
+func Decode[T any](what string, raw json.RawMessage) (T, error) { return decodeParams[T](what, raw) }
+
+// ---- decoding params as models write them ----
+
+// decodeParams decodes raw into P. It is strict about what it cannot
+// understand (unknown fields, a list where a number belongs) and lenient
+// about what has one meaning: keys in another case or camelCase, numbers
+// and booleans written as strings, a value encoded as a JSON string twice,
+// a single value where a list belongs, null for "not given". Every problem
+// names its field.
+func decodeParams[P any](action string, raw json.RawMessage) (P, error) {
+	var zero P
+	perr := &ParseError{Action: action}
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		trimmed = []byte("{}")
+	}
+	tree, err := decodeJSON(trimmed)
+	if err != nil {
+		perr.Problems = append(perr.Problems, Problem{Message: "arguments are not valid JSON: " + err.Error()})
+		return zero, perr
+	}
+	if s, ok := tree.(string); ok {
+		if inner, err := decodeJSON([]byte(s)); err == nil {
+			tree = inner // the whole object encoded twice
+		}
+	}
+	fixed := coerce(tree, reflect.TypeOf(zero), "", &perr.Problems)
+	if len(perr.Problems) > 0 {
+		return zero, perr
+	}
+	b, err := json.Marshal(fixed)
+	if err == nil {
+		err = json.Unmarshal(b, &zero)
+	}
+	if err != nil {
+		// coerce accepts only what Unmarshal accepts; a safety net.
+		perr.Problems = append(perr.Problems, Problem{Message: jsonErrorText(err)})
+		return zero, perr
+	}
+	return zero, nil
+}
+
+func decodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, errors.New(jsonErrorText(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("unexpected data after the value")
+	}
+	return v, nil
+}
+
+func jsonErrorText(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s (at byte %d)", strings.TrimPrefix(se.Error(), "json: "), se.Offset)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return "the JSON ends too early"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// coerce walks the decoded JSON against the Go type, returns the value in
+// the shape the type wants, and records every mismatch with its path.
+// encoding/json stops at the first error and does not name the path of an
+// unknown field; the model deserves both.
+func coerce(v any, t reflect.Type, path string, out *[]Problem) any {
+	if v == nil {
+		return nil // "not given": the field keeps its zero value
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return coerce(v, t.Elem(), path, out)
+	case reflect.Struct:
+		obj, ok := asObject(v)
+		if !ok {
+			addShape(out, path, "an object", v)
+			return nil
+		}
+		fields := jsonFields(t)
+		res := map[string]any{}
+		from := map[string]string{}
+		for _, k := range sortedKeys(obj) {
+			name, f, ok := matchField(fields, k)
+			if !ok {
+				*out = append(*out, Problem{Field: join(path, k), Value: describe(obj[k]),
+					Message: fmt.Sprintf("unknown field; the fields are %s", strings.Join(fieldNames(t), ", "))})
+				continue
+			}
+			if prev, dup := from[name]; dup {
+				*out = append(*out, Problem{Field: join(path, name),
+					Message: fmt.Sprintf("given twice (as %q and %q)", prev, k)})
+				continue
+			}
+			from[name] = k
+			res[name] = coerce(obj[k], f.Type, join(path, name), out)
+		}
+		return res
+	case reflect.Map:
+		obj, ok := asObject(v)
+		if !ok {
+			addShape(out, path, "an object", v)
+			return nil
+		}
+		res := make(map[string]any, len(obj))
+		for _, k := range sortedKeys(obj) {
+			res[strings.TrimSpace(k)] = coerce(obj[k], t.Elem(), join(path, k), out)
+		}
+		return res
+	case reflect.Slice:
+		arr, ok := asList(v)
+		if !ok {
+			// One value where a list belongs is a list of one.
+			arr = []any{v}
+		}
+		res := make([]any, 0, len(arr))
+		for i, item := range arr {
+			res = append(res, coerce(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i), out))
+		}
+		return res
+	case reflect.String:
+		switch x := v.(type) {
+		case string:
+			return x
+		case json.Number:
+			return x.String() // an id written as a number
+		}
+		addShape(out, path, "a string", v)
+		return nil
+	case reflect.Bool:
+		switch x := v.(type) {
+		case bool:
+			return x
+		case string:
+			switch strings.ToLower(strings.TrimSpace(x)) {
+			case "true", "yes":
+				return true
+			case "false", "no":
+				return false
+			}
+		}
+		addShape(out, path, "true or false", v)
+		return nil
+	case reflect.Float64, reflect.Int:
+		n, ok := asNumber(v)
+		if !ok {
+			want := "a number"
+			if t.Kind() == reflect.Int {
+				want = "a whole number"
+			}
+			addShape(out, path, want, v)
+			return nil
+		}
+		f, err := n.Float64()
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			*out = append(*out, Problem{Field: path, Value: n.String(), Message: "number out of range"})
+			return nil
+		}
+		if t.Kind() == reflect.Int {
+			if f != math.Trunc(f) {
+				*out = append(*out, Problem{Field: path, Value: n.String(), Message: "expected a whole number"})
+				return nil
+			}
+			if f > math.MaxInt32 || f < math.MinInt32 {
+				*out = append(*out, Problem{Field: path, Value: n.String(), Message: "number out of range"})
+				return nil
+			}
+			return json.Number(strconv.FormatInt(int64(f), 10))
+		}
+		return n
+	}
+	return v
+}
+
+// asObject accepts an object, or a JSON string holding one (encoded twice).
+func asObject(v any) (map[string]any, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		return x, true
+	case string:
+		if inner, err := decodeJSON([]byte(x)); err == nil {
+			m, ok := inner.(map[string]any)
+			return m, ok
+		}
+	}
+	return nil, false
+}
+
+// asList accepts a list, or a JSON string holding one (encoded twice).
+func asList(v any) ([]any, bool) {
+	switch x := v.(type) {
+	case []any:
+		return x, true
+	case string:
+		s := strings.TrimSpace(x)
+		if strings.HasPrefix(s, "[") {
+			if inner, err := decodeJSON([]byte(s)); err == nil {
+				l, ok := inner.([]any)
+				return l, ok
+			}
+		}
+	}
+	return nil, false
+}
+
+// asNumber accepts a number, or a string holding one ("50", " 33.3 ", "50%").
+func asNumber(v any) (json.Number, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		return x, true
+	case string:
+		s := strings.TrimSuffix(strings.TrimSpace(x), "%")
+		s = strings.TrimSpace(s)
+		if _, err := strconv.ParseFloat(s, 64); err == nil && s != "" {
+			return json.Number(s), true
+		}
+	}
+	return "", false
+}
+
+// Problem is one reason the params cannot be executed as they are. Field is
+// the param's path (conditions[1].code).
+type Problem struct {
+	Field string `json:"field,omitempty"`
+	// Value is the value received, as the model can recognise it.
+	Value   string `json:"value,omitempty"`
+	Message string `json:"message"`
+	// Missing: a required param is absent; it goes on missing_params.
+	Missing bool `json:"missing,omitempty"`
+	// NotFound: the param names something the server does not have.
+	NotFound bool `json:"not_found,omitempty"`
+}
+
+// Type is the state's error type for the problem: not_found or validation.
+func (p Problem) Type() string {
+	if p.NotFound {
+		return "not_found"
+	}
+	return "validation"
+}
+
+// String names the field, the value received and what is wrong, once.
+func (p Problem) String() string {
+	if p.Field != "" {
+		return p.Field + ": " + p.Detail()
+	}
+	return p.Detail()
+}
+
+// Detail is String without the field.
+func (p Problem) Detail() string {
+	if p.Value != "" {
+		return fmt.Sprintf("got %s: %s", p.Value, p.Message)
+	}
+	return p.Message
+}
+
+func addShape(out *[]Problem, path, want string, got any) {
+	*out = append(*out, Problem{Field: path, Value: describe(got), Message: "expected " + want})
+}
+
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		s := x
+		if len(s) > 40 {
+			s = s[:40] + "..."
+		}
+		return strconv.Quote(s)
+	case json.Number:
+		return x.String()
+	case bool:
+		return strconv.FormatBool(x)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return "null"
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if name == "" {
+		return f.Name
+	}
+	return name
+}
+
+func jsonFields(t reflect.Type) map[string]reflect.StructField {
+	m := make(map[string]reflect.StructField, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.IsExported() && f.Tag.Get("json") != "-" {
+			m[jsonName(f)] = f
+		}
+	}
+	return m
+}
+
+// matchField finds the field a key names: exactly, or ignoring case,
+// underscores, dashes and blanks (experimentId, Experiment_ID).
+func matchField(fields map[string]reflect.StructField, key string) (string, reflect.StructField, bool) {
+	if f, ok := fields[key]; ok {
+		return key, f, true
+	}
+	k := foldKey(key)
+	for name, f := range fields {
+		if foldKey(name) == k {
+			return name, f, true
+		}
+	}
+	return "", reflect.StructField{}, false
+}
+
+func foldKey(s string) string {
+	r := strings.NewReplacer("_", "", "-", "", " ", "")
+	return strings.ToLower(r.Replace(s))
+}
+
+func fieldNames(t reflect.Type) []string {
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if f.IsExported() && f.Tag.Get("json") != "-" {
+			names = append(names, jsonName(f))
+		}
+	}
+	return names
+}

@@ -1,0 +1,114 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
+
+// Results of the actions, in the compact JSON the person's reply and the
+// execution log show.
+
+// ExperimentResult is the compact form of an experiment in action results.
+type ExperimentResult struct {
+	ID                 string                `json:"id"`
+	Name               string                `json:"name"`
+	Context            string                `json:"context"`
+	State              upgrade.State         `json:"state"`
+	Conditions         []ConditionResult     `json:"conditions"`
+	DecisionPoints     []DecisionPointResult `json:"decision_points"`
+	PostExperimentRule string                `json:"post_experiment_rule,omitempty"`
+}
+
+// ConditionResult is one condition in an ExperimentResult.
+type ConditionResult struct {
+	ID     string  `json:"id"`
+	Code   string  `json:"code"`
+	Weight float64 `json:"weight"`
+}
+
+// DecisionPointResult is one decision point in an ExperimentResult.
+type DecisionPointResult struct {
+	ID               string `json:"id"`
+	Site             string `json:"site"`
+	Target           string `json:"target"`
+	ExcludeIfReached bool   `json:"exclude_if_reached"`
+}
+
+// SummarizeExperiment is the compact form of e used in results.
+func SummarizeExperiment(e *upgrade.Experiment) ExperimentResult {
+	r := ExperimentResult{ID: e.ID, Name: e.Name, Context: e.ContextName(), State: e.State,
+		Conditions: []ConditionResult{}, DecisionPoints: []DecisionPointResult{}}
+	for _, c := range sortedConditions(e.Conditions) {
+		r.Conditions = append(r.Conditions, ConditionResult{ID: c.ID, Code: c.ConditionCode, Weight: c.AssignmentWeight})
+	}
+	for _, p := range sortedPartitions(e.Partitions) {
+		r.DecisionPoints = append(r.DecisionPoints, DecisionPointResult{ID: p.ID, Site: p.Site, Target: p.Target, ExcludeIfReached: p.ExcludeIfReached})
+	}
+	r.PostExperimentRule = fmtPostRule(designOf(e).PostExperimentRule)
+	return r
+}
+
+// visit is one simulated user at a decision point: init, assign, mark what
+// was assigned there. It returns the condition marked (nil: none). The
+// balance job runs it for every synthetic user.
+func visit(ctx context.Context, api UserAPI, userID, appContext, site, target string,
+	group map[string][]string, working map[string]string) (*upgrade.AssignedCondition, error) {
+	if _, err := api.Init(ctx, userID, upgrade.InitRequest{Group: group, WorkingGroup: working}); err != nil {
+		return nil, fmt.Errorf("init user %s: %w", userID, err)
+	}
+	as, err := api.Assign(ctx, userID, appContext)
+	if err != nil {
+		return nil, fmt.Errorf("assign user %s: %w", userID, err)
+	}
+	ac := pickAssignment(as, site, target)
+	req := upgrade.MarkRequest{Data: upgrade.MarkData{Site: site, Target: target}, Status: upgrade.MarkNoConditionAssigned}
+	if ac != nil {
+		req.Status = upgrade.MarkConditionApplied
+		req.Data.AssignedCondition = &upgrade.MarkCondition{ID: ac.ID, ConditionCode: ac.ConditionCode, ExperimentID: ac.ExperimentID}
+	}
+	if _, err := api.Mark(ctx, userID, req); err != nil {
+		return nil, fmt.Errorf("mark user %s: %w", userID, err)
+	}
+	return ac, nil
+}
+
+// pickAssignment finds the condition assigned at site/target. UpGrade
+// gives a user one experiment per decision point, so the first condition of
+// the matching entry is the one a client would apply. The default
+// condition counts as none.
+func pickAssignment(as []upgrade.Assignment, site, target string) *upgrade.AssignedCondition {
+	for _, a := range as {
+		if a.Site != site || a.Target != target {
+			continue
+		}
+		for i := range a.AssignedCondition {
+			c := a.AssignedCondition[i]
+			if c.ConditionCode != "" && c.ConditionCode != "default" {
+				return &c
+			}
+		}
+	}
+	return nil
+}
+
+func nonNilGroup(m map[string][]string) map[string][]string {
+	if m == nil {
+		return map[string][]string{}
+	}
+	return m
+}
+
+func nonNilWorking(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+func resultOf(e *upgrade.Experiment) json.RawMessage {
+	raw, _ := json.Marshal(SummarizeExperiment(e)) // plain struct: cannot fail
+	return raw
+}

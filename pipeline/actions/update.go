@@ -1,0 +1,192 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
+
+// UpdateExperimentParams are the params of update_experiment. Every field
+// but ExperimentID is a pointer: nil means "leave as it is", so an explicit
+// empty list (say, "tags": []) can still clear a field.
+type UpdateExperimentParams struct {
+	ExperimentID       string                `json:"experiment_id" jsonschema:"id (UUID) of the experiment to change"`
+	Name               *string               `json:"name,omitempty"`
+	Context            *string               `json:"context,omitempty"`
+	DecisionPoints     *[]DecisionPointParam `json:"decision_points,omitempty" jsonschema:"the complete new list; existing ones are matched by site+target"`
+	Conditions         *[]ConditionParam     `json:"conditions,omitempty" jsonschema:"the complete new list; existing ones are matched by code"`
+	Description        *string               `json:"description,omitempty"`
+	Tags               *[]string             `json:"tags,omitempty"`
+	AssignmentUnit     *string               `json:"assignment_unit,omitempty"`
+	GroupType          *string               `json:"group_type,omitempty"`
+	ConsistencyRule    *string               `json:"consistency_rule,omitempty"`
+	PostExperimentRule *PostRuleParam        `json:"post_experiment_rule,omitempty"`
+	FilterMode         *string               `json:"filter_mode,omitempty"`
+	InclusionUsers     *[]string             `json:"inclusion_users,omitempty"`
+	InclusionGroups    *[]GroupParam         `json:"inclusion_groups,omitempty"`
+	ExclusionUsers     *[]string             `json:"exclusion_users,omitempty"`
+	ExclusionGroups    *[]GroupParam         `json:"exclusion_groups,omitempty"`
+}
+
+// Action implements Params.
+func (UpdateExperimentParams) Action() Name { return UpdateExperiment }
+
+func (p UpdateExperimentParams) canonical() UpdateExperimentParams {
+	c := UpdateExperimentParams{
+		ExperimentID:       strings.TrimSpace(p.ExperimentID),
+		Name:               trimPtr(p.Name),
+		Context:            trimPtr(p.Context),
+		Description:        trimPtr(p.Description),
+		AssignmentUnit:     enumPtr(p.AssignmentUnit, units),
+		GroupType:          trimPtr(p.GroupType),
+		ConsistencyRule:    enumPtr(p.ConsistencyRule, consistencies),
+		PostExperimentRule: normPostRule(p.PostExperimentRule),
+		FilterMode:         enumPtr(p.FilterMode, filterModes),
+	}
+	if p.DecisionPoints != nil {
+		dps := normDecisionPoints(*p.DecisionPoints)
+		c.DecisionPoints = &dps
+	}
+	if p.Conditions != nil {
+		cs := normConditions(*p.Conditions)
+		c.Conditions = &cs
+	}
+	if r := c.PostExperimentRule; r != nil && r.Rule == "" && r.ConditionCode != "" {
+		r.Rule = upgrade.PostRuleAssign // a condition to give everyone means assign
+	}
+	// An explicit empty list clears the field: it stays an empty list,
+	// unlike a list that is not given.
+	c.Tags = keepList(p.Tags)
+	c.InclusionUsers = keepList(p.InclusionUsers)
+	c.ExclusionUsers = keepList(p.ExclusionUsers)
+	c.InclusionGroups = keepGroups(p.InclusionGroups)
+	c.ExclusionGroups = keepGroups(p.ExclusionGroups)
+	return c
+}
+
+func keepList(l *[]string) *[]string {
+	if l == nil {
+		return nil
+	}
+	out := trimList(*l)
+	if out == nil {
+		out = []string{}
+	}
+	return &out
+}
+
+func keepGroups(l *[]GroupParam) *[]GroupParam {
+	if l == nil {
+		return nil
+	}
+	out := normGroups(*l)
+	if out == nil {
+		out = []GroupParam{}
+	}
+	return &out
+}
+
+func init() {
+	register(&builtin[UpdateExperimentParams]{
+		spec: Spec{Name: string(UpdateExperiment), Invalidates: []Cache{CacheExperiments}, Schema: schemaOf[UpdateExperimentParams](),
+			Description: "Change fields of an existing experiment; only the fields given change. Condition and decision point ids are kept."},
+		validate:  validateUpdate,
+		plan:      planUpdate,
+		execute:   executeUpdate,
+		reconcile: reconcileUpdate,
+	})
+}
+
+func validateUpdate(c *checker, u UpdateExperimentParams) error {
+	e, err := c.experiment("experiment_id", u.ExperimentID)
+	if err != nil || e == nil {
+		return err
+	}
+	if !updateTouches(u) {
+		c.missing("fields", "name at least one field to change (status changes use update_experiment_status)")
+		return nil
+	}
+	if e.Type != "" && e.Type != upgrade.TypeSimple {
+		c.add("experiment_id", "experiment %q is a %s experiment; the agent only edits Simple experiments", e.Name, e.Type)
+		return nil
+	}
+	return c.design(applyUpdate(designOf(e), u), e.ID, u.Name != nil)
+}
+
+func planUpdate(b *planBuilder, p UpdateExperimentParams) error {
+	e, err := b.experiment(p.ExperimentID)
+	if err != nil {
+		return err
+	}
+	b.pin(e)
+	cur := designOf(e)
+	next := applyUpdate(cur, p)
+	b.line("Update experiment %s (id %s, context %s, state %s):", quote(e.Name), e.ID, identOrNone(e.ContextName()), e.State)
+	changes := designChanges(cur, next)
+	for _, c := range changes {
+		b.line("  %s", c)
+	}
+	if len(changes) == 0 {
+		b.line("  (no change: every value given equals the current one)")
+		b.warn("nothing would change")
+	}
+	b.line("Existing condition and decision point ids are kept (matched by code and by site/target).")
+	if len(changes) > 0 && e.State == upgrade.StateEnrolling {
+		b.warn("the experiment is enrolling: the change applies to users assigned from now on")
+	}
+	for _, code := range removedCodes(cur, next) {
+		b.warn("condition %s is removed; users who had it lose it", ident(code))
+	}
+	b.designWarnings(next)
+	return nil
+}
+
+func removedCodes(cur, next CreateExperimentParams) []string {
+	keep := map[string]bool{}
+	for _, c := range next.Conditions {
+		keep[c.Code] = true
+	}
+	var out []string
+	for _, c := range cur.Conditions {
+		if !keep[c.Code] {
+			out = append(out, c.Code)
+		}
+	}
+	return out
+}
+
+func executeUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ string) (Outcome, error) {
+	cur, err := env.API.Experiment(ctx, p.ExperimentID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	d := applyUpdate(designOf(cur), p)
+	if _, err := env.API.UpdateExperiment(ctx, buildExperiment(cur, d)); err != nil {
+		return Outcome{}, err
+	}
+	held, err := hold(ctx, env.API, cur.ID, d)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("experiment %q was updated, but %w", d.Name, err)
+	}
+	return result(SummarizeExperiment(held))
+}
+
+func reconcileUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ string, _ time.Time) (Reconciliation, error) {
+	e, err := env.API.Experiment(ctx, p.ExperimentID)
+	if err != nil {
+		if upgrade.CategoryOf(err) == upgrade.CategoryNotFound {
+			return Reconciliation{Outcome: OutcomeUnknown, Note: fmt.Sprintf("experiment %s no longer exists", p.ExperimentID)}, nil
+		}
+		return Reconciliation{}, fmt.Errorf("reconcile update: reading experiment %s: %w", p.ExperimentID, err)
+	}
+	cur := designOf(e)
+	if changes := designChanges(cur, applyUpdate(cur, p)); len(changes) > 0 {
+		return Reconciliation{Outcome: OutcomeNotDone,
+			Note: fmt.Sprintf("experiment %q does not have the new values yet (%s): the update did not happen", e.Name, strings.Join(changes, "; "))}, nil
+	}
+	return Reconciliation{Outcome: OutcomeDone, Result: resultOf(e),
+		Note: fmt.Sprintf("experiment %q already has every value of the update", e.Name)}, nil
+}

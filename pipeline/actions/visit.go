@@ -1,0 +1,86 @@
+package actions
+
+import (
+	"context"
+	"strings"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
+
+// VisitDecisionPointParams are the params of visit_decision_point.
+type VisitDecisionPointParams struct {
+	UserID       string              `json:"user_id"`
+	Context      string              `json:"context"`
+	Site         string              `json:"site"`
+	Target       string              `json:"target"`
+	Group        map[string][]string `json:"group,omitempty"`
+	WorkingGroup map[string]string   `json:"working_group,omitempty"`
+}
+
+// Action implements Params.
+func (VisitDecisionPointParams) Action() Name { return VisitDecisionPoint }
+
+func (p VisitDecisionPointParams) canonical() VisitDecisionPointParams {
+	return VisitDecisionPointParams{UserID: strings.TrimSpace(p.UserID), Context: strings.TrimSpace(p.Context),
+		Site: strings.TrimSpace(p.Site), Target: strings.TrimSpace(p.Target),
+		Group: normGroupMap(p.Group), WorkingGroup: normWorkingGroup(p.WorkingGroup)}
+}
+
+func init() {
+	register(&builtin[VisitDecisionPointParams]{
+		spec: Spec{Name: string(VisitDecisionPoint), Destructive: true, Invalidates: []Cache{CacheEnrollment}, Schema: schemaOf[VisitDecisionPointParams](),
+			Description: "Simulate one user visiting a decision point: init, assign, then mark what was assigned."},
+		validate: func(c *checker, p VisitDecisionPointParams) error {
+			c.userID(p.UserID)
+			err := c.siteTarget(p.Context, p.Site, p.Target)
+			c.groups(p.Group, p.WorkingGroup)
+			return err
+		},
+		plan:      planVisit,
+		execute:   executeVisit,
+		reconcile: repeatUserCall[VisitDecisionPointParams],
+	})
+}
+
+func planVisit(b *planBuilder, p VisitDecisionPointParams) error {
+	dp := ident(siteTarget(p.Site, p.Target))
+	b.line("simulate user %s visiting decision point %s in context %s:", quote(p.UserID), dp, ident(p.Context))
+	b.line("  1. init the user (groups: %s; working groups: %s)", fmtGroupMap(p.Group), fmtWorkingGroups(p.WorkingGroup))
+	b.line("  2. ask UpGrade for the user's conditions in %s", ident(p.Context))
+	b.line("  3. mark %s with the condition assigned there, or %s", dp, quote(upgrade.MarkNoConditionAssigned))
+	es, err := experimentsAt(b.ctx, b.api, p.Context, p.Site, p.Target)
+	if err != nil {
+		return err
+	}
+	b.line("Experiments at this decision point: %s.", fmtExperiments(es))
+	b.line("This writes 1 synthetic user into UpGrade and may enroll them in an experiment.")
+	return nil
+}
+
+// AssignedRef names the condition a visit got.
+type AssignedRef struct {
+	ExperimentID  string `json:"experiment_id"`
+	ConditionCode string `json:"condition_code"`
+}
+
+type visitResult struct {
+	UserID   string       `json:"user_id"`
+	Context  string       `json:"context"`
+	Site     string       `json:"site"`
+	Target   string       `json:"target"`
+	Assigned *AssignedRef `json:"assigned"`
+	Status   string       `json:"status"`
+}
+
+func executeVisit(ctx context.Context, env Env, p VisitDecisionPointParams, _ string) (Outcome, error) {
+	ac, err := visit(ctx, env.API, p.UserID, p.Context, p.Site, p.Target, p.Group, p.WorkingGroup)
+	if err != nil {
+		return Outcome{}, err
+	}
+	res := visitResult{UserID: p.UserID, Context: p.Context, Site: p.Site, Target: p.Target, Status: upgrade.MarkNoConditionAssigned}
+	if ac != nil {
+		res.Assigned = &AssignedRef{ExperimentID: ac.ExperimentID, ConditionCode: ac.ConditionCode}
+		res.Status = upgrade.MarkConditionApplied
+	}
+	return result(res)
+}

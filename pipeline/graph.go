@@ -1,0 +1,427 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/llm"
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
+)
+
+// A turn is a small state machine: each node returns the next node, or an
+// interrupt as an error value. runGraph is the one place that recognises
+// interrupts, records them on the Session and saves. Adding an interrupt
+// kind is one type here plus one case in runGraph.
+
+// awaitConfirmation: show the confirmation and pause the turn.
+type awaitConfirmation struct {
+	p    *Pending
+	note string
+}
+
+func (i *awaitConfirmation) Error() string {
+	return "interrupt: awaiting confirmation of " + i.p.Bound.Name
+}
+
+// suspendOnJob: the executor started a job that did not end within
+// --wait-jobs; the turn ends and resume picks it up.
+type suspendOnJob struct {
+	w  *JobWait
+	st JobStatus
+}
+
+func (i *suspendOnJob) Error() string { return "interrupt: waiting on job " + i.w.Ref.ID }
+
+// errBudget: the turn has spent its LLM calls.
+var errBudget = errors.New("LLM call budget of the turn exhausted")
+
+// maxTransitions bounds the node transitions of one turn.
+const maxTransitions = 24
+
+// runGraph carries the turn through the nodes from start until the turn
+// ends, saving a checkpoint at every node boundary.
+func (a *Agent) runGraph(ctx context.Context, t *turn, start string) (Reply, error) {
+	node := start
+	for node != nodeEnd {
+		if t.transitions >= maxTransitions {
+			t.end.terminated = fmt.Sprintf("node transition limit (%d) reached", maxTransitions)
+			break
+		}
+		t.transitions++
+		t.trace = append(t.trace, node)
+		next, err := a.runNode(ctx, t, node)
+		var await *awaitConfirmation
+		var suspend *suspendOnJob
+		switch {
+		case errors.As(err, &await):
+			t.sess.await(await.p)
+			t.showing = await.p
+			if await.note != "" {
+				t.notes = append(t.notes, await.note)
+			}
+			next = NodeResponder
+		case errors.As(err, &suspend):
+			if err := t.sess.suspend(suspend.w, a.newID(), a.now()); err != nil {
+				return Reply{}, err
+			}
+			st := suspend.st
+			t.job = &st
+			t.st.FinalResponse = suspendText(t.sess.CP.SessionID, st)
+			a.respond(t, t.st.FinalResponse)
+			next = nodeEnd
+		case errors.Is(err, errBudget):
+			t.end.terminated = fmt.Sprintf("LLM call limit (%d) reached in this turn", a.maxCalls())
+		case err != nil:
+			return Reply{}, err
+		}
+		if t.end.terminated != "" {
+			break
+		}
+		if err := t.sess.save(a.Store, checkpoint.StatusRunning, next, a.mcpCaps()); err != nil {
+			return Reply{}, err
+		}
+		node = next
+	}
+	if t.end.terminated != "" {
+		text := t.st.FinalResponse
+		if text == "" {
+			text = fmt.Sprintf("I stopped this turn: %s. Nothing else was run; send a message to continue.", t.end.terminated)
+			if t.showing != nil {
+				text += "\n\n" + t.showing.Plan.Message
+			}
+		}
+		return StopWith(t.end.terminated, text), nil
+	}
+	return ReplyWith(t.st.FinalResponse), nil
+}
+
+func (a *Agent) runNode(ctx context.Context, t *turn, node string) (string, error) {
+	switch node {
+	case NodeAnalyzer:
+		t.st.CurrentState = StateAnalyzing
+		return a.analyzer(ctx, t)
+	case NodeGatherer:
+		t.st.CurrentState = StateGathering
+		return a.gatherer(ctx, t)
+	case NodeConfirmation:
+		t.st.CurrentState = StateConfirming
+		return a.confirmation(ctx, t)
+	case NodeExecutor:
+		t.st.CurrentState = StateExecuting
+		return a.executor(ctx, t)
+	case NodeResponder:
+		t.st.CurrentState = StateResponding
+		return a.responder(ctx, t)
+	case NodeOutput:
+		return a.outputNode(ctx, t)
+	}
+	return nodeEnd, fmt.Errorf("unknown node %q", node)
+}
+
+// chat makes one LLM call on behalf of a node, within the turn's budget.
+func (t *turn) chat(ctx context.Context, node string, req llm.Request) (*llm.Response, error) {
+	if t.llmCalls >= t.a.maxCalls() {
+		return nil, errBudget
+	}
+	t.llmCalls++
+	req.Model = t.a.Model
+	req.Node = node
+	if req.Temperature == nil {
+		req.Temperature = t.a.Temperature
+	}
+	resp, err := t.a.LLM.Chat(llm.WithNode(ctx, node), req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", node, err)
+	}
+	t.usage.Add(resp.Usage)
+	return resp, nil
+}
+
+// ---- entry points ----
+
+// begin starts a turn on a session: the pending confirmation of an earlier
+// turn, and the settling of effects an earlier process left started.
+func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
+	t := &turn{a: a, sess: sess, st: sess.State}
+	p, err := a.loadPending(sess)
+	if err != nil {
+		return t, err
+	}
+	t.pending = p
+	return t, nil
+}
+
+// Ask runs one turn for a message. When a confirmation is pending the
+// message is the human's answer.
+func (a *Agent) Ask(ctx context.Context, sess *Session, message string) (*Result, error) {
+	if ic := sess.jobRef(); ic != nil {
+		return nil, badInput("%w (job %s): run `upgrade-agent resume %s` to check on it", ErrJobPending, ic.Job.ID, sess.CP.SessionID)
+	}
+	t, err := a.begin(ctx, sess)
+	if err != nil {
+		return nil, err
+	}
+	sess.CP.Counters.Turns++
+	rc := a.prepare(t, message)
+	t.input, t.messages, t.extra = rc.Message, rc.Messages, rc.Extra
+	t.st.resetTurn(t.input)
+	t.st.RetryInput = ""
+	if err := a.recover(ctx, t); err != nil {
+		return a.fail(t, err)
+	}
+	if sess.jobRef() != nil {
+		// Crash recovery re-attached to the interrupted action's job.
+		return a.finish(t, ReplyWith(t.st.FinalResponse))
+	}
+	rep, err := a.generateReply(ctx, rc)
+	if err != nil {
+		return a.fail(t, err)
+	}
+	return a.finish(t, rep)
+}
+
+// ResumeRequest says how to continue a session.
+type ResumeRequest struct {
+	// Answer is the answer to a pending confirmation (HasAnswer set).
+	Answer    string
+	HasAnswer bool
+	// Wait is how long to wait for a job to end (resume --wait); 0 checks
+	// once.
+	Wait time.Duration
+	// Progress receives the job's status while waiting.
+	Progress func(JobStatus)
+}
+
+// Resume continues a session, whatever stopped it: it answers a pending
+// confirmation, checks or waits on a job (built-in or MCP), finishes a turn
+// that a crash stopped between two nodes, or runs a failed turn again.
+// Every checkpoint the pipeline writes has a way forward here.
+func (a *Agent) Resume(ctx context.Context, sess *Session, req ResumeRequest) (*Result, error) {
+	switch {
+	case sess.jobRef() != nil:
+		return a.resumeJob(ctx, sess, req)
+	case sess.Status() == checkpoint.StatusRunning:
+		return a.resumeInterrupted(ctx, sess, req)
+	case sess.confirmationRef() != nil:
+		if !req.HasAnswer && a.Yes {
+			req.Answer, req.HasAnswer = "yes", true
+		}
+		if !req.HasAnswer || req.Answer == "" {
+			return nil, badInput("session %s %w: pass --answer yes, --answer no, or --answer TEXT", sess.CP.SessionID, ErrAnswerRequired)
+		}
+		return a.Ask(ctx, sess, req.Answer)
+	case sess.RetryInput() != "":
+		return a.Ask(ctx, sess, sess.RetryInput())
+	}
+	return nil, badInput("session %s: %w: it is %s", sess.CP.SessionID, ErrNothingToResume, sess.Status())
+}
+
+// resumeInterrupted finishes a turn that stopped between two nodes (status
+// running): the effects it left are settled with the server, then the turn
+// goes on from the node it was about to run. An approval does not outlive
+// its process: an action that was approved but had not started is asked
+// again (the answer given to this resume, if any, is the new answer).
+func (a *Agent) resumeInterrupted(ctx context.Context, sess *Session, req ResumeRequest) (*Result, error) {
+	t, err := a.begin(ctx, sess)
+	if err != nil {
+		return nil, err
+	}
+	rc := a.prepare(t, sess.State.UserInput)
+	t.input, t.messages, t.extra = sess.State.UserInput, rc.Messages, rc.Extra
+	t.st.Errors = []ErrorEntry{}
+	if err := a.recover(ctx, t); err != nil {
+		return a.fail(t, err)
+	}
+	if sess.jobRef() != nil {
+		t.trace = append(t.trace, NodeExecutor)
+		return a.finish(t, ReplyWith(t.st.FinalResponse))
+	}
+	stands := t.pending != nil && sess.confirmationRef() != nil
+	if stands {
+		// Approved in the interrupted process but never run, or run
+		// without effect: the person decides again.
+		if req.HasAnswer && req.Answer != "" {
+			return a.Ask(ctx, sess, req.Answer)
+		}
+		if err := a.showAgain(ctx, t); err != nil {
+			return a.fail(t, err)
+		}
+		t.notes = append(t.notes, "The previous run stopped before this action ran; nothing was executed. Please confirm again.")
+	}
+	next := routeInterrupted(sess.CP.NextNode, stands)
+	rep, err := a.runGraph(ctx, t, next)
+	if err != nil {
+		return a.fail(t, err)
+	}
+	return a.finish(t, rep)
+}
+
+// fail keeps the checkpoint valid after a runtime failure: the message (as
+// it was after the hooks) is kept so that `resume` can run the turn again.
+func (a *Agent) fail(t *turn, err error) (*Result, error) {
+	t.st.RetryInput = t.input
+	t.recordError(err)
+	t.sess.CP.Usage = t.sess.CP.Usage.Add(a.usageOf(t))
+	if serr := t.sess.save(a.Store, t.sess.statusAtRest(false), "", a.mcpCaps()); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	return a.result(t, StatusFailed), err
+}
+
+func (a *Agent) usageOf(t *turn) checkpoint.Usage {
+	return checkpoint.Usage{LLMCalls: t.llmCalls, PromptTokens: t.usage.PromptTokens,
+		CompletionTokens: t.usage.CompletionTokens, CachedTokens: t.usage.CachedTokens}
+}
+
+// finish records the reply, updates the counters and saves the checkpoint.
+// The turn's status comes from the Session's interrupt and the ending.
+func (a *Agent) finish(t *turn, rep Reply) (*Result, error) {
+	st := t.st
+	cp := t.sess.CP
+	if rep.Kind == KindStop {
+		t.end.terminated = rep.Reason
+	}
+	st.FinalResponse = rep.Text
+	a.respond(t, rep.Text)
+	st.addExchange(t.input, rep.Text, a.now())
+	if t.end.terminateSession {
+		t.sess.done()
+		st.ConversationComplete = true
+	}
+	if t.humanDecided() || t.end.resetAutoReplies {
+		cp.Counters.ConsecutiveAutoReplies = 0
+	} else {
+		cp.Counters.ConsecutiveAutoReplies++
+	}
+	cp.Usage = cp.Usage.Add(a.usageOf(t))
+	st.CurrentState = StateAnalyzing
+
+	rest := t.sess.statusAtRest(t.end.terminateSession)
+	status := StatusCompleted
+	switch {
+	case rest == checkpoint.StatusWaitingJob:
+		status = StatusWaitingJob
+	case rest == checkpoint.StatusAwaitingConfirmation:
+		status = StatusAwaitingConfirmation
+	case t.end.terminated != "":
+		status = StatusTerminated
+	case t.end.failure != nil:
+		status = StatusFailed
+	}
+	if err := t.sess.save(a.Store, rest, "", a.mcpCaps()); err != nil {
+		return nil, err
+	}
+	res := a.result(t, status)
+	if status == StatusFailed {
+		return res, t.end.failure
+	}
+	return res, nil
+}
+
+func (a *Agent) result(t *turn, status string) *Result {
+	cp := t.sess.CP
+	res := &Result{
+		SessionID: cp.SessionID, Turn: cp.Counters.Turns, Status: status, Response: t.st.FinalResponse,
+		Actions: append([]ActionOut(nil), t.st.TurnActions...), Trace: t.trace, TerminationReason: t.end.terminated, Output: t.output,
+		Usage: UsageOut{LLMCalls: t.llmCalls, PromptTokens: t.usage.PromptTokens, CompletionTokens: t.usage.CompletionTokens, CachedTokens: t.usage.CachedTokens},
+	}
+	if res.Trace == nil {
+		res.Trace = []string{}
+	}
+	if len(res.Actions) == 0 {
+		res.Actions = nil
+	}
+	if len(t.st.Errors) > 0 {
+		res.Errors = append([]ErrorEntry(nil), t.st.Errors...)
+	}
+	if ic := t.sess.confirmationRef(); status == StatusAwaitingConfirmation && ic != nil {
+		c := ic.Confirmation
+		res.Confirmation = &ConfirmationOut{ID: ic.ID, Action: c.Action, Params: c.Params, Message: c.Message, Destructive: c.Destructive}
+	}
+	if js := t.job; js != nil {
+		res.Job = &JobOut{ID: js.ID, Action: js.Action, State: js.State}
+		if js.Total > 0 {
+			res.Job.Progress = &Progress{Done: js.Done, Total: js.Total}
+		}
+	}
+	if res.TerminationReason == "" {
+		switch status {
+		case StatusCompleted:
+			res.TerminationReason = "turn completed"
+		case StatusAwaitingConfirmation:
+			res.TerminationReason = "awaiting confirmation"
+		case StatusWaitingJob:
+			res.TerminationReason = "waiting on a job"
+		case StatusFailed:
+			res.TerminationReason = "failed"
+		}
+	}
+	return res
+}
+
+// respond hands the reply to the caller as soon as it is final.
+func (a *Agent) respond(t *turn, text string) {
+	if t.responded {
+		return
+	}
+	t.responded = true
+	if a.OnResponse != nil {
+		a.OnResponse(text)
+	}
+}
+
+func suspendText(session string, s JobStatus) string {
+	return fmt.Sprintf("Started %s as job %s (%d of %d done so far). It keeps running in the background; run `upgrade-agent resume %s` to check on it, or add --wait to wait for the result.",
+		s.Action, s.ID, s.Done, s.Total, session)
+}
+
+// ---- the pending confirmation ----
+
+// loadPending reads the checkpoint's pending confirmation as one value.
+// The checkpoint is data: the params are bound again (their hash must be
+// the stored params_hash), the destructive flag comes from the action's
+// declaration, and the stored text is only what the person was shown:
+// before anything runs or is shown again, the plan is rendered anew and
+// compared (currentPending).
+func (a *Agent) loadPending(sess *Session) (*Pending, error) {
+	ic := sess.confirmationRef()
+	if ic == nil {
+		return nil, nil
+	}
+	c := ic.Confirmation
+	act, ok := a.action(c.Action)
+	if !ok {
+		return nil, badInput("session %s awaits a confirmation of %q, which is no action here (an MCP server that is not configured?)", sess.CP.SessionID, c.Action)
+	}
+	b, err := act.Bind(c.Params)
+	if err != nil {
+		return nil, badInput("session %s: interrupt.confirmation.params: %v", sess.CP.SessionID, err)
+	}
+	if b.Hash != c.ParamsHash {
+		return nil, badInput("session %s: interrupt.confirmation.params_hash does not match its params: the checkpoint was altered", sess.CP.SessionID)
+	}
+	plan := &actions.Plan{Action: actions.Name(b.Name), Params: b.Params, Message: c.Message,
+		Destructive: b.Spec().Destructive, ExperimentID: c.ExperimentID, ExperimentVersion: c.ExperimentVersion}
+	return &Pending{ID: ic.ID, Bound: b, Plan: plan, CreatedAt: ic.CreatedAt, NeedsHuman: true}, nil
+}
+
+// currentPending renders the pending confirmation's plan again. When the
+// text differs from what was shown (the experiment changed, or the stored
+// text was never this program's), it returns a new pending confirmation
+// with the current text and stale set: no approval given to the old text
+// may run it.
+func (a *Agent) currentPending(ctx context.Context, t *turn, p *Pending) (cur *Pending, stale bool, err error) {
+	fresh, err := p.Bound.Plan(ctx, a.env(t.api(), t.sess.CP.SessionID))
+	if err != nil {
+		return nil, false, err
+	}
+	if fresh.Same(p.Plan) {
+		return p, false, nil
+	}
+	return &Pending{ID: a.newID(), Bound: p.Bound, Plan: fresh, CreatedAt: a.now(), NeedsHuman: true}, true, nil
+}
+
+const staleNote = "The action changed since it was shown (the experiment was modified, or the text shown was not this program's), so nothing ran. Please confirm the updated action."

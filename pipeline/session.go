@@ -1,0 +1,274 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
+)
+
+// Session is a loaded session: its checkpoint and decoded state. It is the
+// only writer of the checkpoint's interrupt, status and next node, and of
+// the state fields derived from them (needs_confirmation,
+// confirmation_message, the pending action's draft): every change goes
+// through one of its methods, so the facts cannot drift apart.
+type Session struct {
+	CP    *checkpoint.Checkpoint
+	State *State
+	// Imported is set for a checkpoint taken from a file (resume FILE): it
+	// is data, not authority. Interrupted effects are only read back, never
+	// repeated, and any confirmation is shown again before it can run.
+	Imported bool
+}
+
+// Pending is the confirmation of one action awaiting a human answer (or,
+// approved, being executed): the bound params and the plan the person was
+// shown, as one value. Its ID is the checkpoint's interrupt id; the keys
+// that make a repeated execution safe derive from it.
+type Pending struct {
+	ID        string
+	Bound     *actions.Bound
+	Plan      *actions.Plan
+	CreatedAt time.Time
+	// NeedsHuman is false for an action the policy (or --yes) approved.
+	NeedsHuman bool
+}
+
+// JobWait is a turn suspended on a job: the job and what the turn needs to
+// finish once it ends.
+type JobWait struct {
+	Action   string
+	Params   json.RawMessage // canonical params
+	Ref      actions.JobRef
+	EffectID string
+	Key      string
+	NextStep string
+}
+
+// jobHandle is JobWait as stored in interrupt.job.handle.
+type jobHandle struct {
+	EffectID string          `json:"effect_id"`
+	Params   json.RawMessage `json:"params"`
+	NextStep string          `json:"next_step,omitempty"`
+	Key      string          `json:"key,omitempty"`
+	Handle   json.RawMessage `json:"job,omitempty"`
+	// MCP is the handle's field in checkpoints written before the action
+	// interface (read only).
+	MCP json.RawMessage `json:"mcp,omitempty"`
+}
+
+// ErrNothingToResume: the session is neither paused, suspended, stopped
+// in the middle of a turn, nor holding a failed turn to retry.
+var ErrNothingToResume = errors.New("nothing to resume")
+
+// ErrJobPending: a new message arrived while the session waits on a job.
+var ErrJobPending = errors.New("the session is waiting on a job")
+
+// ErrAnswerRequired: resume of a session awaiting a confirmation without
+// an answer.
+var ErrAnswerRequired = errors.New("awaits a confirmation")
+
+// ErrBadInput marks errors caused by the caller's input or files (exit 2).
+var ErrBadInput = errors.New("bad input")
+
+// inputError is bad input: its message, and errors.Is ErrBadInput.
+type inputError struct{ err error }
+
+func (e *inputError) Error() string   { return e.err.Error() }
+func (e *inputError) Unwrap() []error { return []error{e.err, ErrBadInput} }
+
+// badInput formats an error that is bad input.
+func badInput(format string, args ...any) error {
+	return &inputError{err: fmt.Errorf(format, args...)}
+}
+
+// NewSession starts an empty session.
+func NewSession(id string, now time.Time) *Session {
+	return &Session{
+		CP: &checkpoint.Checkpoint{
+			FormatVersion: checkpoint.FormatVersion, SessionID: id, CreatedAt: now.UTC(), UpdatedAt: now.UTC(),
+			Status: checkpoint.StatusIdle, Effects: []checkpoint.Effect{},
+		},
+		State: NewState(),
+	}
+}
+
+// LoadSession reads a session from the store.
+func LoadSession(store checkpoint.Store, id string) (*Session, error) {
+	cp, err := store.Load(id)
+	if err != nil {
+		return nil, err
+	}
+	st := NewState()
+	if len(cp.State) > 0 && string(cp.State) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(cp.State))
+		if err := dec.Decode(st); err != nil {
+			return nil, fmt.Errorf("session %s: state: %w", id, errors.Join(checkpoint.ErrCorrupt, err))
+		}
+	}
+	st.normalize()
+	return &Session{CP: cp, State: st}, nil
+}
+
+// RetryInput returns the message of a turn that failed and can be run
+// again, or "". It was stored after the hooks (redacted).
+func (s *Session) RetryInput() string { return s.State.RetryInput }
+
+// Status is the session's status between runs.
+func (s *Session) Status() checkpoint.Status { return s.CP.Status }
+
+// confirmationRef is the pending confirmation as the checkpoint holds it.
+func (s *Session) confirmationRef() *checkpoint.Interrupt {
+	if ic := s.CP.Interrupt; ic != nil && ic.Kind == checkpoint.KindConfirmation && ic.Confirmation != nil {
+		return ic
+	}
+	return nil
+}
+
+// jobRef is the job the session waits on, as the checkpoint holds it.
+func (s *Session) jobRef() *checkpoint.Interrupt {
+	if ic := s.CP.Interrupt; ic != nil && ic.Kind == checkpoint.KindJob && ic.Job != nil {
+		return ic
+	}
+	return nil
+}
+
+// await records p as the pending confirmation.
+func (s *Session) await(p *Pending) {
+	s.CP.Interrupt = &checkpoint.Interrupt{
+		ID: p.ID, Kind: checkpoint.KindConfirmation, CreatedAt: p.CreatedAt,
+		Confirmation: &checkpoint.Confirmation{Action: p.Bound.Name, Params: p.Bound.Params, ParamsHash: p.Bound.Hash,
+			Message: p.Plan.Message, Destructive: p.Plan.Destructive,
+			ExperimentID: p.Plan.ExperimentID, ExperimentVersion: p.Plan.ExperimentVersion},
+	}
+	st := s.State
+	st.ActionNeeded = p.Bound.Name
+	st.ActionParams = p.Bound.Map()
+	st.MissingParams = []string{}
+	st.NeedsConfirmation = p.NeedsHuman
+	st.ConfirmationMessage = p.Plan.Message
+}
+
+// deny drops the pending confirmation. With keepDraft the action's draft
+// stays for the gatherer to change (a denial that carries a correction);
+// otherwise the next turn starts clean.
+func (s *Session) deny(keepDraft bool) {
+	s.CP.Interrupt = nil
+	if keepDraft {
+		s.State.NeedsConfirmation = false
+		s.State.ConfirmationMessage = ""
+		return
+	}
+	s.State.clearPending()
+}
+
+// done ends the pending action: it ran (or its outcome is settled).
+func (s *Session) done() {
+	s.CP.Interrupt = nil
+	s.State.clearPending()
+}
+
+// suspend records that the turn waits on a job.
+func (s *Session) suspend(w *JobWait, id string, now time.Time) error {
+	h, err := json.Marshal(jobHandle{EffectID: w.EffectID, Params: w.Params, NextStep: w.NextStep, Key: w.Key, Handle: w.Ref.Handle})
+	if err != nil {
+		return err
+	}
+	s.CP.Interrupt = &checkpoint.Interrupt{ID: id, Kind: checkpoint.KindJob, CreatedAt: now,
+		Job: &checkpoint.JobRef{ID: w.Ref.ID, Action: w.Action, Handle: h}}
+	s.State.clearPending()
+	return nil
+}
+
+// jobWait decodes the job the session waits on.
+func (s *Session) jobWait() (*JobWait, error) {
+	ic := s.jobRef()
+	if ic == nil {
+		return nil, nil
+	}
+	var h jobHandle
+	if len(ic.Job.Handle) > 0 {
+		if err := json.Unmarshal(ic.Job.Handle, &h); err != nil {
+			return nil, badInput("session %s: interrupt.job.handle: %v", s.CP.SessionID, err)
+		}
+	}
+	ref := actions.JobRef{ID: ic.Job.ID, Handle: h.Handle}
+	if len(ref.Handle) == 0 && len(h.MCP) > 0 {
+		ref.Handle = h.MCP
+	}
+	effectID := h.EffectID
+	if effectID == "" {
+		effectID = ic.Job.ID
+	}
+	return &JobWait{Action: ic.Job.Action, Params: h.Params, Ref: ref, EffectID: effectID, Key: h.Key, NextStep: h.NextStep}, nil
+}
+
+// resumed clears the job interrupt once the job's result is recorded.
+func (s *Session) resumed() { s.CP.Interrupt = nil }
+
+// startEffect appends a started effect; the caller saves before the call.
+func (s *Session) startEffect(id string, b *actions.Bound, now time.Time) error {
+	return s.CP.StartEffect(id, b.Name, b.Hash, now)
+}
+
+// finishEffect records an effect's outcome. An effect that is not (or no
+// longer) started is left alone: recording twice must not fail a turn.
+func (s *Session) finishEffect(id string, result json.RawMessage, errMsg string, now time.Time) {
+	if e := s.CP.Effect(id); e != nil && e.State == checkpoint.EffectStarted {
+		_ = s.CP.FinishEffect(id, result, errMsg, now)
+	}
+}
+
+// statusAtRest is the status a finished turn leaves: from the interrupt,
+// the one source of truth.
+func (s *Session) statusAtRest(terminated bool) checkpoint.Status {
+	switch {
+	case terminated:
+		return checkpoint.StatusTerminated
+	case s.jobRef() != nil:
+		return checkpoint.StatusWaitingJob
+	case s.confirmationRef() != nil:
+		return checkpoint.StatusAwaitingConfirmation
+	}
+	return checkpoint.StatusIdle
+}
+
+// save writes the checkpoint with a status and the node to continue from.
+// It is the only writer of status and next_node.
+func (s *Session) save(store checkpoint.Store, status checkpoint.Status, next string, caps json.RawMessage) error {
+	if store == nil {
+		return nil
+	}
+	raw, err := json.Marshal(s.State)
+	if err != nil {
+		return fmt.Errorf("encode state: %w", err)
+	}
+	cp := s.CP
+	cp.State = raw
+	cp.Status = status
+	cp.NextNode = next
+	if status != checkpoint.StatusRunning {
+		cp.NextNode = ""
+	}
+	last := s.State.UserInput
+	cp.Summary = &checkpoint.SessionSummary{LastMessage: truncate(last, 80), Turns: cp.Counters.Turns}
+	if len(caps) > 0 {
+		cp.MCP = caps
+	}
+	if err := store.Save(cp); err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
