@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,8 +13,8 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/internal/hostile"
 )
 
-// The tests of issue 15.7 and 15.8: hostile scenario files and paths that
-// leave the scenario's folder.
+// The tests of issue 15.7, 15.8 and 16.4: hostile scenario files, paths
+// that leave the scenario's folder, and the golden default.
 
 const hiStep = "steps:\n  - say: hi\n"
 
@@ -116,5 +117,53 @@ func TestPathsThroughSymlinksStayInside(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "through a symbolic link") {
 			t.Errorf("llm: %s: %v", spec, err)
 		}
+	}
+}
+
+func TestGoldenByDefault(t *testing.T) {
+	root := string(filepath.Separator)
+	for path, want := range map[string]bool{
+		filepath.Join(root, "repo", "scenarios", "x.yaml"):          true,
+		filepath.Join(root, "repo", "scenarios", "flows", "x.yaml"): true,
+		filepath.Join(root, "home", "me", "checks", "x.yaml"):       false,
+		filepath.Join(root, "home", "me", "my-scenarios", "x.yaml"): false,
+		filepath.Join(root, "home", "me", "scenarios.yaml"):         false,
+	} {
+		if got := GoldenByDefault(path); got != want {
+			t.Errorf("GoldenByDefault(%s) = %v, want %v", path, got, want)
+		}
+	}
+	// An explicit golden: wins either way.
+	for path, body := range map[string]string{
+		filepath.Join(root, "home", "me", "x.yaml"):        "golden: true\n",
+		filepath.Join(root, "repo", "scenarios", "x.yaml"): "golden: false\n",
+	} {
+		sc, err := Parse([]byte("name: x\n"+body+hiStep), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.Contains(body, "true"); sc.Golden != want {
+			t.Errorf("%s with %q: golden %v", path, body, sc.Golden)
+		}
+	}
+}
+
+// TestUserScenarioNeedsNoGolden: a scenario kept in a folder of the user's
+// own passes without a golden transcript (issue 16.4).
+func TestUserScenarioNeedsNoGolden(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "my-checks")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sc := parse(t, dir, "hello.yaml", greetingScenario)
+	rep, err := Run(context.Background(), sc, RunOptions{})
+	if err != nil || !rep.Passed() {
+		t.Fatalf("run: %v %v", err, rep.Failures)
+	}
+	if rep.GoldenFile != "" {
+		t.Errorf("compared with %s", rep.GoldenFile)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "golden")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a golden folder was made: %v", err)
 	}
 }

@@ -96,7 +96,7 @@ func (o ParseOptions) Parse(data []byte, path string) (*Scenario, error) {
 		return nil, &ParseError{File: path, Msg: "empty file: a scenario needs at least name and steps"}
 	}
 	root := resolve(doc.Content[0])
-	sc := &Scenario{File: path, Backend: BackendSim, Seed: 1, LLM: LLMSpec{Mode: LLMScript}, Golden: true,
+	sc := &Scenario{File: path, Backend: BackendSim, Seed: 1, LLM: LLMSpec{Mode: LLMScript}, Golden: GoldenByDefault(path),
 		Options: Options{Confirm: "always", WaitJobs: DefaultWaitJobs}}
 	var hasSteps bool
 	err = d.mapping(root, "the scenario", []string{"name", "description", "backend", "seed", "llm", "golden", "options", "setup", "steps"},

@@ -65,7 +65,7 @@ steps:
 `
 
 func TestParseSpecExample(t *testing.T) {
-	sc, err := Parse([]byte(specExample), "example.yaml")
+	sc, err := Parse([]byte(specExample), filepath.Join("scenarios", "example.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestParseSpecExample(t *testing.T) {
 }
 
 func TestParseDefaults(t *testing.T) {
-	sc, err := Parse([]byte("name: x\nsteps:\n  - say: hi\n"), "x.yaml")
+	sc, err := Parse([]byte("name: x\nsteps:\n  - say: hi\n"), filepath.Join(t.TempDir(), "x.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestParseDefaults(t *testing.T) {
 	if d := cmp.Diff(want, sc.Options); d != "" {
 		t.Errorf("options (-want +got):\n%s", d)
 	}
-	if sc.Backend != BackendSim || sc.LLM.Mode != LLMScript || !sc.Golden || sc.Seed != 1 {
+	if sc.Backend != BackendSim || sc.LLM.Mode != LLMScript || sc.Golden || sc.Seed != 1 {
 		t.Errorf("defaults: %+v", sc)
 	}
 }
