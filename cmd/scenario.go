@@ -39,6 +39,8 @@ type ScenarioRunOptions struct {
 	JUnit    string
 	Filter   string // --run: a regular expression over scenario names
 	Verbose  bool   // print every transcript
+	// Parse carries --allow-outside-paths.
+	Parse scenario.ParseOptions
 }
 
 // NewCmdScenarioRun builds "scenario run".
@@ -69,14 +71,22 @@ pass, 1 when any fails, 2 when a file is invalid.`,
 	c.Flags().IntVar(&opts.Parallel, "parallel", runtime.GOMAXPROCS(0), "run up to `N` scenarios at once")
 	c.Flags().StringVar(&opts.JUnit, "junit", "", "also write the results as JUnit XML to `FILE`")
 	c.Flags().StringVar(&opts.Filter, "run", "", "only scenarios whose name matches `REGEX`")
+	addAllowOutsidePaths(c, &opts.Parse)
 	return c
+}
+
+// addAllowOutsidePaths is the flag of run and check that lets a trusted
+// scenario name cassettes and schemas outside its folder.
+func addAllowOutsidePaths(c *cobra.Command, o *scenario.ParseOptions) {
+	c.Flags().BoolVar(&o.AllowOutsidePaths, "allow-outside-paths", false,
+		"accept cassette and output-schema paths that are absolute or lead out of the scenario's folder")
 }
 
 func runScenarioRun(ctx context.Context, opts *ScenarioRunOptions) error {
 	if opts.Parallel < 1 {
 		return Usagef("--parallel must be at least 1, got %d", opts.Parallel)
 	}
-	scs, err := scenario.LoadAll(opts.Paths)
+	scs, err := opts.Parse.LoadAll(opts.Paths)
 	if err != nil {
 		return &UsageError{Err: err}
 	}
@@ -195,12 +205,13 @@ func closeQuietly(w io.Writer, c io.Closer) {
 type ScenarioCheckOptions struct {
 	IO    *IOStreams
 	Paths []string
+	Parse scenario.ParseOptions // --allow-outside-paths
 }
 
 // NewCmdScenarioCheck builds "scenario check".
 func NewCmdScenarioCheck(f *Factory, runF func(context.Context, *ScenarioCheckOptions) error) *cobra.Command {
 	opts := &ScenarioCheckOptions{IO: f.IO}
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:     "check PATH...",
 		Short:   "Validate scenario files without running them",
 		Long:    "Parses every scenario strictly (unknown keys and wrong types are errors with file:line:col) and checks the files it refers to. Exit 0 when all are valid, 2 otherwise.",
@@ -214,10 +225,12 @@ func NewCmdScenarioCheck(f *Factory, runF func(context.Context, *ScenarioCheckOp
 			return runScenarioCheck(c.Context(), opts)
 		},
 	}
+	addAllowOutsidePaths(c, &opts.Parse)
+	return c
 }
 
 func runScenarioCheck(_ context.Context, opts *ScenarioCheckOptions) error {
-	scs, err := scenario.LoadAll(opts.Paths)
+	scs, err := opts.Parse.LoadAll(opts.Paths)
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)

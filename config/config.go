@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -16,6 +15,9 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/safefile"
+	"github.com/upgrade-agent/upgrade-agent/internal/safeyaml"
 )
 
 // Config is the content of one config file. A zero field means "not set in
@@ -122,18 +124,28 @@ func (e *Error) Unwrap() error { return e.Err }
 // wrong everywhere is better fixed a screenful at a time.
 const maxProblems = 10
 
+// limits bound the config file: the defaults of internal/safeyaml (1 MiB,
+// 262,144 values once aliases are expanded, aliases nested at most 10
+// deep). A config file is a few hundred bytes; within these bounds loading
+// ends in about a second at worst, so it takes no context.
+var limits = safeyaml.Limits{}
+
 // Load reads and validates the config file at path. When explicit is false
 // (the default location, not named by the user) a missing file is not an
-// error and yields an empty Config; a named file must exist.
+// error and yields an empty Config; a named file must exist. It must be a
+// regular file (a FIFO is refused without blocking) of at most 1 MiB.
 func Load(path string, explicit bool) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := safeyaml.ReadFile(path, limits)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !explicit {
 			return &Config{}, nil
 		}
 		msg := "cannot read the file"
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			msg = "file not found"
+		case errors.Is(err, safefile.ErrTooLarge), errors.Is(err, safefile.ErrNotRegular):
+			msg = errors.Unwrap(err).Error()
 		}
 		return nil, &Error{File: path, Msg: msg, Err: err}
 	}
@@ -146,25 +158,22 @@ func Parse(data []byte, file string) (*Config, error) {
 	cfg := &Config{File: file}
 	p := &parser{file: file}
 
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return cfg, nil // empty file or only comments
+	// The tree is checked (size, aliases) before anything walks it or
+	// decodes it into cfg.
+	doc, err := safeyaml.Decode(data, file, limits)
+	if err != nil {
+		var le *safeyaml.Error
+		if errors.As(err, &le) {
+			p.add(le.Line, "", le.Msg)
+			return nil, p.err()
 		}
 		p.yamlError(err)
 		return nil, p.err()
 	}
-	var extra yaml.Node
-	switch err := dec.Decode(&extra); {
-	case err == nil:
-		p.add(extra.Line, "", "only one YAML document is allowed")
-		return nil, p.err()
-	case !errors.Is(err, io.EOF):
-		p.yamlError(err)
-		return nil, p.err()
+	if doc.Kind == 0 {
+		return cfg, nil // empty file or only comments
 	}
-	p.root = &doc
+	p.root = doc
 
 	strict := yaml.NewDecoder(bytes.NewReader(data))
 	strict.KnownFields(true)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/hostile"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -337,10 +339,36 @@ func TestValidateLLMSpec(t *testing.T) {
 	}
 }
 
+// TestHostileConfig: an alias bomb, a cycle, a huge file and a named pipe
+// are refused at once with the file (and line) named (issue 15.7).
+func TestHostileConfig(t *testing.T) {
+	for name, tt := range map[string]struct{ yaml, want string }{
+		"bomb":  {"model: x\ntermination_words: " + hostile.AliasBomb(6, 9) + "\n", "config f.yaml:2: alias *l5 expands the document past 262144 values"},
+		"cycle": {"mcp_servers: &s [{name: a, args: *s}]\n", "config f.yaml:1: alias *s refers to a value that contains it"},
+		"huge":  {hostile.Huge(1 << 20), "config f.yaml: the document is 1048580 bytes, more than the 1 MiB allowed"},
+	} {
+		_, err := Parse([]byte(tt.yaml), "f.yaml")
+		var ce *Error
+		if !errors.As(err, &ce) || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%s: error = %v, want %q", name, err, tt.want)
+		}
+	}
+	fifo := filepath.Join(t.TempDir(), "config.yaml")
+	hostile.FIFO(t, fifo)
+	for _, explicit := range []bool{true, false} {
+		err := hostile.Within(t, 10*time.Second, func() error { _, err := Load(fifo, explicit); return err })
+		if err == nil || !strings.Contains(err.Error(), "is a named pipe (FIFO), not a regular file") {
+			t.Errorf("fifo (explicit %v): %v", explicit, err)
+		}
+	}
+}
+
 func FuzzLoad(f *testing.F) {
 	for _, s := range []string{
 		"", "model: x\n", "replies:\n  - pattern: '(['\n", "a: [\n", "- 1\n", "upgrade_timeout: 1h\n",
 		"mcp_servers: [{name: a, url: 'http://h'}]\n", "&a [*a]\n",
+		"termination_words: " + hostile.AliasBomb(6, 9) + "\n", "replies: " + hostile.AliasBomb(3, 3) + "\n",
+		"mcp_servers: &s [{name: a, args: *s}]\n", hostile.Huge(1 << 20),
 	} {
 		f.Add([]byte(s))
 	}

@@ -8,11 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/upgrade-agent/upgrade-agent/internal/atomicfile"
-	"os"
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/atomicfile"
+	"github.com/upgrade-agent/upgrade-agent/internal/safefile"
 )
 
 // cassetteVersion is the format version written in every cassette.
@@ -185,9 +186,17 @@ type player struct {
 	used map[string]int
 }
 
-// loadCassette reads and checks a cassette file.
+// MaxCassetteBytes bounds the cassette replay: reads. A recorded request
+// keeps its messages, so a cassette grows with prompts and calls; 32 MiB
+// is far beyond any scenario's. JSON has no aliases to expand and the
+// decoder needs a small multiple of the file's size, so the byte limit
+// bounds both time and memory (and loading takes no context).
+const MaxCassetteBytes = 32 << 20
+
+// loadCassette reads and checks a cassette file: a regular file (a FIFO is
+// refused without blocking) of at most MaxCassetteBytes.
 func loadCassette(path string) (*player, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, MaxCassetteBytes)
 	if err != nil {
 		return nil, fmt.Errorf("cassette: %w", err)
 	}

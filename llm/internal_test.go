@@ -3,6 +3,7 @@ package llm
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +67,12 @@ func FuzzParseCassette(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"version":1,"interactions":[]}`))
+	// Hostile seeds: nesting past encoding/json's depth limit, and a large
+	// recorded message (loadCassette bounds the file at MaxCassetteBytes
+	// before parseCassette sees it).
+	f.Add([]byte(`{"version":1,"interactions":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`))
+	f.Add([]byte(`{"version":1,"interactions":[{"fingerprint":"sha256:` + strings.Repeat("0", 64) +
+		`","request":{"messages":[{"role":"user","content":"` + strings.Repeat("x", 1<<20) + `"}]},"response":{}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := parseCassette(data)
 		if err == nil && c.Version != cassetteVersion {

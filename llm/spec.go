@@ -3,9 +3,9 @@ package llm
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/safeyaml"
 	"github.com/upgrade-agent/upgrade-agent/llm/llmtest"
 )
 
@@ -68,8 +68,10 @@ func newLive(opts Options) (*OpenAI, error) {
 	return New(opts)
 }
 
+// fromScript reads the script as every YAML input is read: a regular file
+// of at most 1 MiB, aliases bounded (internal/safeyaml).
 func fromScript(path string, opts Options) (Client, io.Closer, error) {
-	data, err := os.ReadFile(path)
+	data, err := safeyaml.ReadFile(path, safeyaml.Limits{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("LLM script: %w", err)
 	}

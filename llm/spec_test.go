@@ -7,9 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/hostile"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/llm/llmtest"
 )
@@ -222,6 +225,42 @@ func TestReplayBadCassette(t *testing.T) {
 		_, _, err := llm.FromSpec("replay:"+path, llm.Options{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), path) {
 			t.Errorf("error = %v, want %q", err, tt.want)
+		}
+	}
+}
+
+// TestHostileInputFiles: a script or cassette that is an alias bomb, too
+// large, or a named pipe nobody writes to is refused at once, naming the
+// file (issue 15.7).
+func TestHostileInputFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	bomb := writeFile(t, "bomb.yaml", "- call: {analyze_user_request: "+hostile.AliasBomb(6, 9)+"}\n")
+	big := filepath.Join(dir, "big.json")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sparse: past the limit without writing 32 MiB.
+	if err := f.Truncate(llm.MaxCassetteBytes + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	tests := []struct{ spec, want string }{
+		{"script:" + bomb, bomb + ":1: alias *l5 expands the document past 262144 values"},
+		{"script:" + fifo, "is a named pipe (FIFO), not a regular file"},
+		{"replay:" + fifo, "is a named pipe (FIFO), not a regular file"},
+		{"replay:" + big, "is 33554433 bytes, more than the 32 MiB allowed"},
+		{"script:" + dir, "is a folder, not a regular file"},
+	}
+	hostile.FIFO(t, fifo)
+	for _, tt := range tests {
+		err := hostile.Within(t, 10*time.Second, func() error {
+			_, _, err := llm.FromSpec(tt.spec, llm.Options{})
+			return err
+		})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("FromSpec(%s) = %v, want %q", tt.spec, err, tt.want)
 		}
 	}
 }

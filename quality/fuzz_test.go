@@ -37,6 +37,9 @@ func FuzzOutputSchema(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"type":"object","properties":{"response_messages":{"type":"array"},"x":{"$ref":"#/$defs/x"}},"$defs":{"x":{"type":"string"}}}`))
+	for _, b := range hostileJSON() {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := pipeline.ParseOutputSchema(data, "fuzz.json")
 		if err != nil {
@@ -54,6 +57,20 @@ func FuzzOutputSchema(f *testing.F) {
 			}
 		}
 	})
+}
+
+// hostileJSON are seeds shaped against JSON readers (issue 15.7): nesting
+// past encoding/json's depth limit, a schema that nests its own
+// definitions, and a large string and a long array (256 KiB each: large
+// enough to cross buffer sizes, small enough to keep fuzzing fast).
+func hostileJSON() [][]byte {
+	return [][]byte{
+		[]byte(strings.Repeat("[", 20000) + strings.Repeat("]", 20000)),
+		[]byte(`{"type":"object","properties":` + strings.Repeat(`{"a":{"type":"object","properties":`, 500) + `{}` + strings.Repeat(`}}`, 500) + `}`),
+		[]byte(`{"type":"object","properties":{"x":{"$ref":"#/$defs/a"}},"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}}}`),
+		[]byte(`{"message":"` + strings.Repeat("x", 256<<10) + `"}`),
+		[]byte(`[` + strings.Repeat(`{},`, 256<<10/3) + `{}]`),
+	}
 }
 
 // handlerTransport serves requests with a handler in process.
@@ -181,6 +198,9 @@ func FuzzLLMResponse(f *testing.F) {
 	f.Add(uint16(502), "text/html", []byte(`<html><title>502 Bad Gateway</title></html>`))
 	f.Add(uint16(401), "application/json", []byte(`{"error":{"message":"bad key"}}`))
 	f.Add(uint16(200), "application/json", []byte(`{"choices":[{"message":{"content":"tru`))
+	for _, b := range hostileJSON() {
+		f.Add(uint16(200), "application/json", b)
+	}
 	var (
 		mu          sync.Mutex
 		status      int
@@ -256,6 +276,9 @@ func FuzzUpgradeResponse(f *testing.F) {
 	f.Add(uint16(400), "application/json", []byte(`{"message":"Invalid body","errors":[{"property":"p","constraints":{"a":"b"}}]}`))
 	f.Add(uint16(500), "text/html", []byte(`<html><title>oops</title></html>`))
 	f.Add(uint16(200), "application/json", []byte(`{"contextMetadata":{"assign-prog":{"EXP_IDS":["a"],"EXP_POINTS":["b"],"CONDITIONS":["c"],"GROUP_TYPES":["g"]}}}`))
+	for _, b := range hostileJSON() {
+		f.Add(uint16(200), "application/json", b)
+	}
 	var (
 		mu          sync.Mutex
 		status      int

@@ -177,6 +177,7 @@ func TestSecretsNeverWritten(t *testing.T) {
 	}
 	c.file("scen/secrets.yaml", `name: secrets-recorded
 description: A health question recorded live into a cassette.
+golden: true
 backend: url
 llm: record:cassette.json
 steps:

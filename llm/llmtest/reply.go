@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/safeyaml"
 )
 
 // Reply is one scripted answer of the model, with optional checks of the
@@ -126,11 +128,22 @@ func errAt(n *yaml.Node, format string, args ...any) *ScriptError {
 	return &ScriptError{Line: n.Line, Msg: fmt.Sprintf(format, args...)}
 }
 
+// scriptLimits bound a script (and each reply handed to UnmarshalYAML):
+// the defaults of internal/safeyaml, 1 MiB and 262,144 values once aliases
+// are expanded, aliases nested at most 10 deep. Within them parsing ends in
+// about a second at worst, so it takes no context.
+var scriptLimits = safeyaml.Limits{}
+
 // ParseScript reads a YAML file holding a list of replies. Unknown keys and
-// misplaced values are errors naming filename and line.
+// misplaced values are errors naming filename and line, and so is a
+// document past the limits of internal/safeyaml (an alias bomb).
 func ParseScript(data []byte, filename string) ([]Reply, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	doc, err := safeyaml.Decode(data, filename, scriptLimits)
+	if err != nil {
+		var le *safeyaml.Error
+		if errors.As(err, &le) {
+			return nil, &ScriptError{File: filename, Line: le.Line, Msg: le.Msg}
+		}
 		return nil, fmt.Errorf("%s: %w", filename, err)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
@@ -160,8 +173,17 @@ func ParseScript(data []byte, filename string) ([]Reply, error) {
 }
 
 // UnmarshalYAML decodes one reply strictly, keeping the order of parallel
-// calls as written. Errors are *ScriptError with the line.
+// calls as written. Errors are *ScriptError with the line. The node comes
+// from someone else's decoder, so its aliases are bounded here before the
+// reply is walked.
 func (r *Reply) UnmarshalYAML(n *yaml.Node) error {
+	if err := safeyaml.Check(n, "", scriptLimits); err != nil {
+		var le *safeyaml.Error
+		if errors.As(err, &le) {
+			return &ScriptError{Line: le.Line, Msg: le.Msg}
+		}
+		return err
+	}
 	out, err := decodeReply(n)
 	if err != nil {
 		return err

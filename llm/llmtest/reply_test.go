@@ -5,9 +5,12 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/hostile"
 )
 
 func TestParseScript(t *testing.T) {
@@ -117,11 +120,40 @@ func TestReplyUnmarshalYAMLInDocument(t *testing.T) {
 	}
 }
 
+// TestScriptAliasBomb: a script whose arguments expand to half a million
+// values is refused before any of it is rendered, naming the file and
+// line; so is a reply handed over by another decoder. (Half a million, not
+// the 387 million of issue 15.7: unbounded code expands this one in a
+// moment, so the test fails instead of exhausting the machine.)
+func TestScriptAliasBomb(t *testing.T) {
+	src := "- reply: first\n- call: {analyze_user_request: " + hostile.AliasBomb(6, 9) + "}\n"
+	err := hostile.Within(t, 10*time.Second, func() error { _, err := ParseScript([]byte(src), "bomb.yaml"); return err })
+	var se *ScriptError
+	if !errors.As(err, &se) || !strings.HasPrefix(err.Error(), "bomb.yaml:2: alias *l5 expands the document past 262144 values") {
+		t.Fatalf("error = %v", err)
+	}
+	var doc struct {
+		LLM []Reply `yaml:"llm"`
+	}
+	src = "llm:\n  - call: {a: " + hostile.AliasBomb(6, 9) + "}\n"
+	err = hostile.Within(t, 10*time.Second, func() error { return yaml.Unmarshal([]byte(src), &doc) })
+	if err == nil || !strings.Contains(err.Error(), "line 2: alias *l5 expands the document past") {
+		t.Fatalf("UnmarshalYAML: %v", err)
+	}
+	if _, err := ParseScript([]byte(hostile.Huge(1<<20)), "huge.yaml"); err == nil || !strings.Contains(err.Error(), "more than the 1 MiB allowed") {
+		t.Fatalf("huge: %v", err)
+	}
+}
+
 func FuzzParseScript(f *testing.F) {
 	seed, _ := os.ReadFile("testdata/script.yaml")
 	f.Add(seed)
 	f.Add([]byte("- call: {a: {b: [1, {c: *x}]}}\n"))
 	f.Add([]byte("- &x {reply: hi}\n- *x\n"))
+	f.Add([]byte("- call: {a: &x {b: *x}}\n"))
+	f.Add([]byte("- call: {analyze_user_request: " + hostile.AliasBomb(6, 9) + "}\n"))
+	f.Add([]byte("- call: {a: " + hostile.AliasBomb(3, 3) + "}\n"))
+	f.Add([]byte(hostile.Huge(1 << 20)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		replies, err := ParseScript(data, "f.yaml")
 		if err != nil {

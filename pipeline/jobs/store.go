@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/upgrade-agent/upgrade-agent/internal/atomicfile"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,6 +15,8 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/atomicfile"
+	"github.com/upgrade-agent/upgrade-agent/internal/safefile"
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
@@ -188,20 +188,16 @@ func (s *Store) Load(id string) (*Record, error) {
 
 func (s *Store) load(id string) (*Record, error) {
 	path := s.Path(id)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	// A regular file of at most maxRecordSize: a FIFO or a folder planted
+	// under a job's name is refused at once instead of blocking the reader.
+	data, err := safefile.ReadFile(path, maxRecordSize)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
+	case errors.Is(err, safefile.ErrTooLarge), errors.Is(err, safefile.ErrNotRegular):
+		return nil, fmt.Errorf("job record %s: %w: %w", path, ErrCorrupt, errors.Unwrap(err))
+	case err != nil:
 		return nil, fmt.Errorf("job %s: %w", id, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxRecordSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("job record %s: %w", path, err)
-	}
-	if len(data) > maxRecordSize {
-		return nil, fmt.Errorf("job record %s: larger than %d bytes: %w", path, maxRecordSize, ErrCorrupt)
 	}
 	return decodeRecord(path, id, data)
 }

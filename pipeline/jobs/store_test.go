@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/hostile"
 )
 
 func newTestStore(t *testing.T, now func() time.Time) *Store {
@@ -170,4 +172,55 @@ func TestStoreList(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) {
 		t.Errorf("List must report the corrupt record, got %v", err)
 	}
+}
+
+// TestStoreRefusesHostileRecords: a named pipe or an oversized file under a
+// job's name is reported as a corrupt record at once; Load and List never
+// block on a pipe nobody writes to.
+func TestStoreRefusesHostileRecords(t *testing.T) {
+	s := newTestStore(t, fixedNow)
+	f, err := os.Create(s.Path("big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(maxRecordSize + 1); err != nil { // sparse
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := s.Load("big"); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "more than the 16 MiB allowed") {
+		t.Errorf("oversized record: %v", err)
+	}
+	hostile.FIFO(t, s.Path("pipe"))
+	err = hostile.Within(t, 10*time.Second, func() error { _, err := s.Load("pipe"); return err })
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "named pipe") {
+		t.Errorf("pipe: %v", err)
+	}
+	err = hostile.Within(t, 10*time.Second, func() error { _, err := s.List(); return err })
+	if !errors.Is(err, ErrCorrupt) {
+		t.Errorf("List: %v", err)
+	}
+}
+
+// FuzzDecodeRecord: whatever sits in a job file, decodeRecord returns a
+// record or an ErrCorrupt naming the file, never a panic. Load bounds the
+// file at maxRecordSize before decodeRecord sees it.
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add([]byte(`{"id":"j1","session_id":"s","action":"test_condition_balance","params":{},"state":"queued","progress":{"done":0,"total":3},"attempts":0,"created_at":"2026-03-01T12:00:00Z","updated_at":"2026-03-01T12:00:00Z"}`))
+	f.Add([]byte(`{"id":"j1","action":"a","state":"running","progress":{"done":5,"total":3}}`))
+	f.Add([]byte(`{"id":"j1","action":"a","state":"done"}`))
+	f.Add([]byte(`{"id":"j1","action":"a","state":"queued","params":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`))
+	f.Add([]byte(`{"id":"j1","action":"a","state":"failed","error":"` + strings.Repeat("x", 1<<20) + `"}`))
+	f.Add([]byte("{"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := decodeRecord("jobs/j1.json", "j1", data)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "jobs/j1.json") {
+				t.Fatalf("error is not an ErrCorrupt naming the file: %v", err)
+			}
+			return
+		}
+		if r.ID != "j1" || r.Action == "" {
+			t.Fatalf("accepted %+v", r)
+		}
+	})
 }

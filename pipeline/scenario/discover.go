@@ -63,10 +63,14 @@ func Discover(paths []string) ([]string, error) {
 	return out, nil
 }
 
+// LoadAll discovers and parses scenarios with the default options; see
+// ParseOptions.LoadAll.
+func LoadAll(paths []string) ([]*Scenario, error) { return ParseOptions{}.LoadAll(paths) }
+
 // LoadAll discovers and parses scenarios. Every invalid file is reported
 // (joined errors, each naming file:line), and two scenarios with one name
 // (they would share a golden file) are an error too.
-func LoadAll(paths []string) ([]*Scenario, error) {
+func (o ParseOptions) LoadAll(paths []string) ([]*Scenario, error) {
 	files, err := Discover(paths)
 	if err != nil {
 		return nil, err
@@ -75,7 +79,7 @@ func LoadAll(paths []string) ([]*Scenario, error) {
 	var out []*Scenario
 	byName := map[string]string{}
 	for _, f := range files {
-		sc, err := Load(f)
+		sc, err := o.Load(f)
 		if err != nil {
 			errs = append(errs, err)
 			continue

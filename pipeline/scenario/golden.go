@@ -4,13 +4,33 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/upgrade-agent/upgrade-agent/internal/atomicfile"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/rogpeppe/go-internal/diff"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/atomicfile"
 )
+
+// GoldenByDefault is the golden: value of a scenario that sets none: true
+// for a file inside a folder named exactly "scenarios" (the file's folder
+// or any folder above it, so scenarios/flows/x.yaml counts too), false
+// elsewhere, so that a scenario a user keeps in a folder of their own runs
+// without a golden transcript until they ask for one (spec/scenarios.md).
+func GoldenByDefault(path string) bool {
+	dir := filepath.Dir(absPath(path))
+	for {
+		if filepath.Base(dir) == "scenarios" {
+			return true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
+}
 
 // GoldenPath is where the golden transcript of sc lives: dir/<name>.txt,
 // where dir is goldenDir or, when empty, the folder "golden" next to the

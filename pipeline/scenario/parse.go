@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/safeyaml"
 	"github.com/upgrade-agent/upgrade-agent/llm/llmtest"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
@@ -44,34 +44,62 @@ var ErrInvalid = errors.New("invalid scenario")
 
 func (e *ParseError) Unwrap() error { return ErrInvalid }
 
-// Load reads and parses one scenario file.
-func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+// limits bound every scenario file: the defaults of internal/safeyaml
+// (1 MiB, 262,144 values once aliases are expanded, aliases nested at most
+// 10 deep; the largest bundled scenario is 6 KiB). Parsing takes no
+// context: within these bounds it ends within about a second.
+var limits = safeyaml.Limits{}
+
+// ParseOptions loosen what Parse accepts. The zero value is the strict
+// default of spec/scenarios.md.
+type ParseOptions struct {
+	// AllowOutsidePaths accepts cassette and output-schema paths that are
+	// absolute or lead out of the scenario's folder (`scenario run|check
+	// --allow-outside-paths`). Without it they are errors naming file:line.
+	AllowOutsidePaths bool
+}
+
+// Load reads and parses one scenario file with the default options.
+func Load(path string) (*Scenario, error) { return ParseOptions{}.Load(path) }
+
+// Parse decodes a scenario with the default options; see ParseOptions.Parse.
+func Parse(data []byte, path string) (*Scenario, error) { return ParseOptions{}.Parse(data, path) }
+
+// Load reads and parses one scenario file, which must be a regular file of
+// at most 1 MiB.
+func (o ParseOptions) Load(path string) (*Scenario, error) {
+	data, err := safeyaml.ReadFile(path, limits)
 	if err != nil {
 		return nil, &ParseError{File: path, Msg: fmt.Sprintf("cannot read: %v", errors.Unwrap(err))}
 	}
-	return Parse(data, path)
+	return o.Parse(data, path)
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
 // Parse decodes a scenario strictly: unknown keys, wrong types, a step
-// without (or with two of) say/answer/resume are errors naming
-// path:line:col. path is used in messages and to resolve relative paths.
-func Parse(data []byte, path string) (*Scenario, error) {
-	d := &decoder{file: path}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+// without (or with two of) say/answer/resume, a document past the limits
+// (an alias bomb), a path that leaves the scenario's folder are errors
+// naming path:line:col. path is used in messages, to resolve relative paths and
+// to choose the golden default (GoldenByDefault).
+func (o ParseOptions) Parse(data []byte, path string) (*Scenario, error) {
+	d := &decoder{file: path, dir: filepath.Dir(path), opts: o}
+	doc, err := safeyaml.Decode(data, path, limits)
+	if err != nil {
+		var le *safeyaml.Error
+		if errors.As(err, &le) {
+			return nil, &ParseError{File: path, Line: le.Line, Col: le.Col, Msg: le.Msg}
+		}
 		return nil, yamlError(path, err)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, &ParseError{File: path, Msg: "empty file: a scenario needs at least name and steps"}
 	}
 	root := resolve(doc.Content[0])
-	sc := &Scenario{File: path, Backend: BackendSim, Seed: 1, LLM: LLMSpec{Mode: LLMScript}, Golden: true,
+	sc := &Scenario{File: path, Backend: BackendSim, Seed: 1, LLM: LLMSpec{Mode: LLMScript}, Golden: GoldenByDefault(path),
 		Options: Options{Confirm: "always", WaitJobs: DefaultWaitJobs}}
 	var hasSteps bool
-	err := d.mapping(root, "the scenario", []string{"name", "description", "backend", "seed", "llm", "golden", "options", "setup", "steps"},
+	err = d.mapping(root, "the scenario", []string{"name", "description", "backend", "seed", "llm", "golden", "options", "setup", "steps"},
 		func(key string, k, v *yaml.Node) error {
 			var err error
 			switch key {
@@ -130,7 +158,11 @@ func yamlError(path string, err error) error {
 	return &ParseError{File: path, Msg: strings.TrimPrefix(msg, "yaml: ")}
 }
 
-type decoder struct{ file string }
+type decoder struct {
+	file string
+	dir  string // the scenario's folder: relative paths start there and must stay inside
+	opts ParseOptions
+}
 
 func (d *decoder) errf(n *yaml.Node, format string, args ...any) error {
 	return &ParseError{File: d.file, Line: n.Line, Col: n.Column, Msg: fmt.Sprintf(format, args...)}
@@ -374,7 +406,8 @@ func (d *decoder) llmSpec(n *yaml.Node) (LLMSpec, error) {
 		}
 	case LLMReplay, LLMRecord:
 		if hasFile && strings.TrimSpace(file) != "" {
-			return LLMSpec{Mode: mode, File: strings.TrimSpace(file)}, nil
+			spec := LLMSpec{Mode: mode, File: strings.TrimSpace(file)}
+			return spec, d.insideFolder(n, "llm: "+mode, spec.File)
 		}
 		return LLMSpec{}, d.errf(n, "llm: %s needs a cassette file (%s:FILE, relative to the scenario file)", mode, mode)
 	}
@@ -395,6 +428,9 @@ func (d *decoder) options(n *yaml.Node, o *Options) error {
 				o.WaitJobs, err = d.duration(v, "options.wait_jobs")
 			case "output_schema":
 				o.OutputSchema, err = d.str(v, "options.output_schema")
+				if err == nil {
+					err = d.insideFolder(v, "options.output_schema", o.OutputSchema)
+				}
 			case "conversational_outputs":
 				o.ConversationalOutputs, err = d.boolean(v, "options.conversational_outputs")
 			case "max_auto_replies":
@@ -877,4 +913,65 @@ func (d *decoder) subsetList(n *yaml.Node, what, idKey string, known []string) (
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// insideFolder refuses a path (a cassette, an output schema) that is
+// absolute or leads out of the scenario's folder, after cleaning and after
+// resolving the symbolic links of the part that exists, unless
+// AllowOutsidePaths. A scenario shared with others must not read or write
+// files of theirs outside the folder they unpacked.
+func (d *decoder) insideFolder(n *yaml.Node, what, p string) error {
+	if d.opts.AllowOutsidePaths {
+		return nil
+	}
+	const hint = "paths in a scenario are relative to its file and stay inside its folder (--allow-outside-paths lifts this)"
+	if isAbsolute(p) {
+		return d.errf(n, "%s: %s is an absolute path; %s", what, p, hint)
+	}
+	clean := filepath.Clean(filepath.FromSlash(p))
+	if escapes(clean) {
+		return d.errf(n, "%s: %s leads out of the scenario's folder; %s", what, p, hint)
+	}
+	base, err := filepath.Abs(d.dir)
+	if err != nil {
+		return nil
+	}
+	realBase, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		return nil // the folder does not exist (a file parsed from memory): nothing to follow
+	}
+	target := resolveExisting(filepath.Join(base, clean))
+	if rel, err := filepath.Rel(realBase, target); err != nil || escapes(rel) {
+		return d.errf(n, "%s: %s leads out of the scenario's folder through a symbolic link (to %s); %s", what, p, target, hint)
+	}
+	return nil
+}
+
+// isAbsolute is true for /x, C:\x, \x and \\host\share: anything not
+// anchored at the scenario's folder, on any system.
+func isAbsolute(p string) bool {
+	return filepath.IsAbs(p) || filepath.VolumeName(p) != "" || strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`)
+}
+
+// escapes reports whether a cleaned relative path climbs out of its base.
+func escapes(rel string) bool {
+	return rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// resolveExisting resolves the symbolic links of the longest part of p that
+// exists and keeps the rest as written (a cassette that record: will
+// create, in a folder that may be a link).
+func resolveExisting(p string) string {
+	var rest []string
+	for {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(append([]string{p}, rest...)...)
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
 }

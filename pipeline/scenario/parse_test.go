@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/hostile"
 )
 
 // The example of spec/scenarios.md, verbatim apart from the output schema
@@ -63,7 +65,7 @@ steps:
 `
 
 func TestParseSpecExample(t *testing.T) {
-	sc, err := Parse([]byte(specExample), "example.yaml")
+	sc, err := Parse([]byte(specExample), filepath.Join("scenarios", "example.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func TestParseSpecExample(t *testing.T) {
 }
 
 func TestParseDefaults(t *testing.T) {
-	sc, err := Parse([]byte("name: x\nsteps:\n  - say: hi\n"), "x.yaml")
+	sc, err := Parse([]byte("name: x\nsteps:\n  - say: hi\n"), filepath.Join(t.TempDir(), "x.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +116,7 @@ func TestParseDefaults(t *testing.T) {
 	if d := cmp.Diff(want, sc.Options); d != "" {
 		t.Errorf("options (-want +got):\n%s", d)
 	}
-	if sc.Backend != BackendSim || sc.LLM.Mode != LLMScript || !sc.Golden || sc.Seed != 1 {
+	if sc.Backend != BackendSim || sc.LLM.Mode != LLMScript || sc.Golden || sc.Seed != 1 {
 		t.Errorf("defaults: %+v", sc)
 	}
 }
@@ -227,6 +229,22 @@ func FuzzParse(f *testing.F) {
 				f.Add(b)
 			}
 		}
+	}
+	// Hostile seeds (issue 15.7): alias bombs where the parser expands
+	// values, an alias cycle, heavy but legitimate reuse, and a file just
+	// past the size limit.
+	const head = "name: x\nsteps:\n  - say: hi\n"
+	reuse := "name: x\nsetup: {users: [&u {id: a}, *u, *u, *u]}\nsteps:\n  - &s {say: hi}\n  - *s\n"
+	for _, s := range []string{
+		head + "    expect: {output: " + hostile.AliasBomb(6, 9) + "}\n",
+		head + "    llm: [{call: {analyze_user_request: " + hostile.AliasBomb(6, 9) + "}}]\n",
+		head + "    expect: {output: " + hostile.AliasBomb(3, 3) + "}\n",
+		head + "    expect: {output: &o {a: *o}}\n",
+		reuse,
+		"name: x\nllm: replay:../../x.json\n" + head[len("name: x\n"):],
+		head + "#" + hostile.Huge(1<<20),
+	} {
+		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sc, err := Parse(data, "fuzz.yaml")

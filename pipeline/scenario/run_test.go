@@ -205,7 +205,7 @@ steps:
 
 func TestGoldenMissingUpdateAndDiff(t *testing.T) {
 	dir := t.TempDir()
-	sc := parse(t, dir, "hello.yaml", greetingScenario)
+	sc := parse(t, dir, "hello.yaml", "golden: true\n"+greetingScenario)
 	golden := filepath.Join(dir, "golden")
 	opts := RunOptions{GoldenDir: golden}
 
