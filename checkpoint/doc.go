@@ -16,7 +16,9 @@
 //   - repair, rewrite or move a file that fails its integrity checks: a corrupt
 //     checkpoint is reported (ErrCorrupt, naming the file) and left byte-identical so a
 //     person can inspect it;
-//   - wait for a lock: a session in use by another process is ErrLocked at once.
+//   - wait for a lock: a session in use by another process is ErrLocked at once;
+//   - open anything but a regular file, or read more than 16 MiB: a named pipe, a
+//     device or an oversized file is refused (ErrCorrupt) before it is opened.
 //
 // The layout on disk and the exact checksum rule are described in docs/checkpoints.md.
 package checkpoint

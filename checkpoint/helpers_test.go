@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -229,4 +230,39 @@ func scratchDir(tb testing.TB) string {
 		return d
 	}
 	return tb.TempDir()
+}
+
+// hookOpen sets testHookOpen for the test.
+func hookOpen(t *testing.T, f func(path string)) {
+	t.Helper()
+	testHookOpen = f
+	t.Cleanup(func() { testHookOpen = nil })
+}
+
+// fileOf returns the bytes Save would write for sample(id) at seq 1, after mutate,
+// without the checks Save makes: files a damaged or hostile writer could produce.
+func fileOf(tb testing.TB, id string, mutate func(cp *Checkpoint)) []byte {
+	tb.Helper()
+	cp := sample(tb, id)
+	cp.FormatVersion, cp.Seq, cp.ParentSeq, cp.UpdatedAt = FormatVersion, 1, 0, t0
+	if mutate != nil {
+		mutate(cp)
+	}
+	data, _, err := encode(cp)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
+}
+
+// wantCorrupt checks that err is a *CorruptError naming path whose reason says reason.
+func wantCorrupt(t *testing.T, what string, err error, path, reason string) {
+	t.Helper()
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Path != path || !strings.Contains(err.Error(), path) {
+		t.Fatalf("%s: got %v, want a CorruptError naming %s", what, err, path)
+	}
+	if !strings.Contains(ce.Reason, reason) {
+		t.Errorf("%s: reason %q, want %q", what, ce.Reason, reason)
+	}
 }

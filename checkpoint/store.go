@@ -34,9 +34,11 @@ const (
 	// HistoryLimit is how many earlier checkpoints a session keeps in history/.
 	HistoryLimit = 20
 
-	// maxFileSize guards against reading something that cannot be a checkpoint into
-	// memory (a 1,000-turn session is about 0.5 MB).
-	maxFileSize = 1 << 30
+	// maxFileSize is the largest checkpoint file the store reads or writes: 16 MiB, 60
+	// times a 1,000-turn session (about 270 KB; the state keeps a window of recent
+	// exchanges, so real sessions stay far below).
+	// Anything larger is refused from its size before a byte of it is read.
+	maxFileSize = 16 << 20
 
 	dirPerm  = 0o700
 	filePerm = 0o600
@@ -242,6 +244,10 @@ var errUnchanged = errors.New("unchanged")
 // check approved the current one (exists, its seq and checksum). The current one is
 // verified first: a corrupt file is never replaced or moved.
 func (s *FileStore) commit(id string, data []byte, newSeq int, check func(exists bool, diskSeq int, diskSum string) error) error {
+	if len(data) > maxFileSize {
+		// Load would refuse the file: keep the session as it was rather than brick it.
+		return fmt.Errorf("save checkpoint of session %s: %d bytes, larger than a checkpoint may be (%d); nothing was written", id, len(data), maxFileSize)
+	}
 	dir := filepath.Join(s.dir, id)
 	if err := ensureDir(dir); err != nil {
 		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
@@ -542,29 +548,106 @@ func (s *FileStore) Import(path string) (string, error) {
 	return id, nil
 }
 
-// readFile reads a whole file, refusing sizes no checkpoint has.
+// readFile reads a whole checkpoint file: only a regular file (or a link to one), of at
+// most maxFileSize bytes. Both are checked before the file is opened, so a named pipe
+// is never waited on, a device never opened and an oversized file never read; and
+// again on the open file, in case it was swapped meanwhile. The read itself stops
+// after maxFileSize bytes, in case the file grows meanwhile.
 func readFile(path string) ([]byte, os.FileInfo, error) {
-	f, err := os.Open(path)
+	f, st, err := openRegular(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	data, err := readAtMost(f, st.Size())
+	if errors.Is(err, errTooLarge) {
+		return nil, nil, &CorruptError{Path: path, Reason: fmt.Sprintf("grew past %d bytes while it was read, larger than any checkpoint", maxFileSize)}
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, &CorruptError{Path: path, Reason: "not a regular file"}
+	return data, st, nil
+}
+
+var errTooLarge = errors.New("too large")
+
+// readAtMost reads r to its end, expecting about hint bytes, and fails with
+// errTooLarge rather than read more than maxFileSize.
+func readAtMost(r io.Reader, hint int64) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, min(hint, maxFileSize)+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(r, maxFileSize+1)); err != nil {
+		return nil, err
 	}
-	if st.Size() > maxFileSize {
-		return nil, nil, &CorruptError{Path: path, Reason: fmt.Sprintf("%d bytes, larger than any checkpoint (limit %d)", st.Size(), maxFileSize)}
+	if buf.Len() > maxFileSize {
+		return nil, errTooLarge
 	}
-	data := make([]byte, st.Size())
-	n, err := io.ReadFull(f, data)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+	return buf.Bytes(), nil
+}
+
+// openRegular opens a checkpoint file for reading after checking, before and after
+// the open, that it is a regular file of at most maxFileSize bytes. A file that fails
+// is a *CorruptError; a missing file is fs.ErrNotExist.
+func openRegular(path string) (*os.File, os.FileInfo, error) {
+	st, err := os.Stat(path) // follows a link: what matters is what would be read
+	if errors.Is(err, fs.ErrNotExist) {
+		if lst, lerr := os.Lstat(path); lerr == nil && lst.Mode()&fs.ModeSymlink != 0 {
+			return nil, nil, &CorruptError{Path: path, Reason: "a symbolic link to nothing"}
+		}
+	}
+	if err != nil {
 		return nil, nil, err
 	}
-	return data[:n], st, nil
+	if err := checkRegular(path, st); err != nil {
+		return nil, nil, err
+	}
+	if testHookOpen != nil {
+		testHookOpen(path)
+	}
+	// openFlags has O_NONBLOCK where there is one: should a named pipe have taken the
+	// file's place since the Stat, the open returns at once instead of waiting for a
+	// writer, and the check below refuses it.
+	f, err := os.OpenFile(path, openFlags, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st, err = f.Stat(); err == nil {
+		err = checkRegular(path, st)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
+}
+
+// testHookOpen, when set, runs right before openRegular opens a file: tests count the
+// opens there, and swap the file for a named pipe.
+var testHookOpen func(path string)
+
+func checkRegular(path string, st os.FileInfo) error {
+	if !st.Mode().IsRegular() {
+		return &CorruptError{Path: path, Reason: "not a regular file but " + fileKind(st.Mode())}
+	}
+	if st.Size() > maxFileSize {
+		return &CorruptError{Path: path, Reason: fmt.Sprintf("%d bytes, larger than any checkpoint (limit %d)", st.Size(), maxFileSize)}
+	}
+	return nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file (" + m.Type().String() + ")"
 }
 
 // ensureDir creates dir 0700, or narrows it to 0700 when it exists with wider access.
