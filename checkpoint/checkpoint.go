@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -10,6 +11,13 @@ import (
 // to the encoding (a field added, renamed or re-typed) bumps it and registers a
 // migration from the previous version (see migrate.go), because readers decode strictly.
 const FormatVersion = 1
+
+// MaxSeq is the largest seq a checkpoint may have: 2^53-1, the largest integer every
+// JSON reader (jq, JavaScript) holds exactly (math.MaxInt where int is smaller). One
+// save per microsecond would take 285 years to get there, so a larger seq only comes
+// from a damaged or hand-made file, and bounding it means that Save never overflows
+// seq + 1.
+const MaxSeq = min(1<<53-1, math.MaxInt)
 
 // Status is where a session stands between two processes.
 type Status string
@@ -242,8 +250,13 @@ func (cp *Checkpoint) validateHeader() error {
 	if !ValidID(cp.SessionID) {
 		return fmt.Errorf("session_id: invalid %q", cp.SessionID)
 	}
-	if cp.Seq < 0 || cp.ParentSeq < 0 {
-		return fmt.Errorf("seq: negative (seq %d, parent_seq %d)", cp.Seq, cp.ParentSeq)
+	// Save writes seq = the previous seq + 1 and parent_seq = the previous seq,
+	// starting from 0, so every checkpoint on disk (history entries too) has these.
+	if cp.Seq < 1 || cp.Seq > MaxSeq {
+		return fmt.Errorf("seq: %d is out of range (1 to %d)", cp.Seq, MaxSeq)
+	}
+	if cp.ParentSeq != cp.Seq-1 {
+		return fmt.Errorf("parent_seq: %d, but a checkpoint of seq %d follows seq %d", cp.ParentSeq, cp.Seq, cp.Seq-1)
 	}
 	if !cp.Status.Valid() {
 		return fmt.Errorf("status: unknown value %q", cp.Status)

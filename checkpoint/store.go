@@ -169,7 +169,13 @@ func (s *FileStore) LoadHistory(id string, seq int) (*Checkpoint, error) {
 		return nil, err
 	}
 	cp, _, err := decode(path, data, id)
-	return cp, err
+	if err != nil {
+		return nil, err
+	}
+	if cp.Seq != seq {
+		return nil, &CorruptError{Path: path, Reason: fmt.Sprintf("seq %d does not match its file name", cp.Seq)}
+	}
+	return cp, nil
 }
 
 // History returns the seqs kept in the session's history, oldest first.
@@ -189,7 +195,8 @@ func (s *FileStore) History(id string) ([]int, error) {
 // created_at (when zero), updated_at and checksum, in cp too once the write succeeded.
 // The checkpoint it replaces goes to history/. Save refuses (ErrConflict) when the
 // file on disk is not the one cp was loaded from, (ErrCorrupt) when that file is
-// corrupt, and (ErrSecret) when the encoding contains a configured secret.
+// corrupt or cp.Seq is MaxSeq, and (ErrSecret) when the encoding contains a configured
+// secret.
 //
 // The write is atomic: a crash at any instant leaves the old or the new checkpoint.
 func (s *FileStore) Save(cp *Checkpoint) error {
@@ -199,6 +206,13 @@ func (s *FileStore) Save(cp *Checkpoint) error {
 	id := cp.SessionID
 	if !ValidID(id) {
 		return fmt.Errorf("save checkpoint: session_id: invalid %q", id)
+	}
+	switch {
+	case cp.Seq < 0:
+		return fmt.Errorf("save checkpoint of session %s: seq: negative (%d)", id, cp.Seq)
+	case cp.Seq >= MaxSeq:
+		// Load accepts MaxSeq, so only a damaged or hand-made file gets here.
+		return &CorruptError{Path: s.Path(id), Reason: fmt.Sprintf("seq %d is the largest a checkpoint may have: no save can follow it", cp.Seq)}
 	}
 	now := s.now().UTC()
 	next := *cp
