@@ -7,7 +7,7 @@
 //   - the file store under <state-dir>/sessions (FileStore): Load, Save, Lock, List,
 //     Latest, Remove, Import;
 //   - the effect log that makes executor actions exactly-once (Effect, StartEffect,
-//     FinishEffect, ParamsHash).
+//     FinishEffect, ParamsHash), compacted at every save so that it stays small.
 //
 // What it must not do:
 //   - import the pipeline, llm or upgrade packages: the pipeline imports this package,

@@ -51,6 +51,9 @@ func lockHelper(spec string) int {
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
+// versionMember is how a file of the current format starts, after its "{".
+var versionMember = fmt.Sprintf(`"format_version":%d,`, FormatVersion)
+
 // fixedClock always returns at; stepClock advances one second per call, so the order
 // of saves is the order of updated_at without any sleeping.
 func fixedClock(at time.Time) func() time.Time { return func() time.Time { return at } }

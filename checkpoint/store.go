@@ -36,7 +36,7 @@ const (
 
 	// maxFileSize is the largest checkpoint file the store reads or writes: 16 MiB, 60
 	// times a 1,000-turn session (about 270 KB; the state keeps a window of recent
-	// exchanges, so real sessions stay far below).
+	// exchanges and the effect log is compacted, so real sessions stay far below).
 	// Anything larger is refused from its size before a byte of it is read.
 	maxFileSize = 16 << 20
 
@@ -192,11 +192,12 @@ func (s *FileStore) History(id string) ([]int, error) {
 
 // Save writes cp as the session's new latest checkpoint. It sets format_version,
 // seq (the previous seq + 1, where the previous one is cp.Seq as loaded), parent_seq,
-// created_at (when zero), updated_at and checksum, in cp too once the write succeeded.
-// The checkpoint it replaces goes to history/. Save refuses (ErrConflict) when the
-// file on disk is not the one cp was loaded from, (ErrCorrupt) when that file is
-// corrupt or cp.Seq is MaxSeq, and (ErrSecret) when the encoding contains a configured
-// secret.
+// created_at (when zero), updated_at and checksum, and compacts the effect log (every
+// started effect and the last FinishedEffectsKept finished ones stay, the others are
+// counted in effects_dropped), in cp too once the write succeeded. The checkpoint it
+// replaces goes to history/. Save refuses (ErrConflict) when the file on disk is not
+// the one cp was loaded from, (ErrCorrupt) when that file is corrupt or cp.Seq is
+// MaxSeq, and (ErrSecret) when the encoding contains a configured secret.
 //
 // The write is atomic: a crash at any instant leaves the old or the new checkpoint.
 func (s *FileStore) Save(cp *Checkpoint) error {
@@ -219,6 +220,7 @@ func (s *FileStore) Save(cp *Checkpoint) error {
 	next.FormatVersion = FormatVersion
 	next.ParentSeq = cp.Seq
 	next.Seq = cp.Seq + 1
+	next.Effects, next.EffectsDropped = compactEffects(cp.Effects, cp.EffectsDropped, FinishedEffectsKept)
 	if next.CreatedAt.IsZero() {
 		next.CreatedAt = now
 	}

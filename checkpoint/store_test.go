@@ -64,15 +64,24 @@ func TestSaveFillsCreatedAtAndEmptyEffects(t *testing.T) {
 	}
 }
 
-func TestGoldenV1(t *testing.T) {
+// goldenV2 is the golden checkpoint: sample, with some effects dropped so that every
+// member of the format is in the file.
+func goldenV2(t *testing.T) (*FileStore, *Checkpoint) {
+	t.Helper()
 	s := newStore(t)
 	s.Now = fixedClock(t0)
 	cp := sample(t, "golden0000ab")
+	cp.EffectsDropped = 3
 	if err := s.Save(cp); err != nil {
 		t.Fatal(err)
 	}
+	return s, cp
+}
+
+func TestGoldenV2(t *testing.T) {
+	s, cp := goldenV2(t)
 	got := readBytes(t, s.Path("golden0000ab"))
-	golden := filepath.Join("testdata", "golden-v1.json")
+	golden := filepath.Join("testdata", "golden-v2.json")
 	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -97,6 +106,67 @@ func TestGoldenV1(t *testing.T) {
 	// HTML-like characters stay readable: the encoding has HTML escaping off.
 	if !bytes.Contains(want, []byte(`checkout <button> & color`)) {
 		t.Errorf("golden file escapes <, > or &")
+	}
+}
+
+// TestGoldenV1 loads the version 1 golden file, written by the previous format, as
+// every session saved before version 2 is loaded: migrated in memory, the file
+// untouched, and saved in the current format.
+func TestGoldenV1(t *testing.T) {
+	v1 := readBytes(t, filepath.Join("testdata", "golden-v1.json"))
+	if !bytes.HasPrefix(v1, []byte(`{"format_version":1,`)) {
+		t.Fatalf("golden-v1.json is not a version 1 file: %.30s", v1)
+	}
+	s := newStore(t)
+	path := writeSession(t, s, "golden0000ab", v1)
+	got, err := s.Load("golden0000ab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(readBytes(t, path), v1) {
+		t.Errorf("Load rewrote the version 1 file")
+	}
+	if got.Checksum != checksumOf(v1) {
+		t.Errorf("checksum %q, want the file's", got.Checksum)
+	}
+	// The same checkpoint as sample saved now, byte for byte in its opaque members
+	// (the migration keeps the bytes of the members it does not touch).
+	ref := newStore(t)
+	ref.Now = fixedClock(t0)
+	want := sample(t, "golden0000ab")
+	if err := ref.Save(want); err != nil {
+		t.Fatal(err)
+	}
+	got.Checksum = want.Checksum
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("version 1 golden file (-sample saved now +migrated):\n%s", diff)
+	}
+	if list, err := s.List(); err != nil || len(list) != 1 || list[0].Status != StatusAwaitingConfirmation {
+		t.Errorf("List of a version 1 session: %+v, %v", list, err)
+	}
+
+	// Saved, it is a current file that takes the fast decode; the old one is history.
+	if err := s.Save(got); err != nil {
+		t.Fatal(err)
+	}
+	saved := readBytes(t, path)
+	if !bytes.HasPrefix(saved, []byte(`{`+versionMember)) {
+		t.Errorf("after Save: %.40s", saved)
+	}
+	if cp, ok := decodeFast(saved); !ok || cp.Seq != 2 {
+		t.Errorf("the saved file does not take the fast decode")
+	}
+	if h := readBytes(t, filepath.Join(filepath.Dir(path), historyDir, "1.json")); !bytes.Equal(h, v1) {
+		t.Errorf("history/1.json is not the version 1 file")
+	}
+
+	// effects_dropped is not a member of version 1.
+	bad := reseal(bytes.Replace(v1, []byte(`"effects":[`), []byte(`"effects_dropped":4,"effects":[`), 1))
+	badPath := writeSession(t, s, "golden0000ab", bad)
+	var ce *CorruptError
+	if _, err := s.Load("golden0000ab"); !errors.As(err, &ce) || ce.Path != badPath ||
+		!strings.Contains(ce.Reason, "migrating format_version 1 to 2: effects_dropped: not a member of format_version 1") {
+		t.Errorf("version 1 file with effects_dropped: %v", err)
 	}
 }
 
@@ -337,12 +407,12 @@ func TestCorruptFiles(t *testing.T) {
 		{"truncated", good[:len(good)/2], "broken JSON"},
 		{"empty", nil, "empty file"},
 		{"blank", []byte("\n  \n"), "empty file"},
-		{"newer format", reseal(replace(`"format_version":1,`, `"format_version":99,`)), "newer upgrade-agent"},
-		{"unknown older format", reseal(replace(`"format_version":1,`, `"format_version":0,`)), "unknown format_version 0"},
-		{"no format version", reseal(replace(`"format_version":1,`, ``)), "unknown format_version 0"},
+		{"newer format", reseal(replace(versionMember, `"format_version":99,`)), "newer upgrade-agent"},
+		{"unknown older format", reseal(replace(versionMember, `"format_version":0,`)), "unknown format_version 0"},
+		{"no format version", reseal(replace(versionMember, ``)), "unknown format_version 0"},
 		{"checksum removed", replace(`,"checksum":"`, `,"checksun":"`), "no checksum"},
 		{"checksum not hex", bytes.Replace(good, good[len(good)-67:len(good)-3], bytes.Repeat([]byte("Z"), 64), 1), "not 64 lowercase hex"},
-		{"unknown field", reseal(replace(`{"format_version":1,`, `{"format_version":1,"extra":true,`)), `unknown field "extra"`},
+		{"unknown field", reseal(replace(`{`+versionMember, `{`+versionMember+`"extra":true,`)), `unknown field "extra"`},
 		{"wrong type", reseal(replace(`"seq":1,`, `"seq":"one",`)), "field seq"},
 		{"bad time", reseal(replace(`"updated_at":"`, `"updated_at":"yesterday`)), "field updated_at: bad time"},
 		{"bad status", reseal(replace(`"status":"awaiting_confirmation"`, `"status":"asleep"`)), `status: unknown value "asleep"`},
@@ -457,7 +527,7 @@ func TestListAndLatest(t *testing.T) {
 	save("job1", StatusWaitingJob, KindJob)
 	save("term1", StatusTerminated, "")
 	// Newest of all, but corrupt: listed, never chosen.
-	corruptPath := writeSession(t, s, "broken1", []byte(`{"format_version":1,`))
+	corruptPath := writeSession(t, s, "broken1", []byte(`{`+versionMember))
 	// Locked and never saved: not a session yet.
 	unlock, err := s.Lock("pending1")
 	if err != nil {
@@ -686,13 +756,13 @@ func TestMigration(t *testing.T) {
 		t.Fatalf("v0 without a migration: %v", err)
 	}
 
-	migrations[0] = func(raw map[string]any) error {
-		turns, ok := raw["turns"].(json.Number)
-		if !ok {
+	migrations[0] = func(doc map[string]json.RawMessage) error {
+		var turns json.Number
+		if err := json.Unmarshal(doc["turns"], &turns); err != nil {
 			return errors.New("turns: not a number")
 		}
-		delete(raw, "turns")
-		raw["counters"] = map[string]any{"turns": turns, "consecutive_auto_replies": 0}
+		delete(doc, "turns")
+		doc["counters"] = json.RawMessage(`{"consecutive_auto_replies":0,"turns":` + turns + `}`)
 		return nil
 	}
 	t.Cleanup(func() { delete(migrations, 0) })
@@ -714,7 +784,7 @@ func TestMigration(t *testing.T) {
 	if err := s.Save(got); err != nil {
 		t.Fatal(err)
 	}
-	if data := readBytes(t, path); !bytes.HasPrefix(data, []byte(`{"format_version":1,`)) {
+	if data := readBytes(t, path); !bytes.HasPrefix(data, []byte(`{`+versionMember)) {
 		t.Errorf("after Save: %.40s", data)
 	}
 	if h := readBytes(t, filepath.Join(filepath.Dir(path), historyDir, "1.json")); !bytes.Equal(h, v0) {
@@ -730,7 +800,7 @@ func TestMigration(t *testing.T) {
 	if _, err := other.Import(art); err != nil {
 		t.Fatal(err)
 	}
-	if data := readBytes(t, other.Path("mig1")); !bytes.HasPrefix(data, []byte(`{"format_version":1,`)) {
+	if data := readBytes(t, other.Path("mig1")); !bytes.HasPrefix(data, []byte(`{`+versionMember)) {
 		t.Errorf("imported v0 stored as: %.40s", data)
 	}
 
