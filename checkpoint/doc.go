@@ -18,7 +18,8 @@
 //     person can inspect it;
 //   - wait for a lock: a session in use by another process is ErrLocked at once;
 //   - open anything but a regular file, or read more than 16 MiB: a named pipe, a
-//     device or an oversized file is refused (ErrCorrupt) before it is opened.
+//     device or an oversized file is refused (ErrCorrupt) before it is opened;
+//   - replace a stored session on Import: other content under the same id is ErrExists.
 //
 // The layout on disk and the exact checksum rule are described in docs/checkpoints.md.
 package checkpoint

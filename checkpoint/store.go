@@ -516,10 +516,10 @@ func (s *FileStore) Remove(id string) error {
 }
 
 // Import verifies a checkpoint file from anywhere (say, a CI artifact) and copies it
-// into the store under its session_id, which it returns. It refuses (ErrConflict) when
-// the store holds that session at a higher seq, or at the same seq with different
-// content; importing the same file twice is a no-op. The session's lock is held while
-// importing.
+// into the store under its session_id, which it returns. It never replaces a session
+// the store already holds: importing the very checkpoint the store has is a no-op, and
+// any other content under that id, at whatever seq, is refused with ErrExists. The
+// session's lock is held while importing.
 func (s *FileStore) Import(path string) (string, error) {
 	data, _, err := readFile(path)
 	if err != nil {
@@ -551,12 +551,10 @@ func (s *FileStore) Import(path string) (string, error) {
 			return nil
 		case diskSeq == cp.Seq && diskSum == sum:
 			return errUnchanged
-		case diskSeq > cp.Seq:
-			return fmt.Errorf("%w: import %s: session %s is at seq %d in the store, newer than the file's seq %d", ErrConflict, path, id, diskSeq, cp.Seq)
-		case diskSeq == cp.Seq:
-			return fmt.Errorf("%w: import %s: session %s is at seq %d in the store with different content", ErrConflict, path, id, diskSeq)
 		}
-		return nil
+		return &sessionError{id: id, err: ErrExists, msg: fmt.Sprintf(
+			"import %s: session %s already exists in the store, at seq %d, and the file (seq %d) differs from it; nothing was changed. To take the file in instead, remove the local session first: upgrade-agent sessions rm %s",
+			path, id, diskSeq, cp.Seq, id)}
 	})
 	if err != nil && !errors.Is(err, errUnchanged) {
 		return "", err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -678,33 +679,8 @@ func TestImport(t *testing.T) {
 	if id, err := b.Import(artifact); err != nil || id != "imp1" {
 		t.Errorf("second Import = %q, %v", id, err)
 	}
-	// A newer artifact replaces the older copy, which goes to history.
-	if err := a.Save(cp); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Import(a.Path("imp1")); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := b.Load("imp1"); got.Seq != 3 {
-		t.Errorf("after importing seq 3: seq %d", got.Seq)
-	}
-	if seqs, _ := b.History("imp1"); !slices.Equal(seqs, []int{2}) {
-		t.Errorf("history after import: %v", seqs)
-	}
-	// The store moved on: an older artifact is refused, as is a sibling at the same seq.
-	if _, err := b.Import(artifact); !errors.Is(err, ErrConflict) {
-		t.Errorf("importing seq 2 over seq 3: got %v, want ErrConflict", err)
-	}
-	local, _ := b.Load("imp1")
-	local.Counters.Turns = 100
-	if err := b.Save(local); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Save(cp); err != nil { // a: seq 4, different content
-		t.Fatal(err)
-	}
-	if _, err := b.Import(a.Path("imp1")); !errors.Is(err, ErrConflict) {
-		t.Errorf("importing a different seq 4: got %v, want ErrConflict", err)
+	if seqs, _ := b.History("imp1"); len(seqs) != 0 {
+		t.Errorf("a no-op import made history: %v", seqs)
 	}
 
 	// A corrupt artifact is named and left alone.
@@ -729,6 +705,63 @@ func TestImport(t *testing.T) {
 	defer unlock()
 	if _, err := c.Import(artifact); !errors.Is(err, ErrLocked) {
 		t.Errorf("Import into a locked session: %v", err)
+	}
+}
+
+// An import never replaces a session the store holds with other content, whether the
+// file is older, of the same seq or newer: the local session may hold work the file
+// does not, and the person decides (sessions rm) rather than the import.
+func TestImportNeverReplaces(t *testing.T) {
+	tests := []struct {
+		name     string
+		localSeq int // saves of the local copy
+		fileSeq  int // saves of the file's copy
+	}{
+		{"file older", 3, 2},
+		{"same seq, other content", 2, 2},
+		{"file newer", 2, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			local, remote := newStore(t), newStore(t)
+			remote.Now = stepClock(t0.Add(time.Hour)) // other updated_at: other content
+			for st, n := range map[*FileStore]int{local: tt.localSeq, remote: tt.fileSeq} {
+				cp := sample(t, "imp2")
+				for range n {
+					if err := st.Save(cp); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			file := remote.Path("imp2")
+			before := readBytes(t, local.Path("imp2"))
+			_, err := local.Import(file)
+			if !errors.Is(err, ErrExists) || errors.Is(err, ErrConflict) || errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Import over a different local session: got %v, want ErrExists only", err)
+			}
+			for _, want := range []string{"session imp2", file, fmt.Sprintf("at seq %d", tt.localSeq),
+				fmt.Sprintf("(seq %d)", tt.fileSeq), "upgrade-agent sessions rm imp2"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("message %q does not say %q", err, want)
+				}
+			}
+			if !bytes.Equal(readBytes(t, local.Path("imp2")), before) {
+				t.Error("the local session was changed")
+			}
+			if seqs, _ := local.History("imp2"); slices.Contains(seqs, tt.localSeq) {
+				t.Errorf("the local checkpoint was moved to history: %v", seqs)
+			}
+			// Once the person removed the local session, the file is taken in.
+			if err := local.Remove("imp2"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := local.Import(file); err != nil {
+				t.Fatalf("Import after sessions rm: %v", err)
+			}
+			if got, err := local.Load("imp2"); err != nil || got.Seq != tt.fileSeq {
+				t.Errorf("after import: %v, seq %v", err, got)
+			}
+		})
 	}
 }
 
