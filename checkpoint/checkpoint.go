@@ -179,7 +179,8 @@ type SessionSummary struct {
 }
 
 // Effect returns the effect with this id, or nil. The pointer is into cp.Effects and is
-// invalidated by StartEffect (which may grow the slice).
+// invalidated by StartEffect (which may grow the slice) and by Save (which compacts it);
+// hold on to ids, not pointers.
 func (cp *Checkpoint) Effect(id string) *Effect {
 	// Newest first: the effect looked up is nearly always the last one started.
 	for i := len(cp.Effects) - 1; i >= 0; i-- {
