@@ -3,13 +3,39 @@ package checkpoint
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 )
 
 // FormatVersion is the version of the checkpoint format this package writes. Any change
 // to the encoding (a field added, renamed or re-typed) bumps it and registers a
-// migration from the previous version (see migrate.go), because readers decode strictly.
-const FormatVersion = 1
+// migration from the previous version (migrations in decode.go), because readers decode
+// strictly. Version 2 added effects_dropped, the count the effect log's compaction
+// leaves behind.
+const FormatVersion = 2
+
+const (
+	// MaxSeq is the largest seq a checkpoint may have: 2^53-1, the largest integer
+	// every JSON reader (jq, JavaScript) holds exactly (math.MaxInt where int is
+	// smaller). One save per microsecond would take 285 years to get there, so a larger
+	// seq only comes from a damaged or hand-made file, and bounding it means that Save
+	// never overflows seq + 1. effects_dropped shares the bound.
+	MaxSeq = min(1<<53-1, math.MaxInt)
+
+	// MaxStartedEffects is how many effects a checkpoint may hold started and without
+	// an outcome. The executor has one call in flight at a time, so a real session has
+	// one or two; more than this can only come from a damaged or hostile file, which
+	// would otherwise cost every resume a reconciliation per entry.
+	MaxStartedEffects = 100
+
+	// FinishedEffectsKept is how many finished (done or failed) effects Save keeps in
+	// the effect log: the most recently finished ones. Older finished effects have
+	// served their purpose (only started ones are ever reconciled, and the execution log
+	// in the state records what ran) and are only counted, in effects_dropped, so the
+	// file does not grow with every action.
+	FinishedEffectsKept = 20
+)
 
 // Status is where a session stands between two processes.
 type Status string
@@ -68,8 +94,11 @@ type Checkpoint struct {
 	Summary *SessionSummary `json:"summary,omitempty"`
 	// MCP holds the capabilities negotiated with MCP servers, so that a resumed process
 	// still knows which servers run tools as jobs.
-	MCP     json.RawMessage `json:"mcp,omitempty"`
-	Effects []Effect        `json:"effects"`
+	MCP json.RawMessage `json:"mcp,omitempty"`
+	// EffectsDropped counts the finished effects Save has left out of Effects (see
+	// FinishedEffectsKept) over the session's life.
+	EffectsDropped int      `json:"effects_dropped,omitempty"`
+	Effects        []Effect `json:"effects"`
 	// State is the pipeline's session state (pipeline.md), opaque to this package.
 	State    json.RawMessage `json:"state"`
 	Checksum string          `json:"checksum"`
@@ -150,7 +179,8 @@ type SessionSummary struct {
 }
 
 // Effect returns the effect with this id, or nil. The pointer is into cp.Effects and is
-// invalidated by StartEffect (which may grow the slice).
+// invalidated by StartEffect (which may grow the slice) and by Save (which compacts it);
+// hold on to ids, not pointers.
 func (cp *Checkpoint) Effect(id string) *Effect {
 	// Newest first: the effect looked up is nearly always the last one started.
 	for i := len(cp.Effects) - 1; i >= 0; i-- {
@@ -162,13 +192,17 @@ func (cp *Checkpoint) Effect(id string) *Effect {
 }
 
 // StartEffect appends a started effect. The caller persists the checkpoint before it
-// makes the call the effect stands for.
+// makes the call the effect stands for. It refuses a duplicate id, and a new effect
+// while MaxStartedEffects are still without an outcome.
 func (cp *Checkpoint) StartEffect(id, action, paramsHash string, now time.Time) error {
 	if id == "" {
 		return fmt.Errorf("start effect: empty effect_id")
 	}
 	if cp.Effect(id) != nil {
 		return fmt.Errorf("start effect %s: already in the effect log", id)
+	}
+	if n := countStarted(cp.Effects); n >= MaxStartedEffects {
+		return fmt.Errorf("start effect %s: %d effects are already started without an outcome (the most a checkpoint holds)", id, n)
 	}
 	cp.Effects = append(cp.Effects, Effect{
 		EffectID:   id,
@@ -202,7 +236,8 @@ func (cp *Checkpoint) FinishEffect(id string, result json.RawMessage, errMsg str
 
 // PendingEffects returns the effects started without a recorded outcome: the process
 // died during the call, so the executor must reconcile them with the server rather than
-// repeat them.
+// repeat them. A valid checkpoint has at most MaxStartedEffects of them, so settling
+// each with FinishEffect stays cheap.
 func (cp *Checkpoint) PendingEffects() []Effect {
 	var out []Effect
 	for _, e := range cp.Effects {
@@ -213,13 +248,64 @@ func (cp *Checkpoint) PendingEffects() []Effect {
 	return out
 }
 
+func countStarted(effs []Effect) int {
+	n := 0
+	for _, e := range effs {
+		if e.State == EffectStarted {
+			n++
+		}
+	}
+	return n
+}
+
+// compactEffects returns the effect log as Save writes it: every effect still started
+// (its outcome is unknown until it is reconciled, so it is never dropped) and the keep
+// most recently finished ones (by finished_at, then by their place in the log), in log
+// order; the finished ones left out are added to dropped, which saturates at MaxSeq.
+// effs itself is not modified: a Save that fails leaves the caller's checkpoint as it
+// was.
+func compactEffects(effs []Effect, dropped, keep int) ([]Effect, int) {
+	drop := len(effs) - countStarted(effs) - keep
+	if drop <= 0 {
+		return effs, dropped
+	}
+	finished := make([]int, 0, len(effs))
+	for i, e := range effs {
+		if e.State != EffectStarted {
+			finished = append(finished, i)
+		}
+	}
+	finishedAt := func(i int) time.Time {
+		if t := effs[i].FinishedAt; t != nil {
+			return *t
+		}
+		return time.Time{}
+	}
+	slices.SortStableFunc(finished, func(a, b int) int { return finishedAt(a).Compare(finishedAt(b)) })
+	gone := make([]bool, len(effs))
+	for _, i := range finished[:drop] {
+		gone[i] = true
+	}
+	out := make([]Effect, 0, len(effs)-drop)
+	for i, e := range effs {
+		if !gone[i] {
+			out = append(out, e)
+		}
+	}
+	return out, min(dropped, MaxSeq-drop) + drop
+}
+
 // Validate checks the invariants Save relies on and Load enforces. The returned error
 // names the offending field.
 func (cp *Checkpoint) Validate() error {
 	if err := cp.validateHeader(); err != nil {
 		return err
 	}
+	// Each entry is checked in order and the first fault is reported, so that a prefix
+	// of the log that holds the fault gives the same error as the whole log (decodeFast
+	// stops decoding a log after its first started effect too many).
 	seen := make(map[string]bool, len(cp.Effects))
+	started := 0
 	for i, e := range cp.Effects {
 		if e.EffectID == "" {
 			return fmt.Errorf("effects[%d].effect_id: empty", i)
@@ -229,7 +315,11 @@ func (cp *Checkpoint) Validate() error {
 		}
 		seen[e.EffectID] = true
 		switch e.State {
-		case EffectStarted, EffectDone, EffectFailed:
+		case EffectStarted:
+			if started++; started > MaxStartedEffects {
+				return fmt.Errorf("effects[%d]: more than %d effects started without an outcome (a session has one or two calls in flight)", i, MaxStartedEffects)
+			}
+		case EffectDone, EffectFailed:
 		default:
 			return fmt.Errorf("effects[%d].state: unknown value %q", i, e.State)
 		}
@@ -242,8 +332,16 @@ func (cp *Checkpoint) validateHeader() error {
 	if !ValidID(cp.SessionID) {
 		return fmt.Errorf("session_id: invalid %q", cp.SessionID)
 	}
-	if cp.Seq < 0 || cp.ParentSeq < 0 {
-		return fmt.Errorf("seq: negative (seq %d, parent_seq %d)", cp.Seq, cp.ParentSeq)
+	// Save writes seq = the previous seq + 1 and parent_seq = the previous seq,
+	// starting from 0, so every checkpoint on disk (history entries too) has these.
+	if cp.Seq < 1 || cp.Seq > MaxSeq {
+		return fmt.Errorf("seq: %d is out of range (1 to %d)", cp.Seq, MaxSeq)
+	}
+	if cp.ParentSeq != cp.Seq-1 {
+		return fmt.Errorf("parent_seq: %d, but a checkpoint of seq %d follows seq %d", cp.ParentSeq, cp.Seq, cp.Seq-1)
+	}
+	if cp.EffectsDropped < 0 || cp.EffectsDropped > MaxSeq {
+		return fmt.Errorf("effects_dropped: %d is out of range (0 to %d)", cp.EffectsDropped, MaxSeq)
 	}
 	if !cp.Status.Valid() {
 		return fmt.Errorf("status: unknown value %q", cp.Status)

@@ -2,18 +2,36 @@ package checkpoint
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
-// migrations[N] rewrites a decoded document of format_version N into the shape of
-// version N+1, in place; Load applies them in a chain up to FormatVersion and sets
-// format_version after each step. There are none yet: version 1 is the first format.
-// A migration gets numbers as json.Number, so it can move them without rounding.
-var migrations = map[int]func(raw map[string]any) error{}
+// migrations[N] rewrites a document of format_version N into the shape of version N+1,
+// in place; Load applies them in a chain up to FormatVersion and sets format_version
+// after each step. A migration sees the document's top-level members as raw JSON, so
+// what it does not touch (the state, above all) keeps its bytes, and it can move
+// numbers without rounding.
+var migrations = map[int]func(doc map[string]json.RawMessage) error{
+	1: migrateV1,
+}
+
+// migrateV1: version 2 only added effects_dropped (the effect log is compacted from
+// version 2 on), so a version 1 document is already a version 2 one, with nothing
+// dropped. A version 1 file that has the member was not written by a version 1 program.
+func migrateV1(doc map[string]json.RawMessage) error {
+	if _, ok := doc["effects_dropped"]; ok {
+		return errors.New("effects_dropped: not a member of format_version 1")
+	}
+	return nil
+}
 
 // decode reads the bytes of a checkpoint file. path is only used in errors; wantID,
 // when not empty, is the folder the file was found in. migrated reports that the file
@@ -43,11 +61,17 @@ func decode(path string, data []byte, wantID string) (cp *Checkpoint, migrated b
 		return nil, false, corrupt("%s", reason)
 	}
 
-	if cp, ok := decodeFast(data); ok && cp.FormatVersion == FormatVersion {
+	cp, fast := decodeFast(data)
+	if fast && cp.FormatVersion == FormatVersion {
 		return finish(cp, false)
 	}
-	cp = new(Checkpoint)
-	derr := decodeStrict(data, cp)
+	var derr error
+	if !fast {
+		// decodeFast accepts only what the strict decode accepts, so only now is
+		// the strict decode worth its cost.
+		cp = new(Checkpoint)
+		derr = decodeStrict(data, cp)
+	}
 	version := cp.FormatVersion
 	if derr != nil {
 		if syn := syntaxReason(data); syn != "" {
@@ -76,10 +100,18 @@ func decode(path string, data []byte, wantID string) (cp *Checkpoint, migrated b
 }
 
 // decodeFast decodes a file laid out the way Save writes it: it decodes the members
-// before state with encoding/json (strictly), takes the state's bytes from between
-// "state": and the checksum member, which must follow it, and only validates them with
-// scanJSON. The caller has verified the checksum. ok is false for anything else,
-// and then the full decode decides; FuzzDecodeFast holds both to the same result.
+// before effects with encoding/json (strictly), finds the effects array with scanJSON's
+// scanner and decodes its entries one by one, takes the state's bytes from between
+// "state": (which must follow effects, if there are effects) and the checksum member,
+// which must follow it, and only validates them with scanJSON. The caller has verified
+// the checksum. ok is false for anything else, and then the full decode decides.
+//
+// One exception to decoding everything: once the effect log has shown one started
+// effect more than MaxStartedEffects, the entries after it are not decoded, and
+// Validate refuses the result with the reason it would give for the whole log. So a
+// hostile file of 100,000 started effects costs a scan, not 100,000 decodes.
+// FuzzDecodeFast holds this function to the full decode: the same checkpoint, or one
+// that Validate refuses for the same reason.
 func decodeFast(data []byte) (cp *Checkpoint, ok bool) {
 	body := bytes.TrimRight(data, " \t\r\n")
 	keyAt := len(body) - len(checksumTail) - checksumLen - len(checksumKey)
@@ -92,6 +124,7 @@ func decodeFast(data []byte) (cp *Checkpoint, ok bool) {
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, false
 	}
+	stateKeyEnd := -1
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
@@ -99,6 +132,15 @@ func decodeFast(data []byte) (cp *Checkpoint, ok bool) {
 		}
 		key, _ := t.(string)
 		if key == "state" {
+			stateKeyEnd = int(dec.InputOffset())
+			break
+		}
+		if key == "effects" {
+			// The decoder stopped right after the key; the array and the "state"
+			// key after it are taken from the bytes.
+			if stateKeyEnd, ok = decodeEffectsFast(data, int(dec.InputOffset()), cp); !ok {
+				return nil, false
+			}
 			break
 		}
 		target := fieldTarget(cp, key)
@@ -109,9 +151,10 @@ func decodeFast(data []byte) (cp *Checkpoint, ok bool) {
 			return nil, false
 		}
 	}
-	// The decoder stopped right after the "state" key (or at the end of the object,
-	// and then what follows is not a colon).
-	start := skipSpace(data, int(dec.InputOffset()))
+	if stateKeyEnd < 0 {
+		return nil, false // no state member
+	}
+	start := skipSpace(data, stateKeyEnd)
 	if start >= len(data) || data[start] != ':' {
 		return nil, false
 	}
@@ -136,6 +179,56 @@ func decodeFast(data []byte) (cp *Checkpoint, ok bool) {
 	return cp, true
 }
 
+// decodeEffectsFast decodes the effects member whose key ends at data[i:] into cp and
+// returns where the "state" key that must follow it ends.
+func decodeEffectsFast(data []byte, i int, cp *Checkpoint) (stateKeyEnd int, ok bool) {
+	i = skipSpace(data, i)
+	if i >= len(data) || data[i] != ':' {
+		return 0, false
+	}
+	start := skipSpace(data, i+1)
+	sc := jsonScanner{b: data, i: start}
+	if !sc.value() {
+		return 0, false
+	}
+	end := sc.i
+	j := skipSpace(data, end)
+	if j >= len(data) || data[j] != ',' {
+		return 0, false
+	}
+	j = skipSpace(data, j+1)
+	const stateKey = `"state"`
+	if !bytes.HasPrefix(data[j:], []byte(stateKey)) {
+		return 0, false
+	}
+
+	dec := json.NewDecoder(bytes.NewReader(data[start:end]))
+	dec.DisallowUnknownFields()
+	t, err := dec.Token()
+	switch {
+	case err != nil:
+		return 0, false
+	case t == nil: // null, which leaves the slice nil as encoding/json does
+		return j + len(stateKey), true
+	case t != json.Delim('['):
+		return 0, false // the full decode names the type error
+	}
+	effs := []Effect{} // [] decodes to an empty slice, not nil
+	started := 0
+	for dec.More() && started <= MaxStartedEffects {
+		effs = append(effs, Effect{})
+		e := &effs[len(effs)-1]
+		if err := dec.Decode(e); err != nil {
+			return 0, false
+		}
+		if e.State == EffectStarted {
+			started++
+		}
+	}
+	cp.Effects = effs
+	return j + len(stateKey), true
+}
+
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 func skipSpace(data []byte, i int) int {
@@ -145,8 +238,8 @@ func skipSpace(data []byte, i int) int {
 	return i
 }
 
-// fieldTarget returns where the member key of a checkpoint decodes to, except state
-// and checksum, which the fast paths handle themselves; nil for any other key.
+// fieldTarget returns where the member key of a checkpoint decodes to, except effects,
+// state and checksum, which the fast paths handle themselves; nil for any other key.
 func fieldTarget(cp *Checkpoint, key string) any {
 	switch key {
 	case "format_version":
@@ -175,8 +268,8 @@ func fieldTarget(cp *Checkpoint, key string) any {
 		return &cp.Summary
 	case "mcp":
 		return &cp.MCP
-	case "effects":
-		return &cp.Effects
+	case "effects_dropped":
+		return &cp.EffectsDropped
 	}
 	return nil
 }
@@ -200,10 +293,8 @@ func migrate(data []byte, from int) (*Checkpoint, error) {
 	if migrations[from] == nil {
 		return nil, fmt.Errorf("unknown format_version %d (this upgrade-agent reads %d)", from, FormatVersion)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var raw map[string]any
-	if err := dec.Decode(&raw); err != nil {
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("format_version %d: %w", from, err)
 	}
 	for v := from; v < FormatVersion; v++ {
@@ -211,23 +302,78 @@ func migrate(data []byte, from int) (*Checkpoint, error) {
 		if m == nil {
 			return nil, fmt.Errorf("no migration from format_version %d to %d", v, v+1)
 		}
-		if err := m(raw); err != nil {
+		if err := m(doc); err != nil {
 			return nil, fmt.Errorf("migrating format_version %d to %d: %w", v, v+1, err)
 		}
-		raw["format_version"] = v + 1
+		doc["format_version"] = json.RawMessage(strconv.Itoa(v + 1))
 	}
-	b, err := json.Marshal(raw)
+	b, err := marshalMembers(doc)
 	if err != nil {
 		return nil, fmt.Errorf("after migration from format_version %d: %w", from, err)
 	}
-	cp := new(Checkpoint)
-	if err := decodeStrict(b, cp); err != nil {
-		return nil, fmt.Errorf("after migration from format_version %d: %s", from, fieldReason(err, b))
+	cp, ok := decodeFast(b)
+	if !ok {
+		cp = new(Checkpoint)
+		if err := decodeStrict(b, cp); err != nil {
+			return nil, fmt.Errorf("after migration from format_version %d: %s", from, fieldReason(err, b))
+		}
 	}
 	if cp.FormatVersion != FormatVersion {
 		return nil, fmt.Errorf("after migration from format_version %d: format_version is %d", from, cp.FormatVersion)
 	}
 	return cp, nil
+}
+
+// memberOrder is the order of the members on disk: the declaration order of the fields
+// of Checkpoint.
+var memberOrder = func() map[string]int {
+	order := map[string]int{}
+	t := reflect.TypeFor[Checkpoint]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		order[name] = i
+	}
+	return order
+}()
+
+// marshalMembers encodes a migrated document compactly with its members in the order
+// Save writes them (members this version does not know last, for the strict decode to
+// name), so that the fast decode applies to it as to any current file. Values keep
+// their bytes, compacted, with no HTML escaping added.
+func marshalMembers(doc map[string]json.RawMessage) ([]byte, error) {
+	keys := make([]string, 0, len(doc))
+	size := 2
+	for k, v := range doc {
+		keys = append(keys, k)
+		size += len(k) + len(v) + 4
+	}
+	rank := func(k string) int {
+		if r, ok := memberOrder[k]; ok {
+			return r
+		}
+		return len(memberOrder)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b))
+	})
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		key, err := marshalCompact(k)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(key)
+		buf.WriteByte(':')
+		if err := json.Compact(buf, doc[k]); err != nil {
+			return nil, fmt.Errorf("member %s: %w", k, err)
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
 }
 
 // peekVersion reads format_version alone, leniently, to tell a newer or older format

@@ -7,7 +7,7 @@
 //   - the file store under <state-dir>/sessions (FileStore): Load, Save, Lock, List,
 //     Latest, Remove, Import;
 //   - the effect log that makes executor actions exactly-once (Effect, StartEffect,
-//     FinishEffect, ParamsHash).
+//     FinishEffect, ParamsHash), compacted at every save so that it stays small.
 //
 // What it must not do:
 //   - import the pipeline, llm or upgrade packages: the pipeline imports this package,
@@ -16,7 +16,10 @@
 //   - repair, rewrite or move a file that fails its integrity checks: a corrupt
 //     checkpoint is reported (ErrCorrupt, naming the file) and left byte-identical so a
 //     person can inspect it;
-//   - wait for a lock: a session in use by another process is ErrLocked at once.
+//   - wait for a lock: a session in use by another process is ErrLocked at once;
+//   - open anything but a regular file, or read more than 16 MiB: a named pipe, a
+//     device or an oversized file is refused (ErrCorrupt) before it is opened;
+//   - replace a stored session on Import: other content under the same id is ErrExists.
 //
 // The layout on disk and the exact checksum rule are described in docs/checkpoints.md.
 package checkpoint

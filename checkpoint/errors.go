@@ -3,7 +3,7 @@ package checkpoint
 import "errors"
 
 // Sentinels callers branch on with errors.Is (the CLI maps them to exit codes:
-// ErrNotFound and ErrCorrupt -> 2, ErrLocked -> 12).
+// ErrNotFound, ErrCorrupt and ErrExists -> 2, ErrLocked and ErrConflict -> 12).
 var (
 	// ErrNotFound: no session with this id in the store.
 	ErrNotFound = errors.New("unknown session")
@@ -12,8 +12,13 @@ var (
 	// ErrCorrupt: a checkpoint failed its integrity checks; see *CorruptError.
 	ErrCorrupt = errors.New("corrupt checkpoint")
 	// ErrConflict: the write would lose a newer checkpoint (the file on disk is not the
-	// one the caller started from, or an import is older than the stored session).
+	// one the caller started from).
 	ErrConflict = errors.New("checkpoint conflict")
+	// ErrExists: Import refused a file because the store already holds its session with
+	// other content. It is bad input, not a race: the person removes the local session
+	// first (upgrade-agent sessions rm ID) if the file is to replace it. It does not
+	// match ErrConflict.
+	ErrExists = errors.New("session already exists")
 	// ErrSecret: Save refused to write because the encoding contains a secret value.
 	ErrSecret = errors.New("checkpoint would contain a secret")
 )
@@ -34,7 +39,7 @@ func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 // sessionError carries the id in the message while matching its sentinel.
 type sessionError struct {
 	id  string
-	err error  // ErrNotFound or ErrLocked
+	err error  // ErrNotFound, ErrLocked or ErrExists
 	msg string // replaces the default message when set
 }
 

@@ -54,7 +54,7 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 }
 
 func TestDecodeFastIsUsed(t *testing.T) {
-	golden := readBytes(t, filepath.Join("testdata", "golden-v1.json"))
+	golden := readBytes(t, filepath.Join("testdata", "golden-v2.json"))
 	cp, ok := decodeFast(golden)
 	if !ok {
 		t.Fatal("decodeFast does not accept the golden file: every Load takes the slow path")
@@ -159,13 +159,19 @@ func TestScanJSONDepth(t *testing.T) {
 }
 
 func FuzzDecodeFast(f *testing.F) {
-	golden, err := os.ReadFile(filepath.Join("testdata", "golden-v1.json"))
-	if err != nil {
-		f.Fatal(err)
+	for _, name := range []string{"golden-v2.json", "golden-v1.json"} {
+		golden, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(golden, false)
+		f.Add(bytes.Replace(golden, []byte(`"state":{`), []byte(`"state": {`), 1), true)
+		f.Add(bytes.Replace(golden, []byte(`"state":`), []byte(`"state":1,"state":`), 1), true)
+		f.Add(bytes.Replace(golden, []byte(`"effects":[`), []byte(`"effects" : null , "effects":[`), 1), true)
+		f.Add(bytes.Replace(golden, []byte(`"effects":[`), []byte(`"effects":[],"summary":null,"effects":[`), 1), true)
 	}
-	f.Add(golden, false)
-	f.Add(bytes.Replace(golden, []byte(`"state":{`), []byte(`"state": {`), 1), true)
-	f.Add(bytes.Replace(golden, []byte(`"state":`), []byte(`"state":1,"state":`), 1), true)
+	f.Add(fileOf(f, "fast1", func(cp *Checkpoint) { cp.Effects = effectLog(MaxStartedEffects+3, EffectStarted) }), false)
+	f.Add(fileOf(f, "fast1", func(cp *Checkpoint) { cp.Effects = nil }), false)
 	f.Fuzz(func(t *testing.T, data []byte, fix bool) {
 		if fix {
 			data = reseal(data)
@@ -175,8 +181,21 @@ func FuzzDecodeFast(f *testing.F) {
 			return
 		}
 		slow := new(Checkpoint)
-		if err := decodeStrict(data, slow); err != nil {
-			t.Fatalf("decodeFast accepted what encoding/json rejects: %v", err)
+		serr := decodeStrict(data, slow)
+		if ferr := fast.Validate(); ferr != nil {
+			// The fast decode may stop early in an effect log that has too many
+			// started effects; the full decode must then be refused too, for the same
+			// reason when it decodes at all.
+			if serr != nil {
+				return
+			}
+			if verr := slow.Validate(); verr == nil || verr.Error() != ferr.Error() {
+				t.Fatalf("fast decode invalid (%v), full decode: %v", ferr, verr)
+			}
+			return
+		}
+		if serr != nil {
+			t.Fatalf("decodeFast accepted what encoding/json rejects: %v", serr)
 		}
 		if diff := cmp.Diff(slow, fast); diff != "" {
 			t.Fatalf("decodeFast differs (-encoding/json +fast):\n%s", diff)

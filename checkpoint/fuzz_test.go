@@ -29,6 +29,13 @@ func fuzzSeeds(t testing.TB) map[string]struct {
 		t.Fatal(err)
 	}
 	good := readBytes(t, s.Path(fuzzID))
+	v1 := readBytes(t, filepath.Join("testdata", "golden-v1.json"))
+	seqs := func(seq, parent string) []byte {
+		return bytes.Replace(good, []byte(`"seq":1,"parent_seq":0,`), []byte(`"seq":`+seq+`,"parent_seq":`+parent+`,`), 1)
+	}
+	withEffects := func(effs []Effect) []byte {
+		return fileOf(t, fuzzID, func(cp *Checkpoint) { cp.Effects = append(cp.Effects, effs...) })
+	}
 	return map[string]struct {
 		data   []byte
 		reseal bool
@@ -38,8 +45,23 @@ func fuzzSeeds(t testing.TB) map[string]struct {
 		"valid-resealed":  {good, true, true},
 		"broken-json":     {good[:len(good)/3], false, false},
 		"bad-checksum":    {bytes.Replace(good, []byte(`"hello"`), []byte(`"jello"`), 1), false, false},
-		"unknown-version": {bytes.Replace(good, []byte(`"format_version":1,`), []byte(`"format_version":2,`), 1), true, false},
+		"unknown-version": {bytes.Replace(good, []byte(versionMember), fmt.Appendf(nil, `"format_version":%d,`, FormatVersion+1), 1), true, false},
 		"empty":           {nil, false, false},
+		// The previous format, migrated on load.
+		"format-v1": {bytes.Replace(v1, []byte("golden0000ab"), []byte(fuzzID), 1), true, true},
+		// The effect log: one started effect more than a checkpoint may hold (the
+		// tests make the 100,000 of a hostile file), and more finished ones than Save
+		// keeps, which the save compacts.
+		"effects-over-cap":  {withEffects(effectLog(MaxStartedEffects+1, EffectStarted)), false, false},
+		"effects-many-done": {withEffects(effectLog(FinishedEffectsKept+10, EffectDone)), false, true},
+		// seq: past the int64 range, at its maximum (overflowed on save before it was
+		// validated), with a parent that does not precede it, and at MaxSeq (valid, but
+		// no save follows it).
+		"seq-past-int64":  {seqs("9223372036854775808", "9223372036854775807"), true, false},
+		"seq-int64-max":   {seqs("9223372036854775807", "9223372036854775806"), true, false},
+		"seq-bad-parent":  {seqs("1", "7"), true, false},
+		"seq-at-max":      {seqs(fmt.Sprint(MaxSeq), fmt.Sprint(MaxSeq-1)), true, true},
+		"effects-dropped": {bytes.Replace(good, []byte(`"effects":[`), []byte(`"effects_dropped":-5,"effects":[`), 1), true, false},
 	}
 }
 
@@ -110,6 +132,10 @@ func checkLoadOutcome(t *testing.T, s *FileStore, path string, data []byte, cp *
 		t.Fatalf("Load returned an invalid checkpoint: %v", verr)
 	}
 	if serr := s.Save(cp); serr != nil {
+		// The one checkpoint that loads but has no successor: seq at its maximum.
+		if cp.Seq == MaxSeq && errors.Is(serr, ErrCorrupt) {
+			return
+		}
 		t.Fatalf("a loaded checkpoint cannot be saved again: %v", serr)
 	}
 	again, lerr := s.Load(fuzzID)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -49,6 +50,9 @@ func lockHelper(spec string) int {
 }
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// versionMember is how a file of the current format starts, after its "{".
+var versionMember = fmt.Sprintf(`"format_version":%d,`, FormatVersion)
 
 // fixedClock always returns at; stepClock advances one second per call, so the order
 // of saves is the order of updated_at without any sleeping.
@@ -229,4 +233,39 @@ func scratchDir(tb testing.TB) string {
 		return d
 	}
 	return tb.TempDir()
+}
+
+// hookOpen sets testHookOpen for the test.
+func hookOpen(t *testing.T, f func(path string)) {
+	t.Helper()
+	testHookOpen = f
+	t.Cleanup(func() { testHookOpen = nil })
+}
+
+// fileOf returns the bytes Save would write for sample(id) at seq 1, after mutate,
+// without the checks Save makes: files a damaged or hostile writer could produce.
+func fileOf(tb testing.TB, id string, mutate func(cp *Checkpoint)) []byte {
+	tb.Helper()
+	cp := sample(tb, id)
+	cp.FormatVersion, cp.Seq, cp.ParentSeq, cp.UpdatedAt = FormatVersion, 1, 0, t0
+	if mutate != nil {
+		mutate(cp)
+	}
+	data, _, err := encode(cp)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
+}
+
+// wantCorrupt checks that err is a *CorruptError naming path whose reason says reason.
+func wantCorrupt(t *testing.T, what string, err error, path, reason string) {
+	t.Helper()
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Path != path || !strings.Contains(err.Error(), path) {
+		t.Fatalf("%s: got %v, want a CorruptError naming %s", what, err, path)
+	}
+	if !strings.Contains(ce.Reason, reason) {
+		t.Errorf("%s: reason %q, want %q", what, ce.Reason, reason)
+	}
 }

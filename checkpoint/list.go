@@ -193,7 +193,7 @@ func readHeader(data []byte) (cp *Checkpoint, ok bool) {
 const headerPrefix = 16 << 10
 
 func readPrefix(path string, n int) ([]byte, error) {
-	f, err := os.Open(path)
+	f, _, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}

@@ -34,9 +34,11 @@ const (
 	// HistoryLimit is how many earlier checkpoints a session keeps in history/.
 	HistoryLimit = 20
 
-	// maxFileSize guards against reading something that cannot be a checkpoint into
-	// memory (a 1,000-turn session is about 0.5 MB).
-	maxFileSize = 1 << 30
+	// maxFileSize is the largest checkpoint file the store reads or writes: 16 MiB, 60
+	// times a 1,000-turn session (about 270 KB; the state keeps a window of recent
+	// exchanges and the effect log is compacted, so real sessions stay far below).
+	// Anything larger is refused from its size before a byte of it is read.
+	maxFileSize = 16 << 20
 
 	dirPerm  = 0o700
 	filePerm = 0o600
@@ -167,7 +169,13 @@ func (s *FileStore) LoadHistory(id string, seq int) (*Checkpoint, error) {
 		return nil, err
 	}
 	cp, _, err := decode(path, data, id)
-	return cp, err
+	if err != nil {
+		return nil, err
+	}
+	if cp.Seq != seq {
+		return nil, &CorruptError{Path: path, Reason: fmt.Sprintf("seq %d does not match its file name", cp.Seq)}
+	}
+	return cp, nil
 }
 
 // History returns the seqs kept in the session's history, oldest first.
@@ -184,10 +192,12 @@ func (s *FileStore) History(id string) ([]int, error) {
 
 // Save writes cp as the session's new latest checkpoint. It sets format_version,
 // seq (the previous seq + 1, where the previous one is cp.Seq as loaded), parent_seq,
-// created_at (when zero), updated_at and checksum, in cp too once the write succeeded.
-// The checkpoint it replaces goes to history/. Save refuses (ErrConflict) when the
-// file on disk is not the one cp was loaded from, (ErrCorrupt) when that file is
-// corrupt, and (ErrSecret) when the encoding contains a configured secret.
+// created_at (when zero), updated_at and checksum, and compacts the effect log (every
+// started effect and the last FinishedEffectsKept finished ones stay, the others are
+// counted in effects_dropped), in cp too once the write succeeded. The checkpoint it
+// replaces goes to history/. Save refuses (ErrConflict) when the file on disk is not
+// the one cp was loaded from, (ErrCorrupt) when that file is corrupt or cp.Seq is
+// MaxSeq, and (ErrSecret) when the encoding contains a configured secret.
 //
 // The write is atomic: a crash at any instant leaves the old or the new checkpoint.
 func (s *FileStore) Save(cp *Checkpoint) error {
@@ -198,11 +208,19 @@ func (s *FileStore) Save(cp *Checkpoint) error {
 	if !ValidID(id) {
 		return fmt.Errorf("save checkpoint: session_id: invalid %q", id)
 	}
+	switch {
+	case cp.Seq < 0:
+		return fmt.Errorf("save checkpoint of session %s: seq: negative (%d)", id, cp.Seq)
+	case cp.Seq >= MaxSeq:
+		// Load accepts MaxSeq, so only a damaged or hand-made file gets here.
+		return &CorruptError{Path: s.Path(id), Reason: fmt.Sprintf("seq %d is the largest a checkpoint may have: no save can follow it", cp.Seq)}
+	}
 	now := s.now().UTC()
 	next := *cp
 	next.FormatVersion = FormatVersion
 	next.ParentSeq = cp.Seq
 	next.Seq = cp.Seq + 1
+	next.Effects, next.EffectsDropped = compactEffects(cp.Effects, cp.EffectsDropped, FinishedEffectsKept)
 	if next.CreatedAt.IsZero() {
 		next.CreatedAt = now
 	}
@@ -242,6 +260,10 @@ var errUnchanged = errors.New("unchanged")
 // check approved the current one (exists, its seq and checksum). The current one is
 // verified first: a corrupt file is never replaced or moved.
 func (s *FileStore) commit(id string, data []byte, newSeq int, check func(exists bool, diskSeq int, diskSum string) error) error {
+	if len(data) > maxFileSize {
+		// Load would refuse the file: keep the session as it was rather than brick it.
+		return fmt.Errorf("save checkpoint of session %s: %d bytes, larger than a checkpoint may be (%d); nothing was written", id, len(data), maxFileSize)
+	}
 	dir := filepath.Join(s.dir, id)
 	if err := ensureDir(dir); err != nil {
 		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
@@ -494,10 +516,10 @@ func (s *FileStore) Remove(id string) error {
 }
 
 // Import verifies a checkpoint file from anywhere (say, a CI artifact) and copies it
-// into the store under its session_id, which it returns. It refuses (ErrConflict) when
-// the store holds that session at a higher seq, or at the same seq with different
-// content; importing the same file twice is a no-op. The session's lock is held while
-// importing.
+// into the store under its session_id, which it returns. It never replaces a session
+// the store already holds: importing the very checkpoint the store has is a no-op, and
+// any other content under that id, at whatever seq, is refused with ErrExists. The
+// session's lock is held while importing.
 func (s *FileStore) Import(path string) (string, error) {
 	data, _, err := readFile(path)
 	if err != nil {
@@ -529,12 +551,10 @@ func (s *FileStore) Import(path string) (string, error) {
 			return nil
 		case diskSeq == cp.Seq && diskSum == sum:
 			return errUnchanged
-		case diskSeq > cp.Seq:
-			return fmt.Errorf("%w: import %s: session %s is at seq %d in the store, newer than the file's seq %d", ErrConflict, path, id, diskSeq, cp.Seq)
-		case diskSeq == cp.Seq:
-			return fmt.Errorf("%w: import %s: session %s is at seq %d in the store with different content", ErrConflict, path, id, diskSeq)
 		}
-		return nil
+		return &sessionError{id: id, err: ErrExists, msg: fmt.Sprintf(
+			"import %s: session %s already exists in the store, at seq %d, and the file (seq %d) differs from it; nothing was changed. To take the file in instead, remove the local session first: upgrade-agent sessions rm %s",
+			path, id, diskSeq, cp.Seq, id)}
 	})
 	if err != nil && !errors.Is(err, errUnchanged) {
 		return "", err
@@ -542,29 +562,106 @@ func (s *FileStore) Import(path string) (string, error) {
 	return id, nil
 }
 
-// readFile reads a whole file, refusing sizes no checkpoint has.
+// readFile reads a whole checkpoint file: only a regular file (or a link to one), of at
+// most maxFileSize bytes. Both are checked before the file is opened, so a named pipe
+// is never waited on, a device never opened and an oversized file never read; and
+// again on the open file, in case it was swapped meanwhile. The read itself stops
+// after maxFileSize bytes, in case the file grows meanwhile.
 func readFile(path string) ([]byte, os.FileInfo, error) {
-	f, err := os.Open(path)
+	f, st, err := openRegular(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	data, err := readAtMost(f, st.Size())
+	if errors.Is(err, errTooLarge) {
+		return nil, nil, &CorruptError{Path: path, Reason: fmt.Sprintf("grew past %d bytes while it was read, larger than any checkpoint", maxFileSize)}
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, &CorruptError{Path: path, Reason: "not a regular file"}
+	return data, st, nil
+}
+
+var errTooLarge = errors.New("too large")
+
+// readAtMost reads r to its end, expecting about hint bytes, and fails with
+// errTooLarge rather than read more than maxFileSize.
+func readAtMost(r io.Reader, hint int64) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, min(hint, maxFileSize)+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(r, maxFileSize+1)); err != nil {
+		return nil, err
 	}
-	if st.Size() > maxFileSize {
-		return nil, nil, &CorruptError{Path: path, Reason: fmt.Sprintf("%d bytes, larger than any checkpoint (limit %d)", st.Size(), maxFileSize)}
+	if buf.Len() > maxFileSize {
+		return nil, errTooLarge
 	}
-	data := make([]byte, st.Size())
-	n, err := io.ReadFull(f, data)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+	return buf.Bytes(), nil
+}
+
+// openRegular opens a checkpoint file for reading after checking, before and after
+// the open, that it is a regular file of at most maxFileSize bytes. A file that fails
+// is a *CorruptError; a missing file is fs.ErrNotExist.
+func openRegular(path string) (*os.File, os.FileInfo, error) {
+	st, err := os.Stat(path) // follows a link: what matters is what would be read
+	if errors.Is(err, fs.ErrNotExist) {
+		if lst, lerr := os.Lstat(path); lerr == nil && lst.Mode()&fs.ModeSymlink != 0 {
+			return nil, nil, &CorruptError{Path: path, Reason: "a symbolic link to nothing"}
+		}
+	}
+	if err != nil {
 		return nil, nil, err
 	}
-	return data[:n], st, nil
+	if err := checkRegular(path, st); err != nil {
+		return nil, nil, err
+	}
+	if testHookOpen != nil {
+		testHookOpen(path)
+	}
+	// openFlags has O_NONBLOCK where there is one: should a named pipe have taken the
+	// file's place since the Stat, the open returns at once instead of waiting for a
+	// writer, and the check below refuses it.
+	f, err := os.OpenFile(path, openFlags, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st, err = f.Stat(); err == nil {
+		err = checkRegular(path, st)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
+}
+
+// testHookOpen, when set, runs right before openRegular opens a file: tests count the
+// opens there, and swap the file for a named pipe.
+var testHookOpen func(path string)
+
+func checkRegular(path string, st os.FileInfo) error {
+	if !st.Mode().IsRegular() {
+		return &CorruptError{Path: path, Reason: "not a regular file but " + fileKind(st.Mode())}
+	}
+	if st.Size() > maxFileSize {
+		return &CorruptError{Path: path, Reason: fmt.Sprintf("%d bytes, larger than any checkpoint (limit %d)", st.Size(), maxFileSize)}
+	}
+	return nil
+}
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file (" + m.Type().String() + ")"
 }
 
 // ensureDir creates dir 0700, or narrows it to 0700 when it exists with wider access.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -64,15 +65,24 @@ func TestSaveFillsCreatedAtAndEmptyEffects(t *testing.T) {
 	}
 }
 
-func TestGoldenV1(t *testing.T) {
+// goldenV2 is the golden checkpoint: sample, with some effects dropped so that every
+// member of the format is in the file.
+func goldenV2(t *testing.T) (*FileStore, *Checkpoint) {
+	t.Helper()
 	s := newStore(t)
 	s.Now = fixedClock(t0)
 	cp := sample(t, "golden0000ab")
+	cp.EffectsDropped = 3
 	if err := s.Save(cp); err != nil {
 		t.Fatal(err)
 	}
+	return s, cp
+}
+
+func TestGoldenV2(t *testing.T) {
+	s, cp := goldenV2(t)
 	got := readBytes(t, s.Path("golden0000ab"))
-	golden := filepath.Join("testdata", "golden-v1.json")
+	golden := filepath.Join("testdata", "golden-v2.json")
 	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -97,6 +107,67 @@ func TestGoldenV1(t *testing.T) {
 	// HTML-like characters stay readable: the encoding has HTML escaping off.
 	if !bytes.Contains(want, []byte(`checkout <button> & color`)) {
 		t.Errorf("golden file escapes <, > or &")
+	}
+}
+
+// TestGoldenV1 loads the version 1 golden file, written by the previous format, as
+// every session saved before version 2 is loaded: migrated in memory, the file
+// untouched, and saved in the current format.
+func TestGoldenV1(t *testing.T) {
+	v1 := readBytes(t, filepath.Join("testdata", "golden-v1.json"))
+	if !bytes.HasPrefix(v1, []byte(`{"format_version":1,`)) {
+		t.Fatalf("golden-v1.json is not a version 1 file: %.30s", v1)
+	}
+	s := newStore(t)
+	path := writeSession(t, s, "golden0000ab", v1)
+	got, err := s.Load("golden0000ab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(readBytes(t, path), v1) {
+		t.Errorf("Load rewrote the version 1 file")
+	}
+	if got.Checksum != checksumOf(v1) {
+		t.Errorf("checksum %q, want the file's", got.Checksum)
+	}
+	// The same checkpoint as sample saved now, byte for byte in its opaque members
+	// (the migration keeps the bytes of the members it does not touch).
+	ref := newStore(t)
+	ref.Now = fixedClock(t0)
+	want := sample(t, "golden0000ab")
+	if err := ref.Save(want); err != nil {
+		t.Fatal(err)
+	}
+	got.Checksum = want.Checksum
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("version 1 golden file (-sample saved now +migrated):\n%s", diff)
+	}
+	if list, err := s.List(); err != nil || len(list) != 1 || list[0].Status != StatusAwaitingConfirmation {
+		t.Errorf("List of a version 1 session: %+v, %v", list, err)
+	}
+
+	// Saved, it is a current file that takes the fast decode; the old one is history.
+	if err := s.Save(got); err != nil {
+		t.Fatal(err)
+	}
+	saved := readBytes(t, path)
+	if !bytes.HasPrefix(saved, []byte(`{`+versionMember)) {
+		t.Errorf("after Save: %.40s", saved)
+	}
+	if cp, ok := decodeFast(saved); !ok || cp.Seq != 2 {
+		t.Errorf("the saved file does not take the fast decode")
+	}
+	if h := readBytes(t, filepath.Join(filepath.Dir(path), historyDir, "1.json")); !bytes.Equal(h, v1) {
+		t.Errorf("history/1.json is not the version 1 file")
+	}
+
+	// effects_dropped is not a member of version 1.
+	bad := reseal(bytes.Replace(v1, []byte(`"effects":[`), []byte(`"effects_dropped":4,"effects":[`), 1))
+	badPath := writeSession(t, s, "golden0000ab", bad)
+	var ce *CorruptError
+	if _, err := s.Load("golden0000ab"); !errors.As(err, &ce) || ce.Path != badPath ||
+		!strings.Contains(ce.Reason, "migrating format_version 1 to 2: effects_dropped: not a member of format_version 1") {
+		t.Errorf("version 1 file with effects_dropped: %v", err)
 	}
 }
 
@@ -337,12 +408,12 @@ func TestCorruptFiles(t *testing.T) {
 		{"truncated", good[:len(good)/2], "broken JSON"},
 		{"empty", nil, "empty file"},
 		{"blank", []byte("\n  \n"), "empty file"},
-		{"newer format", reseal(replace(`"format_version":1,`, `"format_version":99,`)), "newer upgrade-agent"},
-		{"unknown older format", reseal(replace(`"format_version":1,`, `"format_version":0,`)), "unknown format_version 0"},
-		{"no format version", reseal(replace(`"format_version":1,`, ``)), "unknown format_version 0"},
+		{"newer format", reseal(replace(versionMember, `"format_version":99,`)), "newer upgrade-agent"},
+		{"unknown older format", reseal(replace(versionMember, `"format_version":0,`)), "unknown format_version 0"},
+		{"no format version", reseal(replace(versionMember, ``)), "unknown format_version 0"},
 		{"checksum removed", replace(`,"checksum":"`, `,"checksun":"`), "no checksum"},
 		{"checksum not hex", bytes.Replace(good, good[len(good)-67:len(good)-3], bytes.Repeat([]byte("Z"), 64), 1), "not 64 lowercase hex"},
-		{"unknown field", reseal(replace(`{"format_version":1,`, `{"format_version":1,"extra":true,`)), `unknown field "extra"`},
+		{"unknown field", reseal(replace(`{`+versionMember, `{`+versionMember+`"extra":true,`)), `unknown field "extra"`},
 		{"wrong type", reseal(replace(`"seq":1,`, `"seq":"one",`)), "field seq"},
 		{"bad time", reseal(replace(`"updated_at":"`, `"updated_at":"yesterday`)), "field updated_at: bad time"},
 		{"bad status", reseal(replace(`"status":"awaiting_confirmation"`, `"status":"asleep"`)), `status: unknown value "asleep"`},
@@ -457,7 +528,7 @@ func TestListAndLatest(t *testing.T) {
 	save("job1", StatusWaitingJob, KindJob)
 	save("term1", StatusTerminated, "")
 	// Newest of all, but corrupt: listed, never chosen.
-	corruptPath := writeSession(t, s, "broken1", []byte(`{"format_version":1,`))
+	corruptPath := writeSession(t, s, "broken1", []byte(`{`+versionMember))
 	// Locked and never saved: not a session yet.
 	unlock, err := s.Lock("pending1")
 	if err != nil {
@@ -608,33 +679,8 @@ func TestImport(t *testing.T) {
 	if id, err := b.Import(artifact); err != nil || id != "imp1" {
 		t.Errorf("second Import = %q, %v", id, err)
 	}
-	// A newer artifact replaces the older copy, which goes to history.
-	if err := a.Save(cp); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Import(a.Path("imp1")); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := b.Load("imp1"); got.Seq != 3 {
-		t.Errorf("after importing seq 3: seq %d", got.Seq)
-	}
-	if seqs, _ := b.History("imp1"); !slices.Equal(seqs, []int{2}) {
-		t.Errorf("history after import: %v", seqs)
-	}
-	// The store moved on: an older artifact is refused, as is a sibling at the same seq.
-	if _, err := b.Import(artifact); !errors.Is(err, ErrConflict) {
-		t.Errorf("importing seq 2 over seq 3: got %v, want ErrConflict", err)
-	}
-	local, _ := b.Load("imp1")
-	local.Counters.Turns = 100
-	if err := b.Save(local); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Save(cp); err != nil { // a: seq 4, different content
-		t.Fatal(err)
-	}
-	if _, err := b.Import(a.Path("imp1")); !errors.Is(err, ErrConflict) {
-		t.Errorf("importing a different seq 4: got %v, want ErrConflict", err)
+	if seqs, _ := b.History("imp1"); len(seqs) != 0 {
+		t.Errorf("a no-op import made history: %v", seqs)
 	}
 
 	// A corrupt artifact is named and left alone.
@@ -662,6 +708,63 @@ func TestImport(t *testing.T) {
 	}
 }
 
+// An import never replaces a session the store holds with other content, whether the
+// file is older, of the same seq or newer: the local session may hold work the file
+// does not, and the person decides (sessions rm) rather than the import.
+func TestImportNeverReplaces(t *testing.T) {
+	tests := []struct {
+		name     string
+		localSeq int // saves of the local copy
+		fileSeq  int // saves of the file's copy
+	}{
+		{"file older", 3, 2},
+		{"same seq, other content", 2, 2},
+		{"file newer", 2, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			local, remote := newStore(t), newStore(t)
+			remote.Now = stepClock(t0.Add(time.Hour)) // other updated_at: other content
+			for st, n := range map[*FileStore]int{local: tt.localSeq, remote: tt.fileSeq} {
+				cp := sample(t, "imp2")
+				for range n {
+					if err := st.Save(cp); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			file := remote.Path("imp2")
+			before := readBytes(t, local.Path("imp2"))
+			_, err := local.Import(file)
+			if !errors.Is(err, ErrExists) || errors.Is(err, ErrConflict) || errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Import over a different local session: got %v, want ErrExists only", err)
+			}
+			for _, want := range []string{"session imp2", file, fmt.Sprintf("at seq %d", tt.localSeq),
+				fmt.Sprintf("(seq %d)", tt.fileSeq), "upgrade-agent sessions rm imp2"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("message %q does not say %q", err, want)
+				}
+			}
+			if !bytes.Equal(readBytes(t, local.Path("imp2")), before) {
+				t.Error("the local session was changed")
+			}
+			if seqs, _ := local.History("imp2"); slices.Contains(seqs, tt.localSeq) {
+				t.Errorf("the local checkpoint was moved to history: %v", seqs)
+			}
+			// Once the person removed the local session, the file is taken in.
+			if err := local.Remove("imp2"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := local.Import(file); err != nil {
+				t.Fatalf("Import after sessions rm: %v", err)
+			}
+			if got, err := local.Load("imp2"); err != nil || got.Seq != tt.fileSeq {
+				t.Errorf("after import: %v, seq %v", err, got)
+			}
+		})
+	}
+}
+
 func TestMigration(t *testing.T) {
 	s := newStore(t)
 	cp := sample(t, "mig1")
@@ -686,13 +789,13 @@ func TestMigration(t *testing.T) {
 		t.Fatalf("v0 without a migration: %v", err)
 	}
 
-	migrations[0] = func(raw map[string]any) error {
-		turns, ok := raw["turns"].(json.Number)
-		if !ok {
+	migrations[0] = func(doc map[string]json.RawMessage) error {
+		var turns json.Number
+		if err := json.Unmarshal(doc["turns"], &turns); err != nil {
 			return errors.New("turns: not a number")
 		}
-		delete(raw, "turns")
-		raw["counters"] = map[string]any{"turns": turns, "consecutive_auto_replies": 0}
+		delete(doc, "turns")
+		doc["counters"] = json.RawMessage(`{"consecutive_auto_replies":0,"turns":` + turns + `}`)
 		return nil
 	}
 	t.Cleanup(func() { delete(migrations, 0) })
@@ -714,7 +817,7 @@ func TestMigration(t *testing.T) {
 	if err := s.Save(got); err != nil {
 		t.Fatal(err)
 	}
-	if data := readBytes(t, path); !bytes.HasPrefix(data, []byte(`{"format_version":1,`)) {
+	if data := readBytes(t, path); !bytes.HasPrefix(data, []byte(`{`+versionMember)) {
 		t.Errorf("after Save: %.40s", data)
 	}
 	if h := readBytes(t, filepath.Join(filepath.Dir(path), historyDir, "1.json")); !bytes.Equal(h, v0) {
@@ -730,7 +833,7 @@ func TestMigration(t *testing.T) {
 	if _, err := other.Import(art); err != nil {
 		t.Fatal(err)
 	}
-	if data := readBytes(t, other.Path("mig1")); !bytes.HasPrefix(data, []byte(`{"format_version":1,`)) {
+	if data := readBytes(t, other.Path("mig1")); !bytes.HasPrefix(data, []byte(`{`+versionMember)) {
 		t.Errorf("imported v0 stored as: %.40s", data)
 	}
 
