@@ -59,7 +59,7 @@ func Code(status string, err error) int {
 	case errors.Is(err, checkpoint.ErrLocked), errors.Is(err, checkpoint.ErrConflict):
 		return Locked
 	case errors.Is(err, pipeline.ErrBadInput), errors.As(err, &cfg), errors.As(err, &ref),
-		errors.Is(err, checkpoint.ErrNotFound), errors.Is(err, checkpoint.ErrCorrupt),
+		errors.Is(err, checkpoint.ErrNotFound), errors.Is(err, checkpoint.ErrCorrupt), errors.Is(err, checkpoint.ErrExists),
 		errors.Is(err, llm.ErrNotConfigured), errors.Is(err, llm.ErrInvalidSpec):
 		return Usage
 	case upgrade.CategoryOf(err) == upgrade.CategoryAuth, errors.As(err, &le) && le.Kind == llm.KindAuth:

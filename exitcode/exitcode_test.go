@@ -31,6 +31,7 @@ func TestCodeOfErrors(t *testing.T) {
 		{"written meanwhile", fmt.Errorf("x: %w", checkpoint.ErrConflict), Locked},
 		{"unknown session", fmt.Errorf("x: %w", checkpoint.ErrNotFound), Usage},
 		{"corrupt checkpoint", &checkpoint.CorruptError{Path: "p", Reason: "r"}, Usage},
+		{"an import over a local session", fmt.Errorf("x: %w", checkpoint.ErrExists), Usage},
 		{"no LLM", llm.ErrNotConfigured, Usage},
 		{"bad --llm", fmt.Errorf("x: %w", llm.ErrInvalidSpec), Usage},
 		{"experiment ref matches nothing", &upgrade.RefError{Ref: "x"}, Usage},

@@ -169,14 +169,14 @@ func (t *turn) recordError(err error) {
 	t.st.addError(typ, err.Error())
 }
 
-// failsTurn: no answer from UpGrade at all (connection refused, reset,
-// timeout), or credentials refused by UpGrade or the LLM.
+// failsTurn is the one rule for errors met during a turn: credentials
+// refused (UpGrade or the LLM), or UpGrade failing as a server (no answer,
+// a 5xx with a JSON body or an HTML page, a body that is no answer) fail the
+// turn; the reply still explains what happened. What the request itself got
+// wrong (validation, not_found) is for the model and the person to fix.
 func failsTurn(err error) bool {
-	if errorType(err) == ErrTypeAuth {
-		return true
-	}
-	var ue *upgrade.Error
-	return errors.As(err, &ue) && ue.Status == 0 && ue.Category == upgrade.CategoryAPI
+	typ := errorType(err)
+	return typ == ErrTypeAuth || upgrade.CategoryOf(err) == upgrade.CategoryAPI
 }
 
 // errorType maps an error to the types of pipeline.md, by the error's kind.

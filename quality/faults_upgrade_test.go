@@ -56,11 +56,11 @@ func TestUpgradeFaults(t *testing.T) {
 			body: `{"message":"Invalid body, check 'errors' property","errors":[{"property":"name","constraints":{"isNotEmpty":"name should not be empty"}}]}`},
 			listCode: 1, errType: "validation", want: []string{"400 Bad Request", "Invalid body", "name should not be empty"}},
 		{name: "500", fault: fault{status: 500, contentType: "application/json", body: `{"message":"database connection lost"}`},
-			listCode: 1, errType: "api", want: []string{"500 Internal Server Error", "database connection lost"}},
+			listCode: 1, errType: "api", want: []string{"500 Internal Server Error", "database connection lost"}, turnCode: 1},
 		// A proxy's HTML page (a plain 500 is not retried; a 502 would be,
 		// with waits of seconds).
 		{name: "HTML error page", fault: fault{status: 500, contentType: "text/html", body: nginx},
-			listCode: 1, errType: "api", want: []string{"HTML error page: 502 Bad Gateway"}},
+			listCode: 1, errType: "api", want: []string{"HTML error page: 502 Bad Gateway"}, turnCode: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,7 +79,10 @@ func TestUpgradeFaults(t *testing.T) {
 				t.Errorf("a failed listing printed on stdout:\n%s", r)
 			}
 
-			// A turn whose fetch fails: a typed error, the turn ends.
+			// A turn whose fetch fails: a typed error, the turn ends. One
+			// rule: a server error fails the turn (exit 1) whatever its
+			// body, refused credentials exit 3, what the request got wrong
+			// (404, 400) is for the person to fix (exit 0).
 			r = c.run("ask", "-o", "json", "--llm", c.script("list.yaml", listScript), "List my experiments")
 			wantCode(t, r, tt.turnCode)
 			errs := turnErrors(t, r)

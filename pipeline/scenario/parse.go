@@ -16,6 +16,7 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/internal/safeyaml"
 	"github.com/upgrade-agent/upgrade-agent/llm/llmtest"
+	"github.com/upgrade-agent/upgrade-agent/pipeline"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
@@ -42,7 +43,7 @@ func (e *ParseError) Error() string {
 // can tell an invalid file (exit 2) from a failed run.
 var ErrInvalid = errors.New("invalid scenario")
 
-func (e *ParseError) Unwrap() error { return ErrInvalid }
+func (e *ParseError) Unwrap() []error { return []error{ErrInvalid, pipeline.ErrBadInput} }
 
 // limits bound every scenario file: the defaults of internal/safeyaml
 // (1 MiB, 262,144 values once aliases are expanded, aliases nested at most

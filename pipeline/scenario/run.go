@@ -3,7 +3,6 @@ package scenario
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -609,6 +608,4 @@ func plural(n int, one, many string) string {
 
 // IsUsage reports whether a run error means bad input or configuration
 // (exit 2) rather than a failure.
-func IsUsage(err error) bool {
-	return errors.Is(err, pipeline.ErrBadInput) || errors.Is(err, pipeline.ErrBadInput) || errors.Is(err, llm.ErrNotConfigured) || errors.Is(err, llm.ErrInvalidSpec) || errors.Is(err, ErrInvalid)
-}
+func IsUsage(err error) bool { return exitcode.Code("", err) == exitcode.Usage }
