@@ -81,6 +81,7 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 			}
 		}
 		s.TrustedMCPServers = trustedServers(cfg)
+		s.ReplyWording = cfg.ReplyWording
 	}
 	if o.OutputSchema != "" {
 		schema, err := pipeline.LoadOutputSchema(o.OutputSchema)

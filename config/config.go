@@ -39,7 +39,10 @@ type Config struct {
 	Output  string `yaml:"output"`
 	NoColor bool   `yaml:"no_color"`
 
-	Confirm               string         `yaml:"confirm"`
+	Confirm string `yaml:"confirm"`
+	// ReplyWording says who words the reply after a confirmed action, a
+	// denial or a finished job: go (rendered from the result) or llm.
+	ReplyWording          string         `yaml:"reply_wording"`
 	WaitJobs              *time.Duration `yaml:"wait_jobs"` // 0 means "suspend at once", so nil is "unset"
 	OutputSchema          string         `yaml:"output_schema"`
 	ConversationalOutputs bool           `yaml:"conversational_outputs"`
@@ -88,6 +91,7 @@ type MCPServer struct {
 var (
 	Outputs      = []string{"text", "json", "yaml"}
 	ConfirmModes = []string{"always", "destructive", "never"}
+	Wordings     = []string{"go", "llm"}
 )
 
 // Error is one problem with a config file. Line is 0 when the problem is not
@@ -491,6 +495,9 @@ func (p *parser) validate(c *Config) {
 	}
 	if c.Confirm != "" && !oneOf(c.Confirm, ConfirmModes) {
 		p.bad("confirm", "%q is not one of %s", c.Confirm, strings.Join(ConfirmModes, ", "))
+	}
+	if c.ReplyWording != "" && !oneOf(c.ReplyWording, Wordings) {
+		p.bad("reply_wording", "%q is not one of %s", c.ReplyWording, strings.Join(Wordings, ", "))
 	}
 	if c.MaxAutoReplies != nil && *c.MaxAutoReplies < 0 {
 		p.bad("max_auto_replies", "must not be negative")

@@ -95,7 +95,17 @@ type Settings struct {
 	// TrustedMCPServers are the MCP servers marked trusted: true in the
 	// config, whose annotations may relax confirmation.
 	TrustedMCPServers []string
+	// ReplyWording says who words the reply after a confirmed action, a
+	// denial or a finished job: "go" (default: rendered from the result,
+	// no LLM call) or "llm" (the responder writes it).
+	ReplyWording string
 }
+
+// Reply wordings (Settings.ReplyWording).
+const (
+	WordingGo  = "go"
+	WordingLLM = "llm"
+)
 
 // Agent runs turns. Build it with New; RegisterReply and RegisterHook add
 // to the reply chain before the first turn.
@@ -136,6 +146,14 @@ func New(d Deps, s Settings) (*Agent, error) {
 	}
 	if s.WaitJobs < 0 {
 		return nil, badInput("--wait-jobs must not be negative")
+	}
+	switch w := strings.ToLower(strings.TrimSpace(s.ReplyWording)); w {
+	case "":
+		s.ReplyWording = WordingGo
+	case WordingGo, WordingLLM:
+		s.ReplyWording = w
+	default:
+		return nil, badInput("reply_wording must be go or llm, got %q", s.ReplyWording)
 	}
 	if s.MaxLLMCalls < 0 || s.MaxConsecutiveAutoReplies < 0 {
 		return nil, badInput("max_auto_replies and max_consecutive_auto_replies must not be negative")

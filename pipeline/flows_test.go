@@ -17,8 +17,8 @@ func TestDirectAnswerIsOneCall(t *testing.T) {
 		t.Fatalf("got %+v", res)
 	}
 	req := h.llm.Requests()[0]
-	if req.ToolChoice != "analyze_user_request" {
-		t.Fatalf("analyzer tool not forced: %q", req.ToolChoice)
+	if req.ToolChoice != "required" || req.Tools[0] != "analyze_user_request" {
+		t.Fatalf("analyzer must require a tool call, analyze_user_request first: %q %v", req.ToolChoice, req.Tools)
 	}
 }
 

@@ -134,7 +134,20 @@ func gathererTools(extra ...*toolDef) *toolSet {
 				if err != nil {
 					return nil, err
 				}
-				return map[string]any{"matches": findExperiments(names, a.Name, 5)}, nil
+				matches := findExperiments(names, a.Name, 5)
+				res := map[string]any{"matches": matches}
+				if m, ok := uniqueMatch(matches); ok {
+					// One experiment is meant: its details come along, so
+					// no second lookup is needed.
+					e, err := t.a.API.Experiment(ctx, m.ID)
+					if err != nil {
+						return nil, err
+					}
+					d := detailsOf(e)
+					t.update(func(s *State) { s.setInfo("experiment_details", m.ID, d) })
+					res["details"] = d
+				}
+				return res, nil
 			}),
 		newTool("get_core_terms", "UpGrade terminology: context, unit, consistency, post rule, decision point, segments, statuses.", true,
 			func(_ context.Context, t *turn, _ noArgs) (any, error) {
@@ -618,6 +631,18 @@ type match struct {
 	ID    string `json:"id"`
 	Name  string `json:"name"`
 	Match string `json:"match"` // exact, prefix, contains, fuzzy
+}
+
+// uniqueMatch is the one experiment a search means: the only match, or the
+// only exact one.
+func uniqueMatch(ms []match) (match, bool) {
+	if len(ms) == 1 {
+		return ms[0], true
+	}
+	if len(ms) > 1 && ms[0].Match == "exact" && ms[1].Match != "exact" {
+		return ms[0], true
+	}
+	return match{}, false
 }
 
 // findExperiments ranks names against q: exact, then prefix, then substring,

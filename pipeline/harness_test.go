@@ -52,7 +52,7 @@ func newHarness(t *testing.T) *harness {
 	}
 	var n atomic.Int64
 	a, err := New(Deps{LLM: client, API: api, Store: store, Now: fixedNow,
-		NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }}, Settings{Model: "test-model"})
+		NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }}, Settings{Model: "test-model", ReplyWording: WordingLLM})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,6 +150,18 @@ func mcpOutcome(name string, res *mcpclient.CallResult) (actions.Outcome, error)
 	return actions.Outcome{Result: raw}, nil
 }
 
+// Report says what the tool answered: its text, or its structured result.
+func (x *mcpAction) Report(result json.RawMessage) string {
+	var v struct {
+		Text *string `json:"text"`
+	}
+	what := string(result)
+	if json.Unmarshal(result, &v) == nil && v.Text != nil {
+		what = *v.Text
+	}
+	return fmt.Sprintf("Tool %q on MCP server %q returned:\n%s", x.tl.Name, x.tl.Server, strings.TrimSpace(what))
+}
+
 func (x *mcpAction) Reconcile(_ context.Context, _ actions.Env, _ *actions.Bound, _ string, _ time.Time) (actions.Reconciliation, error) {
 	if x.m.Capabilities()[x.tl.Server].JobVersion > 0 {
 		return actions.Reconciliation{Outcome: actions.OutcomeRepeat,

@@ -33,12 +33,28 @@ type analyzeArgs struct {
 	UserConfirmed      *bool   `json:"user_confirmed,omitempty" jsonschema:"only when a confirmation is pending: true, false, or null when unclear"`
 	DirectResponse     string  `json:"direct_response,omitempty" jsonschema:"the full answer, for direct_answer only"`
 	ChangeRequested    *bool   `json:"change_requested,omitempty" jsonschema:"with user_confirmed false: true when the message asks for a changed action instead (no, use 60/40)"`
+	NeedsAction        *bool   `json:"needs_action,omitempty" jsonschema:"needs_info only: true when the person asks to change something on the server, false for a question"`
 }
 
 var analyzeTool = newTool("analyze_user_request", "Classify the person's message.", false,
 	func(context.Context, *turn, analyzeArgs) (any, error) { return nil, nil })
 
-var analyzerTools = newToolSet(analyzeTool)
+// analyzerLookups are the read-only tools the analyzer may call beside
+// analyze_user_request: the first lookups of a needs_info request arrive
+// with its classification and run as the gatherer's first round, sharing
+// the round trip.
+var analyzerLookups = []string{"check_upgrade_health", "get_available_contexts", "get_context_metadata",
+	"get_all_experiments", "find_experiment", "get_experiment_details", "get_enrollment_details",
+	"get_core_terms", "get_assignment_terms"}
+
+var analyzerTools = func() *toolSet {
+	defs := []*toolDef{analyzeTool}
+	g := gathererTools()
+	for _, name := range analyzerLookups {
+		defs = append(defs, g.byName[name])
+	}
+	return newToolSet(defs...)
+}()
 
 func (a *Agent) analyzer(ctx context.Context, t *turn) (string, error) {
 	deciding := t.pending != nil && !t.continuation && t.answer == answerNone
@@ -57,7 +73,7 @@ func (a *Agent) analyzer(ctx context.Context, t *turn) (string, error) {
 		user = fmt.Sprintf("Continue this request: %s\nDone so far: %s\nNext step: %s", t.st.UserRequestSummary, t.doneSoFar(), t.nextStep)
 	}
 	msgs := a.promptMessages(t, analyzerPrompt, ctxInfo, user)
-	req := llm.Request{Messages: msgs, Tools: analyzerTools.llm, ToolChoice: llm.Force(analyzeTool.name), ParallelToolCalls: boolPtr(false)}
+	req := llm.Request{Messages: msgs, Tools: analyzerTools.llm, ToolChoice: llm.ToolChoice{Mode: llm.ToolChoiceRequired}}
 
 	args, text, err := a.analyze(ctx, t, req)
 	if err != nil {
@@ -81,6 +97,7 @@ func (a *Agent) analyzer(ctx context.Context, t *turn) (string, error) {
 		t.st.Confidence = args.Confidence
 		t.st.UserRequestSummary = args.UserRequestSummary
 	}
+	t.infoOnly = args.NeedsAction != nil && !*args.NeedsAction
 	direct := strings.TrimSpace(args.DirectResponse)
 	if deciding {
 		t.st.UserConfirmed = args.UserConfirmed
@@ -119,6 +136,12 @@ func (a *Agent) analyze(ctx context.Context, t *turn, req llm.Request) (*analyze
 			return nil, text, err
 		}
 		call, ok := findCall(resp.ToolCalls, analyzeTool.name)
+		if !ok && len(lookupCalls(resp.ToolCalls)) > 0 {
+			// Lookups without the classification: the request needs
+			// information, and these are its first lookups.
+			t.prefetch = lookupCalls(resp.ToolCalls)
+			return &analyzeArgs{IntentType: IntentNeedsInfo, UserRequestSummary: t.input}, "", nil
+		}
 		if !ok {
 			text = strings.TrimSpace(resp.Content)
 			if text != "" {
@@ -138,12 +161,26 @@ func (a *Agent) analyze(ctx context.Context, t *turn, req llm.Request) (*analyze
 			}
 		}
 		if err == nil {
+			if args.IntentType == IntentNeedsInfo {
+				t.prefetch = lookupCalls(resp.ToolCalls)
+			}
 			return &args, "", nil
 		}
 		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call}},
 			llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Content: errorResult(err.Error())})
 	}
 	return nil, text, nil
+}
+
+// lookupCalls are the analyzer's calls of its lookup tools.
+func lookupCalls(calls []llm.ToolCall) []llm.ToolCall {
+	var out []llm.ToolCall
+	for _, c := range calls {
+		if d := analyzerTools.lookup(c.Name); d != nil && d != analyzeTool {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // readAnswer reads the analyzer's view of an answer to a pending
@@ -259,6 +296,17 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 	msgs := a.promptMessages(t, gathererPrompt, ctxInfo, user)
 	ts := a.gTools()
 	t.takeStop()
+	if calls := t.prefetch; len(calls) > 0 {
+		// The analyzer's lookups are this node's first round.
+		t.prefetch = nil
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, ToolCalls: calls})
+		for _, o := range ts.execute(ctx, t, calls) {
+			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: o.call.ID, Name: o.call.Name, Content: o.content})
+		}
+		if t.infoOnly && t.st.ActionNeeded == "" {
+			return NodeResponder, nil // a question: the responder has what it needs (and may look up more)
+		}
+	}
 	for {
 		resp, err := t.chat(ctx, NodeGatherer, llm.Request{Messages: msgs, Tools: ts.llm, ToolChoice: llm.ToolChoice{Mode: llm.ToolChoiceAuto}})
 		if err != nil {
@@ -276,6 +324,9 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 		}
 		if t.takeStop() {
 			break // the model said what only the person can give, or gave a full set the person must correct
+		}
+		if t.infoOnly && t.st.ActionNeeded == "" && ts.allReadOnly(resp.ToolCalls) {
+			break // a question's lookups are done: no extra round just to hear that the gatherer is finished
 		}
 	}
 	hasAction := t.st.ActionNeeded != ""
@@ -330,6 +381,11 @@ func (a *Agent) confirmation(ctx context.Context, t *turn) (string, error) {
 // ---- responder ----
 
 func (a *Agent) responder(ctx context.Context, t *turn) (string, error) {
+	if text, ok := a.goReply(t); ok {
+		t.st.FinalResponse = text
+		a.respond(t, text)
+		return routeAfterResponder(a.outputEnabled()), nil
+	}
 	report := t.report()
 	msgs := a.promptMessages(t, responderPrompt, nil, "")
 	last := &msgs[len(msgs)-1]
@@ -398,8 +454,8 @@ func (t *turn) report() map[string]any {
 		}
 		r["awaiting_confirmation"] = c
 	}
-	if t.denied != "" {
-		r["denied"] = map[string]any{"action": t.denied, "note": "the person said no; nothing was run and the pending action was dropped"}
+	if t.denied != nil {
+		r["denied"] = map[string]any{"action": t.denied.Bound.Name, "note": "the person said no; nothing was run and the pending action was dropped"}
 	}
 	if len(t.st.TurnActions) > 0 {
 		r["actions"] = t.st.TurnActions

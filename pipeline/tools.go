@@ -192,6 +192,16 @@ func (ts *toolSet) one(ctx context.Context, t *turn, call llm.ToolCall) toolOutc
 	return toolOutcome{call: call, content: compactJSON(res)}
 }
 
+// allReadOnly reports whether every call names a read-only tool.
+func (ts *toolSet) allReadOnly(calls []llm.ToolCall) bool {
+	for _, c := range calls {
+		if d := ts.lookup(c.Name); d == nil || !d.readOnly {
+			return false
+		}
+	}
+	return len(calls) > 0
+}
+
 func (ts *toolSet) names() []string {
 	n := make([]string, len(ts.list))
 	for i, d := range ts.list {

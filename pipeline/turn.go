@@ -57,10 +57,12 @@ type turn struct {
 	// showing is the confirmation the responder shows: the turn pauses.
 	showing *Pending
 	notes   []string // said with the confirmation: stale, unclear, interrupted
-	denied  string   // the action a denial dropped in this turn
+	denied  *Pending // the confirmation a denial dropped in this turn
 
-	continuation bool   // the analyzer runs after the executor for a next step
-	nextStep     string // the step the analyzer and gatherer work on after an execution
+	prefetch     []llm.ToolCall // the analyzer's lookups: the gatherer's first round
+	infoOnly     bool           // the analyzer said the request is a question (needs_action false)
+	continuation bool           // the analyzer runs after the executor for a next step
+	nextStep     string         // the step the analyzer and gatherer work on after an execution
 	recovered    []map[string]any
 	job          *JobStatus
 	output       map[string]any
@@ -126,9 +128,7 @@ func (t *turn) deny(changed bool) {
 	if changed {
 		t.answer = answerChanged
 	}
-	if t.pending != nil {
-		t.denied = t.pending.Bound.Name
-	}
+	t.denied = t.pending
 	v := false
 	t.st.UserConfirmed = &v
 	t.sess.deny(changed)

@@ -119,8 +119,8 @@ func TestSecretsNeverWritten(t *testing.T) {
 		"In case you need them: my UpGrade token is "+plantedToken+" and my OpenAI key is "+plantedKey+".")
 	id := sessionOf(t, r)
 
-	// 2. Confirmed: the create goes to the server with the token.
-	lm.script.Enqueue(llmtest.TextReply("Math Hints is created."))
+	// 2. Confirmed: the create goes to the server with the token (the
+	// reply is rendered from the result, with no LLM call).
 	run(0, "resume", "-v", id, "--answer", "yes")
 	es, err := admin.Experiments(context.Background())
 	if err != nil || len(es) != 1 || es[0].Name != "Math Hints" {
@@ -142,7 +142,6 @@ func TestSecretsNeverWritten(t *testing.T) {
 		llmtest.TextReply("This writes 40 synthetic students."),
 	)
 	run(10, "ask", "-v", "--session", id, "Simulate 40 students at SelectSection / absolute_value_plot_equality.")
-	lm.script.Enqueue(llmtest.TextReply("The 40 students split evenly."))
 	run(0, "resume", "-v", id, "--answer", "yes", "--wait-jobs", "45s")
 	r = run(0, "jobs", "list", "-o", "json")
 	var jobs []struct {

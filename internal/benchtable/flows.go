@@ -24,9 +24,9 @@ type flow struct {
 var (
 	flowDirect     = flow{"direct answer", 1}
 	flowSession    = flow{"question about the session (analyzer, responder)", 0}
-	flowInfo       = flow{"information question, one data fetch", 4}
+	flowInfo       = flow{"information question, one data fetch", 2}
 	flowInfoMore   = flow{"information question, several fetch rounds", 0}
-	flowProposal   = flow{"action proposal", 4}
+	flowProposal   = flow{"action proposal", 3}
 	flowProposalX  = flow{"action proposal, more gathering", 0}
 	flowYes        = flow{"yes (single-step action)", 1}
 	flowYesMore    = flow{"yes, then a next step or a job", 0}
@@ -72,12 +72,12 @@ func classify(st scenario.Step, rep scenario.StepReport) flow {
 	case st.Kind == scenario.StepAnswer:
 		return flowOther
 	case has(pipeline.NodeConfirmation) && res.Status == pipeline.StatusAwaitingConfirmation:
-		if gatherer <= 2 {
+		if gatherer <= 1 {
 			return flowProposal
 		}
 		return flowProposalX
 	case has(pipeline.NodeGatherer):
-		if gatherer <= 2 {
+		if gatherer <= 1 {
 			return flowInfo
 		}
 		return flowInfoMore
@@ -187,6 +187,11 @@ func scenarioFlows(ctx context.Context, dir string, tools toolSizes, steps io.Wr
 	}
 
 	var rows []row
+	reps := make([]*scenario.Report, len(outs))
+	for i, o := range outs {
+		reps[i] = o.rep
+	}
+	rows = append(rows, referenceRows(scs, reps)...)
 	suite := fmt.Sprintf("%d scenarios: %d passed, %d failed; %d LLM calls in all", len(scs), passed, failed, total)
 	if failed > 0 {
 		suite += " (failed: " + strings.Join(failures, ", ") + ")"
@@ -274,4 +279,57 @@ func baselineExtra(sr scenario.StepReport, tools toolSizes, dropped int) int {
 		extra += (chars + 3) / 4
 	}
 	return extra
+}
+
+// The reference rows of the cost issue: figures measured by the issue on
+// other systems and on this project before the redesign. They are quoted,
+// not re-run here (the Python systems are not part of this module).
+var referenceSystems = []struct {
+	name         string
+	calls, chars int
+}{
+	{"the original Python design (five nodes, LangGraph)", 83, 591_000},
+	{"the original's current code (one agent, 42 tools, no confirmations)", 29, 406_000},
+	{"upgrade-agent before this round (after the binding fix)", 39, 216_000},
+}
+
+// Targets of the twelve reference flows (quality.md).
+const (
+	referenceMaxCalls = 29
+	referenceMaxChars = 197_000
+)
+
+// referenceRows sums the twelve reference flows (scenarios/reference, the
+// files named ref-*), measured in this run, against the quoted systems.
+func referenceRows(scs []*scenario.Scenario, reps []*scenario.Report) []row {
+	var calls, chars, flows int
+	var per []string
+	for i, sc := range scs {
+		if !strings.HasPrefix(sc.Name, "ref-") || reps[i] == nil {
+			continue
+		}
+		c := 0
+		for _, st := range reps[i].Steps {
+			flows++
+			c += len(withoutOutput(st.LLMNodes))
+			chars += st.PromptChars
+		}
+		calls += c
+		per = append(per, fmt.Sprintf("%s %d", strings.TrimPrefix(sc.Name, "ref-"), c))
+	}
+	if flows == 0 {
+		return nil
+	}
+	rows := []row{
+		{fmt.Sprintf("twelve reference flows (%d turns): LLM calls", flows), fmt.Sprintf("%d (%s)", calls, strings.Join(per, ", ")),
+			fmt.Sprintf("<= %d", referenceMaxCalls), pass(calls <= referenceMaxCalls)},
+		{"twelve reference flows: prompt characters (JSON of messages + tools)", fmt.Sprintf("%d", chars),
+			fmt.Sprintf("<= %dk", referenceMaxChars/1000), pass(chars <= referenceMaxChars)},
+	}
+	for _, r := range referenceSystems {
+		rows = append(rows, row{"  quoted from the cost issue: " + r.name,
+			fmt.Sprintf("%d calls, %dk characters (this run: %.2fx the calls, %.2fx the characters)", r.calls, r.chars/1000,
+				ratio(calls, r.calls), ratio(chars, r.chars)), "-", info})
+	}
+	return rows
 }

@@ -1,6 +1,7 @@
 package llmtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,6 +55,26 @@ type RecordedRequest struct {
 	Temperature       *float64
 	MaxTokens         int    // max_tokens or max_completion_tokens
 	Body              []byte // the raw JSON body
+}
+
+// PromptChars is the size of the request's prompt as the cost issue counts
+// it: the compact JSON of its messages plus the compact JSON of its tools.
+func (r RecordedRequest) PromptChars() int {
+	var body struct {
+		Messages json.RawMessage `json:"messages"`
+		Tools    json.RawMessage `json:"tools"`
+	}
+	if json.Unmarshal(r.Body, &body) != nil {
+		return 0
+	}
+	n := 0
+	for _, part := range []json.RawMessage{body.Messages, body.Tools} {
+		var buf bytes.Buffer
+		if len(part) > 0 && json.Compact(&buf, part) == nil {
+			n += buf.Len()
+		}
+	}
+	return n
 }
 
 // Server is a scripted OpenAI-compatible chat-completions endpoint on

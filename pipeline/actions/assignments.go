@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
@@ -37,6 +38,17 @@ func init() {
 		},
 		execute:   executeAssign,
 		reconcile: repeatUserCall[GetDecisionPointAssignmentsParams],
+		report: reportAs(func(r assignResult) string {
+			if len(r.Assignments) == 0 {
+				return fmt.Sprintf("User %q gets no condition at any decision point of %s (every decision point gives the default).", r.UserID, r.Context)
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "User %q gets in %s:", r.UserID, r.Context)
+			for _, a := range r.Assignments {
+				fmt.Fprintf(&b, "\n- %s: %s (experiment %s)", siteTarget(a.Site, a.Target), a.ConditionCode, a.ExperimentID)
+			}
+			return b.String()
+		}),
 	})
 }
 

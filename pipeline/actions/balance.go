@@ -55,6 +55,7 @@ func init() {
 				Note: "the job's id derives from the confirmation: starting it again re-attaches to the running job"}, nil
 		},
 	}
+	b.report = reportAs(reportBalance)
 	b.self = balanceAction{b}
 	register(b.self)
 }
@@ -187,4 +188,34 @@ func (balanceAction) Fetch(_ context.Context, _ Env, _ JobRef, st JobStatus) (js
 		return nil, &JobError{Status: st}
 	}
 	return st.Result, nil
+}
+
+// reportBalance is the balance table: counts and shares per condition
+// against the weights, the unassigned users, and the chi-square test.
+func reportBalance(r BalanceResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Simulated %s", plural(r.Users, "user", "users"))
+	if r.ExperimentName != "" {
+		fmt.Fprintf(&b, " against experiment %q (%s)", r.ExperimentName, r.ExperimentState)
+	}
+	fmt.Fprintf(&b, ": %d assigned a condition, %d unassigned", r.Assigned, r.Unassigned)
+	if r.Errors > 0 {
+		fmt.Fprintf(&b, ", %d failed", r.Errors)
+	}
+	b.WriteString(".\n\n| condition | users | share | expected share |\n|---|---|---|---|\n")
+	for _, c := range r.Conditions {
+		fmt.Fprintf(&b, "| %s | %d | %s%% | %s%% |\n", c.Code, c.Count, fmtNum(100*c.Share), fmtNum(100*c.ExpectedShare))
+	}
+	switch {
+	case r.DF == 0:
+		b.WriteString("\nNo chi-square test was possible.")
+	case r.PValue < Significance:
+		fmt.Fprintf(&b, "\nChi-square %s (df %d), p = %.4g: the counts differ from the weights more than chance explains.", fmtNum(r.ChiSquare), r.DF, r.PValue)
+	default:
+		fmt.Fprintf(&b, "\nChi-square %s (df %d), p = %.4g: the counts are consistent with the weights.", fmtNum(r.ChiSquare), r.DF, r.PValue)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "\nWarning: %s.", strings.TrimSuffix(w, "."))
+	}
+	return b.String()
 }

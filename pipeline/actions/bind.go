@@ -122,6 +122,8 @@ type builtin[P canonicaler[P]] struct {
 	plan      func(b *planBuilder, p P) error
 	execute   func(ctx context.Context, env Env, p P, key string) (Outcome, error)
 	reconcile func(ctx context.Context, env Env, p P, key string, startedAt time.Time) (Reconciliation, error)
+	// report renders a result in words (nil: none).
+	report func(result json.RawMessage) string
 }
 
 func (a *builtin[P]) Spec() Spec { return a.spec }

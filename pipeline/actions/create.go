@@ -61,6 +61,10 @@ func init() {
 		plan:      planCreate,
 		execute:   executeCreate,
 		reconcile: reconcileCreate,
+		report: reportAs(func(r ExperimentResult) string {
+			return fmt.Sprintf("Created experiment %q (id %s) in context %s.\n%sIt is %s: nobody is enrolled until it is started.",
+				r.Name, r.ID, r.Context, designSummary(r), r.State)
+		}),
 	})
 }
 

@@ -33,6 +33,12 @@ func init() {
 		plan:      planDelete,
 		execute:   executeDelete,
 		reconcile: reconcileDelete,
+		report: reportAs(func(r deleteResult) string {
+			if r.Name == "" {
+				return fmt.Sprintf("Deleted experiment %s with its enrollment data.", r.ID)
+			}
+			return fmt.Sprintf("Deleted experiment %q (id %s) with its enrollment data.", r.Name, r.ID)
+		}),
 	})
 }
 

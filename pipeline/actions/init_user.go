@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -39,6 +40,9 @@ func init() {
 		},
 		execute:   executeInit,
 		reconcile: repeatUserCall[InitExperimentUserParams],
+		report: reportAs(func(r initResult) string {
+			return fmt.Sprintf("Initialised user %q. Groups: %s. Working groups: %s.", r.UserID, fmtGroupMap(r.Group), fmtWorkingGroups(r.WorkingGroup))
+		}),
 	})
 }
 

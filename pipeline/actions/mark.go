@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
@@ -49,6 +50,13 @@ func init() {
 		plan:      planMark,
 		execute:   executeMark,
 		reconcile: repeatUserCall[MarkDecisionPointParams],
+		report: reportAs(func(r markResult) string {
+			what := "no condition"
+			if r.Condition != "" {
+				what = fmt.Sprintf("condition %s of experiment %s", r.Condition, r.ExperimentID)
+			}
+			return fmt.Sprintf("Marked %s for user %q: %s, status %q.", siteTarget(r.Site, r.Target), r.UserID, what, r.Status)
+		}),
 	})
 }
 

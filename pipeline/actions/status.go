@@ -36,7 +36,27 @@ func init() {
 		plan:      planStatus,
 		execute:   executeStatus,
 		reconcile: reconcileStatus,
+		report:    reportAs(reportStatus),
 	})
+}
+
+func reportStatus(r statusResult) string {
+	s := fmt.Sprintf("Experiment %q (id %s) is now %s", r.Name, r.ID, r.State)
+	if r.PreviousState != "" {
+		s += fmt.Sprintf(" (it was %s)", r.PreviousState)
+	}
+	s += "."
+	switch r.State {
+	case upgrade.StateEnrolling:
+		s += " Users who reach its decision points are assigned conditions."
+	case upgrade.StateEnrollmentComplete:
+		s += " Enrollment has ended; the post-experiment rule applies."
+	case upgrade.StateCancelled:
+		s += " Everyone gets the default condition."
+	case upgrade.StateArchived:
+		s += " It stays readable but no longer runs."
+	}
+	return s
 }
 
 func validateStatus(c *checker, p UpdateExperimentStatusParams) error {

@@ -97,6 +97,10 @@ func init() {
 		plan:      planUpdate,
 		execute:   executeUpdate,
 		reconcile: reconcileUpdate,
+		report: reportAs(func(r ExperimentResult) string {
+			return fmt.Sprintf("Updated experiment %q (id %s, context %s, state %s). It now has:\n%s", r.Name, r.ID, r.Context, r.State,
+				strings.TrimRight(designSummary(r), "\n"))
+		}),
 	})
 }
 

@@ -2,6 +2,7 @@ package actions
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
@@ -39,6 +40,14 @@ func init() {
 		plan:      planVisit,
 		execute:   executeVisit,
 		reconcile: repeatUserCall[VisitDecisionPointParams],
+		report: reportAs(func(r visitResult) string {
+			dp := siteTarget(r.Site, r.Target)
+			if r.Assigned == nil {
+				return fmt.Sprintf("User %q visited %s in %s and got no condition (the default); marked %q.", r.UserID, dp, r.Context, r.Status)
+			}
+			return fmt.Sprintf("User %q visited %s in %s and got condition %s of experiment %s; marked %q.",
+				r.UserID, dp, r.Context, r.Assigned.ConditionCode, r.Assigned.ExperimentID, r.Status)
+		}),
 	})
 }
 

@@ -37,7 +37,16 @@ func GoldenByDefault(path string) bool {
 // folder holding the scenario file (scenarios/x.yaml -> golden/x.txt).
 func GoldenPath(sc *Scenario, goldenDir string) string {
 	if goldenDir == "" {
-		goldenDir = filepath.Join(filepath.Dir(filepath.Dir(absPath(sc.File))), "golden")
+		dir := filepath.Dir(absPath(sc.File))
+		// Next to the folder named scenarios that holds the file, however
+		// deep (scenarios/reference/x.yaml -> golden/x.txt).
+		for d := dir; filepath.Dir(d) != d; d = filepath.Dir(d) {
+			if filepath.Base(d) == "scenarios" {
+				dir = d
+				break
+			}
+		}
+		goldenDir = filepath.Join(filepath.Dir(dir), "golden")
 	}
 	return filepath.Join(goldenDir, sc.Name+".txt")
 }

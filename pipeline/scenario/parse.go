@@ -417,7 +417,7 @@ func (d *decoder) llmSpec(n *yaml.Node) (LLMSpec, error) {
 
 func (d *decoder) options(n *yaml.Node, o *Options) error {
 	err := d.mapping(n, "options", []string{"confirm", "yes", "wait_jobs", "output_schema", "conversational_outputs",
-		"max_auto_replies", "max_consecutive_auto_replies", "termination_words"},
+		"max_auto_replies", "max_consecutive_auto_replies", "termination_words", "reply_wording"},
 		func(key string, _, v *yaml.Node) error {
 			var err error
 			switch key {
@@ -440,6 +440,8 @@ func (d *decoder) options(n *yaml.Node, o *Options) error {
 				o.MaxConsecutiveAutoReplies, err = d.nonNegative(v, "options.max_consecutive_auto_replies")
 			case "termination_words":
 				o.TerminationWords, err = d.strList(v, "options.termination_words")
+			case "reply_wording":
+				o.ReplyWording, err = d.enum(v, "options.reply_wording", "go", "llm")
 			}
 			return err
 		})

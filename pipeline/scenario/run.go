@@ -87,7 +87,11 @@ type StepReport struct {
 	Err      error
 	ExitCode int
 	LLMNodes []string // node of each LLM call, in order
-	Failures []string
+	// PromptChars is the size of the prompts the step sent (scripted
+	// scenarios only): the JSON of the messages plus the JSON of the tools
+	// of each request.
+	PromptChars int
+	Failures    []string
 }
 
 // FixedTime is the clock of every scenario: step n runs at FixedTime plus n
@@ -336,7 +340,7 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 		Model: model, Policy: sc.Options.Confirm, Yes: sc.Options.Yes,
 		MaxLLMCalls: sc.Options.MaxAutoReplies, MaxConsecutiveAutoReplies: sc.Options.MaxConsecutiveAutoReplies,
 		TerminationWords: sc.Options.TerminationWords, Secrets: secrets,
-		WaitJobs: sc.Options.WaitJobs, Output: output,
+		WaitJobs: sc.Options.WaitJobs, Output: output, ReplyWording: sc.Options.ReplyWording,
 	})
 	if err != nil {
 		return cleanup, fmt.Errorf("%s: options: %w", sc.File, err)
@@ -475,6 +479,9 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 	sr.Result, sr.Err = o.res, o.err
 
 	if r.llmS != nil {
+		for _, req := range r.llmS.Requests() {
+			sr.PromptChars += req.PromptChars()
+		}
 		if err := r.llmS.Verify(); err != nil {
 			sr.Failures = append(sr.Failures, "scripted LLM: "+err.Error())
 		}

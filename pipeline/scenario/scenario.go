@@ -70,6 +70,7 @@ type Options struct {
 	MaxAutoReplies            int
 	MaxConsecutiveAutoReplies int
 	TerminationWords          []string
+	ReplyWording              string // go (default) or llm
 }
 
 // Setup is arranged directly on the backend before step 1, without the LLM.
