@@ -100,10 +100,11 @@ func TestTwoSimulatorsShareADataFile(t *testing.T) {
 		t.Errorf("A sees state %s after B started it", got.State)
 	}
 
-	// A user initialised and assigned through one keeps the condition
-	// through the other.
+	// A user initialised and enrolled (marked) through one keeps the
+	// condition through the other, whose seed draws differently.
 	a.initUser("shared-user", nil, nil)
 	code := codeAt(t, a.assign("shared-user", ctx), site, target)
+	a.mark("shared-user", site, target, code, x.ID, "condition applied")
 	for i := 0; i < 3; i++ {
 		if got := codeAt(t, b.assign("shared-user", ctx), site, target); got != code {
 			t.Fatalf("through B: %s, through A: %s", got, code)

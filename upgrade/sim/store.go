@@ -31,9 +31,10 @@ type state struct {
 	// Runtime holds, per experiment id, assignments, exclusions and
 	// enrollments.
 	Runtime map[string]*runtime `json:"runtime"`
-	// Picks remembers, per user and decision point (site+target), which of
-	// several experiments sharing it the user was put in.
-	Picks map[string]map[string]string `json:"picks"`
+	// Picks is read from files of earlier simulators and dropped: which of
+	// several experiments sharing a decision point a user gets now follows
+	// from the user's enrollments and id, as on the server.
+	Picks map[string]map[string]string `json:"picks,omitempty"`
 	// Marks holds the last mark per user, site and target.
 	Marks map[string]*mark `json:"marks"`
 }
@@ -44,8 +45,10 @@ type user struct {
 }
 
 type runtime struct {
-	Users          map[string]string      `json:"users,omitempty"`          // user -> condition id
-	Groups         map[string]string      `json:"groups,omitempty"`         // working group id -> condition id
+	// Users is read from files of earlier simulators, which stored draws at
+	// assign, and dropped: only marks store a condition.
+	Users          map[string]string      `json:"users,omitempty"`
+	Groups         map[string]string      `json:"groups,omitempty"`         // group enrollment: working group id -> condition id
 	ExcludedUsers  map[string]string      `json:"excludedUsers,omitempty"`  // user -> reason
 	ExcludedGroups map[string]string      `json:"excludedGroups,omitempty"` // group id -> reason
 	Enrolled       map[string]*enrollment `json:"enrolled,omitempty"`       // user -> enrollment
@@ -73,7 +76,6 @@ func (s *Sim) resetLocked() {
 		Format:  stateFormat,
 		Users:   map[string]*user{},
 		Runtime: map[string]*runtime{},
-		Picks:   map[string]map[string]string{},
 		Marks:   map[string]*mark{},
 	}
 	s.idx = map[string]*upgrade.Experiment{}
@@ -199,11 +201,11 @@ func (s *Sim) installLocked(b []byte) error {
 	for id, rt := range st.Runtime {
 		if rt == nil {
 			st.Runtime[id] = &runtime{}
+			continue
 		}
+		rt.Users = nil
 	}
-	if st.Picks == nil {
-		st.Picks = map[string]map[string]string{}
-	}
+	st.Picks = nil
 	if st.Marks == nil {
 		st.Marks = map[string]*mark{}
 	}

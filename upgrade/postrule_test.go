@@ -1,0 +1,106 @@
+package upgrade_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
+)
+
+func postRuleExperiment() *upgrade.Experiment {
+	return &upgrade.Experiment{
+		Name: "Rules", Context: []string{"assign-prog"}, ConsistencyRule: upgrade.ConsistencyIndividual,
+		AssignmentUnit: upgrade.UnitIndividual, PostExperimentRule: upgrade.PostRuleAssign,
+		FilterMode: upgrade.FilterIncludeAll, Type: upgrade.TypeSimple,
+		Conditions: []upgrade.Condition{{ConditionCode: "control", AssignmentWeight: 50, Order: 1},
+			{ConditionCode: "variant", AssignmentWeight: 50, Order: 2}},
+		Partitions: []upgrade.DecisionPoint{{Site: "SelectSection", Target: "absolute_value_plot_equality", Order: 1}},
+	}
+}
+
+// TestSetPostRuleAfterCreate runs the sequence the executor needs on a 6.5
+// server: create (which stores continue), SetPostRule, read back.
+func TestSetPostRuleAfterCreate(t *testing.T) {
+	ctx := context.Background()
+	srv, err := sim.Start(sim.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := upgrade.New(upgrade.Config{BaseURL: srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := postRuleExperiment()
+	variantID := "5d1f7a3c-0000-4000-8000-000000000002"
+	e.Conditions[1].ID = variantID
+	e.RevertTo = &variantID
+	created, err := c.CreateExperiment(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.PostExperimentRule != upgrade.PostRuleContinue || created.HoldsPostRule(upgrade.PostRuleAssign, "variant") {
+		t.Fatalf("create holds %s/%v; a 6.5 server stores continue", created.PostExperimentRule, created.RevertTo)
+	}
+	held, err := c.SetPostRule(ctx, created.ID, upgrade.PostRuleAssign, "variant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !held.HoldsPostRule(upgrade.PostRuleAssign, "variant") || *held.RevertTo != held.ConditionByCode("variant").ID {
+		t.Errorf("after SetPostRule: %s %v", held.PostExperimentRule, held.RevertTo)
+	}
+	// Already held: no write.
+	again, err := c.SetPostRule(ctx, created.ID, upgrade.PostRuleAssign, "variant")
+	if err != nil || again.VersionNumber != held.VersionNumber {
+		t.Errorf("a second SetPostRule wrote: version %d -> %d (%v)", held.VersionNumber, again.VersionNumber, err)
+	}
+	back, err := c.SetPostRule(ctx, created.ID, upgrade.PostRuleContinue, "")
+	if err != nil || back.PostExperimentRule != upgrade.PostRuleContinue || back.RevertTo != nil {
+		t.Errorf("back to continue: %+v %v", back, err)
+	}
+	for _, tc := range []struct{ rule, code string }{{upgrade.PostRuleAssign, "nope"}, {upgrade.PostRuleContinue, "variant"}, {"sometimes", ""}} {
+		if _, err := c.SetPostRule(ctx, created.ID, tc.rule, tc.code); upgrade.CategoryOf(err) != upgrade.CategoryValidation {
+			t.Errorf("SetPostRule(%s, %q): %v, want a validation error", tc.rule, tc.code, err)
+		}
+	}
+	// The update path keeps payloads: the PUT body always carries them.
+	cur, err := c.Experiment(ctx, created.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.ConditionPayloads = nil
+	if _, err := c.UpdateExperiment(ctx, cur); err != nil {
+		t.Errorf("update with no payloads in the model: %v", err)
+	}
+}
+
+func TestHoldsPostRule(t *testing.T) {
+	e := postRuleExperiment()
+	e.Conditions[0].ID, e.Conditions[1].ID = "c1", "c2"
+	stale, variant := "gone", "c2"
+	for _, tc := range []struct {
+		rule, revertTo *string
+		ask, code      string
+		want           bool
+	}{
+		{nil, &variant, upgrade.PostRuleAssign, "variant", true},
+		{nil, &stale, upgrade.PostRuleAssign, "variant", false},
+		{nil, nil, upgrade.PostRuleAssign, "", true},
+		{nil, &variant, upgrade.PostRuleAssign, "", false},
+		{ptr(upgrade.PostRuleContinue), &stale, upgrade.PostRuleContinue, "", false},
+		{ptr(upgrade.PostRuleContinue), nil, upgrade.PostRuleContinue, "", true},
+		{ptr(upgrade.PostRuleContinue), nil, upgrade.PostRuleAssign, "", false},
+	} {
+		cp := *e
+		if tc.rule != nil {
+			cp.PostExperimentRule = *tc.rule
+		}
+		cp.RevertTo = tc.revertTo
+		if got := cp.HoldsPostRule(tc.ask, tc.code); got != tc.want {
+			t.Errorf("%s/%v asked %s/%q: %v, want %v", cp.PostExperimentRule, tc.revertTo, tc.ask, tc.code, got, tc.want)
+		}
+	}
+}
+
+func ptr(s string) *string { return &s }
