@@ -337,7 +337,9 @@ func TestAnswerShapes(t *testing.T) {
 		sort.Strings(all)
 		return strings.Join(all, ",")
 	}
-	created := ts.must("POST", "/experiments", expBody("Shapes")).object(t)
+	created := ts.must("POST", "/experiments", expBody("Shapes", func(m map[string]any) {
+		m["experimentSegmentInclusion"] = segment([]string{"in"}, [][2]string{{"classId", "c1"}})
+	})).object(t)
 	id := created["id"].(string)
 	single := ts.must("GET", "/experiments/single/"+id, nil).object(t)
 	var list []any
@@ -365,6 +367,10 @@ func TestAnswerShapes(t *testing.T) {
 		{"list segment", lookup(list[0], "experimentSegmentInclusion.0"), "createdAt,experimentId,segment,segmentId,updatedAt,versionNumber"},
 		{"list segment body", lookup(list[0], "experimentSegmentInclusion.0.segment"),
 			"context,createdAt,description,groupForSegment,id,individualForSegment,listType,name,subSegments,tags,type,updatedAt,versionNumber"},
+		{"list segment user", lookup(list[0], "experimentSegmentInclusion.0.segment.individualForSegment.0"),
+			"createdAt,segmentId,updatedAt,userId,versionNumber"},
+		{"list segment group", lookup(list[0], "experimentSegmentInclusion.0.segment.groupForSegment.0"),
+			"createdAt,groupId,segmentId,type,updatedAt,versionNumber"},
 		{"paginated", page, "nodes,skip,take,total"},
 		{"page node", lookup(page, "nodes.0"), with("experimentSegmentInclusion", "partitions", "stateTimeLogs")},
 		{"state", state, with("partitions", "queries", "stateTimeLogs")},

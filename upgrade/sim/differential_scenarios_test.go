@@ -553,6 +553,8 @@ func scenarioSegments(p *party) {
 	g := p.call("GET single", "GET", "/experiments/single/"+id, nil, values("#experimentSegmentInclusion", "#experimentSegmentExclusion",
 		"experimentSegmentInclusion.0.segment.type", "#experimentSegmentInclusion.0.segment.individualForSegment",
 		"#experimentSegmentInclusion.0.segment.groupForSegment", "#experimentSegmentExclusion.0.segment.individualForSegment"))
+	p.call("GET list", "GET", "/experiments", nil, values("#", "0.experimentSegmentInclusion.0.segment.type",
+		"#0.experimentSegmentInclusion.0.segment.individualForSegment", "#0.experimentSegmentExclusion.0.segment.groupForSegment"))
 	p.state("start", id, "enrolling")
 	p.initUser("init in", in, nil)
 	p.initUser("init out", out, nil)

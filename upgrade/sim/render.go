@@ -165,11 +165,11 @@ func (s *Sim) segmentsView(e *upgrade.Experiment, which string, seg upgrade.Segm
 	id := segmentID(e.ID, which)
 	users := make([]any, 0, len(seg.Users))
 	for _, u := range seg.Users {
-		users = append(users, obj{"userId": u})
+		users = append(users, s.rowMeta(e, obj{"userId": u, "segmentId": id}))
 	}
 	groups := make([]any, 0, len(seg.Groups))
 	for _, g := range seg.Groups {
-		groups = append(groups, obj{"groupId": g.GroupID, "type": g.Type})
+		groups = append(groups, s.rowMeta(e, obj{"groupId": g.GroupID, "type": g.Type, "segmentId": id}))
 	}
 	segment := s.rowMeta(e, obj{"id": id, "name": id + " Segment", "description": "", "context": e.ContextName(),
 		"type": "private", "listType": nil, "tags": nil, "individualForSegment": users, "groupForSegment": groups,
