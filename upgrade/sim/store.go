@@ -25,6 +25,10 @@ type state struct {
 	Generation int64  `json:"generation"`
 	RNG        []byte `json:"rng"`
 	IDRNG      []byte `json:"idRng"`
+	// Seed keys the draws (condition, pool, mark target), which are fixed
+	// functions of seed and ids: the file's seed wins over the options',
+	// so every process sharing the file draws alike.
+	Seed int64 `json:"seed,omitempty"`
 
 	Experiments []*upgrade.Experiment `json:"experiments"`
 	Users       map[string]*user      `json:"users"`
@@ -72,8 +76,10 @@ type mark struct {
 
 // resetLocked starts from an empty state seeded from the options.
 func (s *Sim) resetLocked() {
+	s.seed = s.optSeed
 	s.st = &state{
 		Format:  stateFormat,
+		Seed:    s.seed,
 		Users:   map[string]*user{},
 		Runtime: map[string]*runtime{},
 		Marks:   map[string]*mark{},
@@ -82,7 +88,6 @@ func (s *Sim) resetLocked() {
 	seed := uint64(s.seed)
 	s.pcg = rand.NewPCG(seed, 0x9e3779b97f4a7c15)
 	s.idPCG = rand.NewPCG(seed, 0xd1b54a32d192ed03)
-	s.rng = rand.New(s.pcg)
 	s.idRng = rand.New(s.idPCG)
 }
 
@@ -210,8 +215,9 @@ func (s *Sim) installLocked(b []byte) error {
 		st.Marks = map[string]*mark{}
 	}
 	s.st, s.idx = &st, idx
+	s.seed = st.Seed
 	s.pcg, s.idPCG = pcg, idPCG
-	s.rng, s.idRng = rand.New(pcg), rand.New(idPCG)
+	s.idRng = rand.New(idPCG)
 	return nil
 }
 
