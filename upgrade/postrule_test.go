@@ -19,19 +19,26 @@ func postRuleExperiment() *upgrade.Experiment {
 	}
 }
 
-// TestSetPostRuleAfterCreate runs the sequence the executor needs on a 6.5
-// server: create (which stores continue), SetPostRule, read back.
-func TestSetPostRuleAfterCreate(t *testing.T) {
-	ctx := context.Background()
+// simClient is a client of a fresh simulator closed with the test.
+func simClient(t *testing.T) (*sim.Server, *upgrade.Client) {
+	t.Helper()
 	srv, err := sim.Start(sim.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	t.Cleanup(func() { _ = srv.Close() })
 	c, err := upgrade.New(upgrade.Config{BaseURL: srv.URL()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return srv, c
+}
+
+// TestSetPostRuleAfterCreate runs the sequence the executor needs on a 6.5
+// server: create (which stores continue), SetPostRule, read back.
+func TestSetPostRuleAfterCreate(t *testing.T) {
+	ctx := context.Background()
+	_, c := simClient(t)
 	e := postRuleExperiment()
 	variantID := "5d1f7a3c-0000-4000-8000-000000000002"
 	e.Conditions[1].ID = variantID
@@ -104,3 +111,58 @@ func TestHoldsPostRule(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestSetLists changes an experiment's lists the way a 6.5 server needs:
+// through the list routes, since a PUT of the experiment leaves them alone.
+func TestSetLists(t *testing.T) {
+	ctx := context.Background()
+	srv, c := simClient(t)
+	e := postRuleExperiment()
+	e.Inclusion = upgrade.Segment{Users: []string{"in1"}}
+	created, err := c.CreateExperiment(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A PUT with other lists changes nothing.
+	changed := *created
+	changed.Exclusion = upgrade.Segment{Users: []string{"x1"}}
+	if _, err := c.UpdateExperiment(ctx, &changed); err != nil {
+		t.Fatal(err)
+	}
+	if _, exc, err := c.Lists(ctx, created.ID); err != nil || len(exc) != 1 || len(exc[0].Segment.Users) != 0 {
+		t.Fatalf("after a PUT the exclusion lists are %+v (%v); a 6.5 server ignores lists in a PUT", exc, err)
+	}
+	want := upgrade.Segment{Users: []string{"x1"}, Groups: []upgrade.GroupRef{{Type: "classId", GroupID: "c9"}}}
+	if err := c.SetLists(ctx, created, upgrade.Segment{Users: []string{"in1"}}, want); err != nil {
+		t.Fatal(err)
+	}
+	inc, exc, err := c.Lists(ctx, created.ID)
+	if err != nil || len(inc) != 1 || len(exc) != 1 || exc[0].Segment.Users[0] != "x1" || exc[0].Segment.Groups[0].GroupID != "c9" {
+		t.Fatalf("lists after SetLists: %+v %+v (%v)", inc, exc, err)
+	}
+	stored, _ := srv.Sim().Experiment(created.ID)
+	if len(stored.Exclusion.Users) != 1 || len(stored.Exclusion.Groups) != 1 {
+		t.Errorf("assignment sees exclusion %+v", stored.Exclusion)
+	}
+	before := srv.Sim().Requests()
+	if err := c.SetLists(ctx, created, upgrade.Segment{Users: []string{"in1"}}, want); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.Sim().Requests() - before; n != 2 {
+		t.Errorf("unchanged lists cost %d requests, want 2 reads", n)
+	}
+	// Empty targets delete the lists.
+	if err := c.SetLists(ctx, created, upgrade.Segment{}, upgrade.Segment{}); err != nil {
+		t.Fatal(err)
+	}
+	if inc, exc, _ := c.Lists(ctx, created.ID); len(inc) != 0 || len(exc) != 0 {
+		t.Errorf("lists after clearing: %+v %+v", inc, exc)
+	}
+	// And a new one is added where none is left.
+	if err := c.SetLists(ctx, created, upgrade.Segment{}, upgrade.Segment{Users: []string{"x2"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, exc, _ := c.Lists(ctx, created.ID); len(exc) != 1 || exc[0].Segment.Users[0] != "x2" {
+		t.Errorf("added list: %+v", exc)
+	}
+}

@@ -207,6 +207,7 @@ func diffScenarios() []scenario {
 		{"shared", scenarioShared},
 		{"pages", scenarioPages},
 		{"segments", scenarioSegments},
+		{"lists", scenarioLists},
 		{"client", scenarioClient},
 	}
 }
@@ -605,6 +606,11 @@ func scenarioClient(p *party) {
 	up, err := cl.UpdateExperiment(ctx, held)
 	p.fact("client update", errText(err))
 	p.fact("update keeps the rule", up != nil && up.HoldsPostRule(upgrade.PostRuleAssign, "variant"))
+	excl := upgrade.Segment{Users: []string{p.user("x")}, Groups: []upgrade.GroupRef{{Type: "classId", GroupID: "c-" + p.run}}}
+	p.fact("SetLists", errText(cl.SetLists(ctx, held, upgrade.Segment{}, excl)))
+	_, exc, err := cl.Lists(ctx, created.ID)
+	p.fact("lists read back", fmt.Sprintf("%s %d", errText(err), len(exc)))
+	p.fact("SetLists again", errText(cl.SetLists(ctx, held, upgrade.Segment{}, upgrade.Segment{})))
 	again, err := cl.SetPostRule(ctx, created.ID, upgrade.PostRuleContinue, "")
 	p.fact("back to continue", errText(err))
 	p.fact("continue held", again != nil && again.HoldsPostRule(upgrade.PostRuleContinue, ""))
@@ -622,4 +628,48 @@ func errText(err error) string {
 		return "ok"
 	}
 	return string(upgrade.CategoryOf(err))
+}
+
+// scenarioLists changes lists through the list routes, which is the only
+// way on 6.5 (a PUT of the experiment leaves them alone).
+func scenarioLists(p *party) {
+	c := p.create("create", p.exp("ls"))
+	id := c.str("id")
+	out := p.user("out")
+	listBody := func(segID string, users []string) map[string]any {
+		l := map[string]any{"name": "probe list", "context": diffContext, "type": "private",
+			"userIds": users, "groups": []any{map[string]any{"groupId": "c-" + p.run, "type": "classId"}}, "subSegmentIds": []any{}}
+		if segID != "" {
+			l["id"] = segID
+		}
+		return map[string]any{"experimentId": id, "list": l}
+	}
+	g := p.call("GET single", "GET", "/experiments/single/"+id, nil)
+	p.call("PUT with an exclusion list", "PUT", "/experiments/"+id, edit(g, func(m map[string]any) {
+		m["experimentSegmentExclusion"] = segment([]string{out}, nil)
+	}), values("#experimentSegmentExclusion"))
+	lst := p.call("GET list", "GET", "/experiments", nil, values("#0.experimentSegmentExclusion", "#0.experimentSegmentExclusion.0.segment.individualForSegment"))
+	added := p.call("add exclusion list", "POST", "/experiments/exclusionList", listBody("", []string{out}),
+		values("segment.name", "segment.type", "#segment.individualForSegment", "experiment.state"))
+	seg := added.str("segmentId")
+	p.call("GET list after add", "GET", "/experiments", nil, values("#0.experimentSegmentExclusion"))
+	p.call("replace exclusion list", "PUT", "/experiments/exclusionList/"+seg, listBody(seg, []string{out, p.user("out2")}),
+		values("#segment.individualForSegment"))
+	p.call("replace with mismatched id", "PUT", "/experiments/exclusionList/"+seg, listBody(p.id("other"), nil), values("name", "errorCode", "type"))
+	p.call("replace unknown list", "PUT", "/experiments/exclusionList/"+p.id("other"), listBody(p.id("other"), nil), values("name", "errorCode"))
+	p.call("add to unknown experiment", "POST", "/experiments/exclusionList", map[string]any{"experimentId": p.id("nobody"),
+		"list": map[string]any{"name": "x", "context": diffContext, "type": "private", "userIds": []any{}, "groups": []any{}, "subSegmentIds": []any{}}},
+		values("name", "errorCode", "type"))
+	p.state("start", id, "enrolling")
+	p.initUser("init out", out, nil)
+	p.initUser("init other", p.user("oth"), nil)
+	p.assignCodes("assign excluded", out)
+	p.assignCodes("assign other", p.user("oth"))
+	p.call("delete exclusion list", "DELETE", "/experiments/exclusionList/"+seg, nil, values("name", "type"))
+	p.call("delete it again", "DELETE", "/experiments/exclusionList/"+seg, nil, values("name", "errorCode"))
+	first := lst.str("0.experimentSegmentInclusion.0.segmentId")
+	p.fact("created lists have segment ids", first != "")
+	p.call("delete created inclusion list", "DELETE", "/experiments/inclusionList/"+first, nil, values("type"))
+	p.call("GET list at the end", "GET", "/experiments", nil, values("#0.experimentSegmentInclusion", "#0.experimentSegmentExclusion"))
+	p.assignCodes("assign excluded after delete", out)
 }

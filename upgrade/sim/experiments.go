@@ -220,6 +220,7 @@ func (s *Sim) insertLocked(e *upgrade.Experiment, payloads []conditionPayload) (
 		e.CreatedAt, e.VersionNumber = old.CreatedAt, old.VersionNumber+1
 		e.StateTimeLogs = old.StateTimeLogs
 		delete(s.st.Runtime, e.ID)
+		delete(s.st.Lists, e.ID)
 		i := slices.Index(s.st.Experiments, old)
 		s.st.Experiments[i] = e
 	} else {
@@ -519,6 +520,7 @@ func (s *Sim) handleDelete(c *call, id string) {
 		s.st.Experiments = slices.DeleteFunc(s.st.Experiments, func(x *upgrade.Experiment) bool { return x == e })
 		delete(s.idx, id)
 		delete(s.st.Runtime, id)
+		delete(s.st.Lists, id)
 		// The server answers the raw deleted rows: internal state names.
 		out = jsonArray([][]byte{s.render(e, viewDeleted)})
 		return true, nil

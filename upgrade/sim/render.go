@@ -160,21 +160,13 @@ func (s *Sim) logsView(e *upgrade.Experiment, display bool) []any {
 func segmentID(expID, which string) string { return upgrade.IDFrom(expID + "/" + which) }
 
 // segmentsView is the full list shape of GET /experiments: each list row
-// with its private segment.
-func (s *Sim) segmentsView(e *upgrade.Experiment, which string, seg upgrade.Segment) []any {
-	id := segmentID(e.ID, which)
-	users := make([]any, 0, len(seg.Users))
-	for _, u := range seg.Users {
-		users = append(users, s.rowMeta(e, obj{"userId": u, "segmentId": id}))
+// with its private segment and members.
+func (s *Sim) segmentsView(e *upgrade.Experiment, kind string) []any {
+	out := []any{}
+	for _, r := range s.listRowsLocked(e, kind) {
+		out = append(out, s.rowMeta(e, obj{"experimentId": e.ID, "segmentId": r.ID, "segment": s.segmentObj(e, r, true)}))
 	}
-	groups := make([]any, 0, len(seg.Groups))
-	for _, g := range seg.Groups {
-		groups = append(groups, s.rowMeta(e, obj{"groupId": g.GroupID, "type": g.Type, "segmentId": id}))
-	}
-	segment := s.rowMeta(e, obj{"id": id, "name": id + " Segment", "description": "", "context": e.ContextName(),
-		"type": "private", "listType": nil, "tags": nil, "individualForSegment": users, "groupForSegment": groups,
-		"subSegments": []any{}})
-	return []any{s.rowMeta(e, obj{"experimentId": e.ID, "segmentId": id, "segment": segment})}
+	return out
 }
 
 // render encodes one experiment for a route.
@@ -198,7 +190,11 @@ func (s *Sim) renderObj(e *upgrade.Experiment, v view) obj {
 	case viewPage:
 		m["partitions"] = s.partitionsView(e, v)
 		m["stateTimeLogs"] = s.logsView(e, true)
-		m["experimentSegmentInclusion"] = []any{s.rowMeta(e, obj{"experimentId": e.ID, "segmentId": segmentID(e.ID, "inclusion")})}
+		links := []any{}
+		for _, r := range s.listRowsLocked(e, kindInclusion) {
+			links = append(links, s.rowMeta(e, obj{"experimentId": e.ID, "segmentId": r.ID}))
+		}
+		m["experimentSegmentInclusion"] = links
 		return m
 	case viewStateOld:
 		m["partitions"] = s.partitionsView(e, v)
@@ -216,8 +212,8 @@ func (s *Sim) renderObj(e *upgrade.Experiment, v view) obj {
 	}
 	m["stateTimeLogs"] = s.logsView(e, true)
 	if v == viewList {
-		m["experimentSegmentInclusion"] = s.segmentsView(e, "inclusion", e.Inclusion)
-		m["experimentSegmentExclusion"] = s.segmentsView(e, "exclusion", e.Exclusion)
+		m["experimentSegmentInclusion"] = s.segmentsView(e, kindInclusion)
+		m["experimentSegmentExclusion"] = s.segmentsView(e, kindExclusion)
 		return m
 	}
 	// The single read and the update answer leave the lists out: they are

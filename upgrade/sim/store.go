@@ -41,6 +41,9 @@ type state struct {
 	Picks map[string]map[string]string `json:"picks,omitempty"`
 	// Marks holds the last mark per user, site and target.
 	Marks map[string]*mark `json:"marks"`
+	// Lists holds, per experiment id, its inclusion and exclusion lists
+	// once the list routes changed them (lists.go).
+	Lists map[string][]*listRow `json:"lists,omitempty"`
 }
 
 type user struct {
