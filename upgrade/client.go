@@ -379,7 +379,7 @@ func (c *Client) writeExperiment(ctx context.Context, method, path string, e *Ex
 	if err != nil {
 		return nil, err
 	}
-	raw, err := e.MarshalFor(shape)
+	raw, err := e.requestBody(shape)
 	if err != nil {
 		return nil, c.localError(method, path, CategoryValidation, fmt.Sprintf("encoding experiment: %v", err))
 	}

@@ -53,7 +53,7 @@ func TestEndpoints(t *testing.T) {
 	}
 	updated := wantMathHints()
 	updated.Description = "changed"
-	updatedBody, err := updated.MarshalFor(SegmentsArray)
+	updatedBody, err := updated.requestBody(SegmentsArray)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,8 @@ func TestEndpoints(t *testing.T) {
 					"conditions":[
 						{"id":"<uuid>","conditionCode":"control","assignmentWeight":50,"order":1},
 						{"id":"<uuid>","conditionCode":"variant","assignmentWeight":50,"order":2}],
-					"partitions":[{"id":"<uuid>","site":"SelectSection","target":"absolute_value_plot_equality","order":1,"excludeIfReached":false}],
+					"partitions":[{"id":"<uuid>","site":"SelectSection","target":"absolute_value_plot_equality","description":"","order":1,"excludeIfReached":false}],
+					"conditionPayloads":[],
 					"experimentSegmentInclusion":[{"segment":{"individualForSegment":[{"userId":"student-1"}],"groupForSegment":[],"subSegments":[],"type":"private"}}],
 					"experimentSegmentExclusion":[{"segment":{"individualForSegment":[],"groupForSegment":[],"subSegments":[],"type":"private"}}]}`)},
 			},

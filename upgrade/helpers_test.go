@@ -243,7 +243,7 @@ func wantMathHints() Experiment {
 			{ID: "a1d2c3b4-0000-4000-8000-000000000002", ConditionCode: "variant", AssignmentWeight: 50, Order: 2, TwoCharacterID: "VA"},
 		},
 		Partitions: []DecisionPoint{
-			{ID: "b1d2c3b4-0000-4000-8000-000000000001", Site: "SelectSection", Target: "absolute_value_plot_equality", Order: 1},
+			{ID: "b1d2c3b4-0000-4000-8000-000000000001", Site: "SelectSection", Target: "absolute_value_plot_equality", Order: 1, TwoCharacterID: "SE"},
 		},
 		Inclusion:         Segment{Users: []string{"student-1"}, Groups: []GroupRef{{Type: "schoolId", GroupID: "school-7"}}},
 		Exclusion:         Segment{Users: []string{"student-9"}, Groups: []GroupRef{}},

@@ -129,6 +129,7 @@ type DecisionPoint struct {
 	Description      string `json:"description,omitempty"`
 	Order            int    `json:"order"`
 	ExcludeIfReached bool   `json:"excludeIfReached"`
+	TwoCharacterID   string `json:"twoCharacterId,omitempty"`
 }
 
 // GroupRef names one group of a group type.
@@ -330,19 +331,50 @@ func (e Experiment) MarshalJSON() ([]byte, error) { return e.MarshalFor(Segments
 
 // MarshalFor writes the experiment with the segment shape a server expects.
 func (e Experiment) MarshalFor(shape SegmentShape) ([]byte, error) {
-	var inc, exc any
-	switch shape {
-	case SegmentsObject:
-		inc, exc = toWire(e.Inclusion), toWire(e.Exclusion)
-	default:
-		inc, exc = []wireSegment{toWire(e.Inclusion)}, []wireSegment{toWire(e.Exclusion)}
-	}
+	inc, exc := segmentsFor(e, shape)
 	type out struct {
 		experimentAlias
 		Inclusion any `json:"experimentSegmentInclusion"`
 		Exclusion any `json:"experimentSegmentExclusion"`
 	}
 	return json.Marshal(out{experimentAlias(e), inc, exc})
+}
+
+func segmentsFor(e Experiment, shape SegmentShape) (inc, exc any) {
+	if shape == SegmentsObject {
+		return toWire(e.Inclusion), toWire(e.Exclusion)
+	}
+	return []wireSegment{toWire(e.Inclusion)}, []wireSegment{toWire(e.Exclusion)}
+}
+
+// requestBody is MarshalFor for a create or update request: it always
+// carries conditionPayloads, as an empty list when there are none, because
+// a 6.5 server fails an update without them (500, a TypeError), and every
+// decision point's description.
+func (e Experiment) requestBody(shape SegmentShape) ([]byte, error) {
+	inc, exc := segmentsFor(e, shape)
+	payloads := e.ConditionPayloads
+	if payloads == nil {
+		payloads = []json.RawMessage{}
+	}
+	// A decision point without a description fails the server's insert
+	// (500): send "" rather than leaving the key out.
+	type wirePoint struct {
+		DecisionPoint
+		Description string `json:"description"`
+	}
+	points := make([]wirePoint, len(e.Partitions))
+	for i, p := range e.Partitions {
+		points[i] = wirePoint{p, p.Description}
+	}
+	type out struct {
+		experimentAlias
+		Inclusion  any               `json:"experimentSegmentInclusion"`
+		Exclusion  any               `json:"experimentSegmentExclusion"`
+		Payloads   []json.RawMessage `json:"conditionPayloads"`
+		Partitions []wirePoint       `json:"partitions"`
+	}
+	return json.Marshal(out{experimentAlias(e), inc, exc, payloads, points})
 }
 
 // ExperimentName is one row of GET /experiments/names.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
@@ -88,8 +89,10 @@ func TestCreateReplacesConditionAndDecisionPointIDs(t *testing.T) {
 		t.Errorf("decision point kept id %q", p.ID)
 	}
 	variant := e.ConditionByCode("variant")
-	if e.RevertTo == nil || *e.RevertTo != variant.ID {
-		t.Errorf("revertTo = %v, want the new id of variant %s", e.RevertTo, variant.ID)
+	// A 6.5 server stores the continue rule on create and keeps the
+	// revertTo sent, which now names no condition.
+	if e.PostExperimentRule != "continue" || e.RevertTo == nil || *e.RevertTo != "cond-b" || e.ConditionByID(*e.RevertTo) != nil {
+		t.Errorf("post rule %s, revertTo %v; want continue and the stale id cond-b", e.PostExperimentRule, e.RevertTo)
 	}
 	var pl conditionPayload
 	if len(e.ConditionPayloads) != 1 {
@@ -107,8 +110,8 @@ func TestCreateReplacesConditionAndDecisionPointIDs(t *testing.T) {
 	if raw["state"] != "inactive" {
 		t.Errorf("state %v", raw["state"])
 	}
-	if _, ok := raw["experimentSegmentInclusion"].([]any); !ok {
-		t.Errorf("6.5 inclusion should be an array: %v", raw["experimentSegmentInclusion"])
+	if _, ok := raw["experimentSegmentInclusion"]; ok {
+		t.Errorf("the 6.5 create answer shows no lists: %v", raw["experimentSegmentInclusion"])
 	}
 
 	// The assign answer carries the payload of the condition at that point.
@@ -227,7 +230,7 @@ func TestSingleExperiment(t *testing.T) {
 	e := ts.create(expBody("Single"))
 	var got upgrade.Experiment
 	ts.must("GET", "/experiments/single/"+e.ID, nil).decode(t, &got)
-	if diff := cmp.Diff(e, got); diff != "" {
+	if diff := cmp.Diff(e, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("single (-created +got):\n%s", diff)
 	}
 
@@ -238,7 +241,7 @@ func TestSingleExperiment(t *testing.T) {
 	r = ts.do("GET", "/experiments/single/3f0b6a55-1c7e-4c1e-9a53-2b8f0f7d9c11", nil)
 	var se upgrade.ServerError
 	r.decode(t, &se)
-	if r.status != 404 || se.ErrorCode != 404 || se.Name != "NotFoundError" ||
+	if r.status != 404 || se.ErrorCode != 404 || se.Name != "Error" || se.Type != "Query Failed" ||
 		!strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
 		t.Errorf("unknown id: %d %s", r.status, r.body)
 	}
@@ -250,10 +253,7 @@ func TestUpdateKeepsIDs(t *testing.T) {
 	e.Name = "Updated"
 	e.Conditions[0].AssignmentWeight, e.Conditions[1].AssignmentWeight = 30, 70
 	e.Conditions = append(e.Conditions, upgrade.Condition{ID: "8a1e2a57-0a7d-4a43-8d8e-3b1c9a0e7f00", ConditionCode: "third", Order: 3})
-	body, err := e.MarshalFor(upgrade.SegmentsArray)
-	if err != nil {
-		t.Fatal(err)
-	}
+	body := putBody(t, e)
 	var got upgrade.Experiment
 	ts.must("PUT", "/experiments/"+e.ID, body).decode(t, &got)
 	if got.Name != "Updated" || got.VersionNumber != 2 {
@@ -267,9 +267,24 @@ func TestUpdateKeepsIDs(t *testing.T) {
 	if got.Partitions[0].ID != e.Partitions[0].ID {
 		t.Errorf("decision point id changed: %s -> %s", e.Partitions[0].ID, got.Partitions[0].ID)
 	}
+	// Every condition got a payload at every decision point: its code.
+	if len(got.ConditionPayloads) != 3 {
+		t.Errorf("payloads after the update: %s", got.ConditionPayloads)
+	}
+	// The server fails (500, a TypeError) on an unknown id and on a body
+	// without conditionPayloads; neither changes anything.
 	r := ts.do("PUT", "/experiments/"+"0d9b1bb8-7a43-4f5f-9b55-5f1f4c0c0c0c", body)
-	if r.status != 404 {
-		t.Errorf("PUT unknown id: %d", r.status)
+	if se := r.object(t); r.status != 500 || se["name"] != "TypeError" {
+		t.Errorf("PUT unknown id: %d %s", r.status, r.body)
+	}
+	delete(body, "conditionPayloads")
+	body["name"] = "Not stored"
+	r = ts.do("PUT", "/experiments/"+e.ID, body)
+	if se := r.object(t); r.status != 500 || se["name"] != "TypeError" {
+		t.Errorf("PUT without conditionPayloads: %d %s", r.status, r.body)
+	}
+	if cur, _ := ts.srv.Sim().Experiment(e.ID); cur.Name != "Updated" {
+		t.Errorf("a failed PUT changed the name to %q", cur.Name)
 	}
 }
 
@@ -316,11 +331,12 @@ func TestStateChange(t *testing.T) {
 	// entries sent back (with their ids) are accepted.
 	cur, _ := ts.srv.Sim().Experiment(e.ID)
 	cur.State = upgrade.StateEnrolling
-	body, _ := cur.MarshalFor(upgrade.SegmentsArray)
 	var put upgrade.Experiment
-	ts.must("PUT", "/experiments/"+e.ID, body).decode(t, &put)
-	if put.State != upgrade.StateEnrolling || len(put.StateTimeLogs) != 7 {
-		t.Errorf("PUT state %s, %d logs", put.State, len(put.StateTimeLogs))
+	ts.must("PUT", "/experiments/"+e.ID, putBody(t, cur)).decode(t, &put)
+	// The answer echoes the logs sent; the stored experiment has the new one.
+	stored, _ = ts.srv.Sim().Experiment(e.ID)
+	if put.State != upgrade.StateEnrolling || len(put.StateTimeLogs) != 6 || len(stored.StateTimeLogs) != 7 {
+		t.Errorf("PUT state %s, %d logs shown, %d stored", put.State, len(put.StateTimeLogs), len(stored.StateTimeLogs))
 	}
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -14,7 +15,12 @@ import (
 // Reasons recorded with an exclusion.
 const (
 	reasonReachedPrior = "reached prior to enrolling"
+	reasonReachedAfter = "reached after enrollment complete"
 	reasonNotApplied   = "condition not applied"
+	reasonSegment      = "participant on exclusion list"
+	reasonGroupLogic   = "excluded due to group logic"
+	reasonInvalidGroup = "invalid group or working group"
+	reasonNoGroup      = "no group specified"
 )
 
 type assignedCondOut struct {
@@ -57,7 +63,7 @@ func groupConsistent(e *upgrade.Experiment) bool {
 func requireUser(c *call) (string, bool) {
 	id := c.r.Header.Get("User-Id")
 	if id == "" {
-		c.fail(&apiError{Status: 400, Name: "Error", Message: "User-Id header not found.", Type: typeMissingUserID})
+		c.fail(&apiError{Status: 400, Name: "Error", Message: "User-Id header not found.", Type: typeIncorrectParam})
 		return "", false
 	}
 	return id, true
@@ -150,12 +156,8 @@ func (s *Sim) applyInitLocked(id string, ib initBody) (upgrade.InitResponse, boo
 	if ib.wgSet {
 		next.WorkingGroup = ib.workingGroup
 	}
-	for _, k := range slices.Sorted(maps.Keys(next.WorkingGroup)) {
-		if v := next.WorkingGroup[k]; !slices.Contains(next.Group[k], v) {
-			return upgrade.InitResponse{}, false, &apiError{Status: 400, Name: "BadRequestError", Type: typeWorkingGroup,
-				Message: fmt.Sprintf("%s: working group %s=%s is not a member of the user's group %s", typeWorkingGroup, k, v, k)}
-		}
-	}
+	// A working group outside the user's groups is stored as sent; group
+	// experiments then treat the user as having no valid group.
 	changed := old == nil ||
 		!maps.EqualFunc(old.Group, next.Group, slices.Equal[[]string]) ||
 		!maps.Equal(old.WorkingGroup, next.WorkingGroup) ||
@@ -212,19 +214,31 @@ func (s *Sim) handleAssign(c *call) {
 		bodyErr = badBody("context: should not be empty and must be a string")
 	}
 	ctx, _ := body.Context.(string)
-	var out []assignmentOut
-	err := s.mutate(func() (bool, *apiError) {
+	if bodyErr == nil {
+		if _, known := s.meta[ctx]; !known {
+			bodyErr = &apiError{Status: 400, Name: "Error", Type: typeIncorrectParam, Message: "Invalid app context: " + ctx}
+		}
+	}
+	// Assign records nothing: a condition is only stored when the user
+	// marks it, so this is a read.
+	var (
+		out  []assignmentOut
+		aerr *apiError
+	)
+	err := s.view(func() {
 		u := s.st.Users[uid]
-		if u == nil {
-			return false, userNotDefined(uid)
+		switch {
+		case u == nil:
+			aerr = userNotDefined(uid)
+		case bodyErr != nil:
+			aerr = bodyErr
+		default:
+			out = s.assignLocked(uid, u, ctx)
 		}
-		if bodyErr != nil {
-			return false, bodyErr
-		}
-		var changed bool
-		out, changed = s.assignLocked(uid, u, ctx)
-		return changed, nil
 	})
+	if err == nil && aerr != nil {
+		err = aerr
+	}
 	if err != nil {
 		c.failErr(err)
 		return
@@ -235,52 +249,244 @@ func (s *Sim) handleAssign(c *call) {
 	c.ok(out)
 }
 
-// offer is what one experiment would hand the user.
-type offer struct {
-	e        *upgrade.Experiment
-	cond     *upgrade.Condition // nil: draw one
-	existing bool               // the user (or group) already holds a condition here
-	gid      string             // the user's working group of the experiment's group type
+// unit maps the seed and some keys to a number in [0, 1). The server draws
+// from a generator seeded with the experiment and user (or group) ids, so
+// a draw is the same on every call until the weights change; this is the
+// same idea with the simulator's seed mixed in.
+func (s *Sim) unit(keys ...string) float64 {
+	h := fnv.New64a()
+	var seed [8]byte
+	binary.LittleEndian.PutUint64(seed[:], uint64(s.seed))
+	_, _ = h.Write(seed[:])
+	for _, k := range keys {
+		_, _ = h.Write([]byte(k))
+		_, _ = h.Write([]byte{0})
+	}
+	x := h.Sum64()
+	// splitmix64's finaliser: FNV alone barely changes the high bits for
+	// ids that differ in their last character.
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return float64(x>>11) / (1 << 53)
 }
 
-// assignLocked decides the conditions of a user for a context; changed
-// reports whether anything was recorded.
-func (s *Sim) assignLocked(uid string, u *user, ctx string) ([]assignmentOut, bool) {
-	changed := false
-	var offers []offer
+// workingGroupOf is the user's working group of the experiment's group
+// type ("" when none).
+func workingGroupOf(e *upgrade.Experiment, u *user) string {
+	if e.Group == "" {
+		return ""
+	}
+	return u.WorkingGroup[e.Group]
+}
+
+// validGroup says whether a user can take part in a group experiment: they
+// have groups and working groups, and the working group of the
+// experiment's type is one of their groups of that type.
+func validGroup(e *upgrade.Experiment, u *user) bool {
+	if len(u.Group) == 0 || len(u.WorkingGroup) == 0 {
+		return false
+	}
+	wg, ok := u.WorkingGroup[e.Group]
+	if !ok {
+		return false
+	}
+	return slices.Contains(u.Group[e.Group], wg)
+}
+
+// assignLocked decides the conditions of a user for a context, without
+// recording anything.
+func (s *Sim) assignLocked(uid string, u *user, ctx string) []assignmentOut {
+	var cands []*upgrade.Experiment
 	for _, e := range s.st.Experiments {
 		if !slices.Contains(e.Context, ctx) {
 			continue
 		}
-		switch e.State {
-		case upgrade.StateInactive, upgrade.StateScheduled:
-			if hasExcludeIfReached(e, nil) && s.excludeReachedLocked(e, uid, u) {
-				changed = true
-			}
-		case upgrade.StateEnrolling, upgrade.StateEnrollmentComplete:
-			if o, ok := s.offerLocked(e, uid, u); ok {
-				offers = append(offers, o)
-			}
+		if e.State != upgrade.StateEnrolling && e.State != upgrade.StateEnrollmentComplete {
+			continue
 		}
+		en := s.enrollmentOf(e, uid)
+		if e.AssignmentUnit == upgrade.UnitGroup && en == nil && !validGroup(e, u) {
+			continue
+		}
+		if !segmentAllows(e, uid, u) {
+			continue
+		}
+		cands = append(cands, e)
 	}
 	var out []assignmentOut
-	for _, o := range s.resolvePoolsLocked(uid, offers, &changed) {
-		cond := o.cond
-		if cond == nil {
-			cond = s.drawLocked(o.e, uid, o.gid)
-			if cond == nil {
-				continue // an experiment without conditions hands out nothing
-			}
-			changed = true
+	for _, e := range s.poolPicksLocked(uid, u, cands) {
+		var held *upgrade.Condition
+		if en := s.enrollmentOf(e, uid); en != nil {
+			held = e.ConditionByID(en.ConditionID)
 		}
-		out = append(out, entries(o.e, cond)...)
+		if cond := s.decideLocked(e, uid, u, held); cond != nil {
+			out = append(out, entries(e, cond)...)
+		}
 	}
-	return out, changed
+	return out
 }
 
-func hasExcludeIfReached(e *upgrade.Experiment, at *string) bool {
+func (s *Sim) enrollmentOf(e *upgrade.Experiment, uid string) *enrollment {
+	if rt := s.st.Runtime[e.ID]; rt != nil {
+		return rt.Enrolled[uid]
+	}
+	return nil
+}
+
+// decideLocked is the condition an experiment gives a user who holds held
+// (nil: none) at the decision point in question, following the server's
+// order of individual and group enrollments and exclusions for each
+// consistency rule, and the post-experiment rule once enrollment is
+// complete. A fresh draw is only made while enrolling.
+func (s *Sim) decideLocked(e *upgrade.Experiment, uid string, u *user, held *upgrade.Condition) *upgrade.Condition {
+	rt := s.st.Runtime[e.ID]
+	if rt == nil {
+		rt = &runtime{}
+	}
+	wg := workingGroupOf(e, u)
+	userOut := rt.ExcludedUsers[uid] != ""
+	groupOut := wg != "" && rt.ExcludedGroups[wg] != ""
+	var groupHeld *upgrade.Condition
+	if wg != "" {
+		if id, ok := rt.Groups[wg]; ok {
+			groupHeld = e.ConditionByID(id)
+		}
+	}
+	// first returns the first rule that applies: an exclusion (nil) or a
+	// held condition.
+	type step struct {
+		excluded bool
+		cond     *upgrade.Condition
+	}
+	first := func(steps ...step) (*upgrade.Condition, bool) {
+		for _, st := range steps {
+			if st.excluded {
+				return nil, true
+			}
+			if st.cond != nil {
+				return st.cond, true
+			}
+		}
+		return nil, false
+	}
+	var (
+		cond    *upgrade.Condition
+		decided bool
+	)
+	switch e.ConsistencyRule {
+	case upgrade.ConsistencyIndividual:
+		cond, decided = first(step{excluded: userOut}, step{cond: held}, step{excluded: groupOut}, step{cond: groupHeld})
+	case upgrade.ConsistencyGroup:
+		cond, decided = first(step{excluded: groupOut}, step{cond: groupHeld}, step{excluded: userOut}, step{cond: held})
+	default:
+		if e.AssignmentUnit == upgrade.UnitIndividual {
+			cond = held
+		} else {
+			cond = groupHeld
+		}
+		decided = cond != nil
+	}
+	switch e.State {
+	case upgrade.StateEnrollmentComplete:
+		switch e.PostExperimentRule {
+		case upgrade.PostRuleContinue:
+			return cond
+		case upgrade.PostRuleAssign:
+			if e.RevertTo != nil {
+				return e.ConditionByID(*e.RevertTo)
+			}
+		}
+		return nil
+	case upgrade.StateEnrolling:
+		if decided {
+			return cond
+		}
+		return s.drawLocked(e, uid, u)
+	}
+	return nil
+}
+
+// poolPicksLocked keeps one experiment of each set sharing decision points:
+// the one the user (or their group) is enrolled in, the running one when
+// several are, else one of the running experiments that has not excluded
+// them, picked by a number fixed per user.
+func (s *Sim) poolPicksLocked(uid string, u *user, exps []*upgrade.Experiment) []*upgrade.Experiment {
+	if len(exps) == 0 {
+		return nil
+	}
+	parent := make([]int, len(exps))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	owner := map[string]int{}
+	for i, e := range exps {
+		for _, p := range e.Partitions {
+			k := dpKey(p.Site, p.Target)
+			if j, ok := owner[k]; ok {
+				parent[find(i)] = find(j)
+			} else {
+				owner[k] = i
+			}
+		}
+	}
+	pools := map[int][]*upgrade.Experiment{}
+	var roots []int
+	for i, e := range exps {
+		r := find(i)
+		if _, ok := pools[r]; !ok {
+			roots = append(roots, r)
+		}
+		pools[r] = append(pools[r], e)
+	}
+	pick := s.unit("pool", uid)
+	var out []*upgrade.Experiment
+	for _, r := range roots {
+		pool := pools[r]
+		var held, open []*upgrade.Experiment
+		for _, e := range pool {
+			rt := s.st.Runtime[e.ID]
+			wg := workingGroupOf(e, u)
+			hasGroup := false
+			if rt != nil && wg != "" {
+				_, hasGroup = rt.Groups[wg]
+			}
+			if s.enrollmentOf(e, uid) != nil || hasGroup {
+				held = append(held, e)
+				continue
+			}
+			if e.State != upgrade.StateEnrolling || rt != nil && (rt.ExcludedUsers[uid] != "" || wg != "" && rt.ExcludedGroups[wg] != "") {
+				continue
+			}
+			open = append(open, e)
+		}
+		switch {
+		case len(held) == 1:
+			out = append(out, held[0])
+		case len(held) > 1:
+			if i := slices.IndexFunc(held, func(e *upgrade.Experiment) bool { return e.State == upgrade.StateEnrolling }); i >= 0 {
+				out = append(out, held[i])
+			}
+		case len(open) > 0:
+			out = append(out, open[int(pick*float64(len(open)))])
+		}
+	}
+	return out
+}
+
+func hasExcludeIfReached(e *upgrade.Experiment) bool {
 	for _, p := range e.Partitions {
-		if p.ExcludeIfReached && (at == nil || dpKey(p.Site, p.Target) == *at) {
+		if p.ExcludeIfReached {
 			return true
 		}
 	}
@@ -312,255 +518,80 @@ func segmentAllows(e *upgrade.Experiment, uid string, u *user) bool {
 	return true
 }
 
-func (s *Sim) excluded(e *upgrade.Experiment, uid, gid string) bool {
-	rt := s.st.Runtime[e.ID]
-	if rt == nil {
-		return false
+// excludeReachedLocked runs when an experiment starts enrolling: everyone
+// who ever marked one of its exclude-if-reached decision points is
+// excluded (and, with group consistency, their working group), enrolled
+// or not.
+func (s *Sim) excludeReachedLocked(e *upgrade.Experiment) {
+	if !hasExcludeIfReached(e) {
+		return
 	}
-	if rt.ExcludedUsers[uid] != "" {
-		return true
-	}
-	return groupConsistent(e) && gid != "" && rt.ExcludedGroups[gid] != ""
-}
-
-// excludeReachedLocked excludes for good a user (and, with group
-// consistency, their working group) who reached an inactive experiment with
-// exclude-if-reached. Users or groups already holding a condition keep it.
-func (s *Sim) excludeReachedLocked(e *upgrade.Experiment, uid string, u *user) bool {
-	if !segmentAllows(e, uid, u) {
-		return false
+	sites, targets := map[string]bool{}, map[string]bool{}
+	for _, p := range e.Partitions {
+		if p.ExcludeIfReached {
+			sites[p.Site], targets[p.Target] = true, true
+		}
 	}
 	rt := s.runtimeOf(e.ID)
-	changed := false
-	_, assigned := rt.Users[uid]
-	_, enrolled := rt.Enrolled[uid]
-	if rt.ExcludedUsers[uid] == "" && !assigned && !enrolled {
-		if rt.ExcludedUsers == nil {
-			rt.ExcludedUsers = map[string]string{}
-		}
-		rt.ExcludedUsers[uid] = reasonReachedPrior
-		changed = true
-	}
-	if groupConsistent(e) {
-		gid := u.WorkingGroup[e.Group]
-		_, groupAssigned := rt.Groups[gid]
-		if gid != "" && rt.ExcludedGroups[gid] == "" && !groupAssigned {
-			if rt.ExcludedGroups == nil {
-				rt.ExcludedGroups = map[string]string{}
-			}
-			rt.ExcludedGroups[gid] = reasonReachedPrior
-			changed = true
-		}
-	}
-	return changed
-}
-
-// existingLocked is the condition the user (or their group) already holds.
-func (s *Sim) existingLocked(e *upgrade.Experiment, uid, gid string) *upgrade.Condition {
-	rt := s.st.Runtime[e.ID]
-	if rt == nil {
-		return nil
-	}
-	if groupConsistent(e) {
-		if id, ok := rt.Groups[gid]; ok {
-			return e.ConditionByID(id)
-		}
-		return nil
-	}
-	if id, ok := rt.Users[uid]; ok {
-		return e.ConditionByID(id)
-	}
-	return nil
-}
-
-func (s *Sim) offerLocked(e *upgrade.Experiment, uid string, u *user) (offer, bool) {
-	if !segmentAllows(e, uid, u) {
-		return offer{}, false
-	}
-	gid := ""
-	if e.AssignmentUnit == upgrade.UnitGroup {
-		if gid = u.WorkingGroup[e.Group]; gid == "" {
-			return offer{}, false // a group experiment needs the user's working group
-		}
-	}
-	if s.excluded(e, uid, gid) {
-		return offer{}, false
-	}
-	existing := s.existingLocked(e, uid, gid)
-	if e.State == upgrade.StateEnrolling {
-		return offer{e: e, cond: existing, existing: existing != nil, gid: gid}, true
-	}
-	switch e.PostExperimentRule {
-	case upgrade.PostRuleContinue:
-		if existing != nil {
-			return offer{e: e, cond: existing, existing: true, gid: gid}, true
-		}
-	case upgrade.PostRuleAssign:
-		if e.RevertTo != nil {
-			if c := e.ConditionByID(*e.RevertTo); c != nil {
-				return offer{e: e, cond: c, existing: existing != nil, gid: gid}, true
-			}
-		}
-	}
-	// revert, assign to the default, or continue for someone never
-	// assigned: the default, which the server shows as no entry at all.
-	return offer{}, false
-}
-
-// resolvePoolsLocked keeps one experiment per set of experiments sharing a
-// decision point. The choice is random the first time and then remembered.
-func (s *Sim) resolvePoolsLocked(uid string, offers []offer, changed *bool) []offer {
-	if len(offers) < 2 {
-		return offers
-	}
-	parent := make([]int, len(offers))
-	for i := range parent {
-		parent[i] = i
-	}
-	var find func(int) int
-	find = func(i int) int {
-		for parent[i] != i {
-			parent[i] = parent[parent[i]]
-			i = parent[i]
-		}
-		return i
-	}
-	owner := map[string]int{}
-	for i, o := range offers {
-		for _, p := range o.e.Partitions {
-			k := dpKey(p.Site, p.Target)
-			if j, ok := owner[k]; ok {
-				parent[find(i)] = find(j)
-			} else {
-				owner[k] = i
-			}
-		}
-	}
-	pools := map[int][]int{}
-	var roots []int
-	for i := range offers {
-		r := find(i)
-		if _, ok := pools[r]; !ok {
-			roots = append(roots, r)
-		}
-		pools[r] = append(pools[r], i)
-	}
-	if len(roots) == len(offers) {
-		return offers
-	}
-	picks := s.st.Picks[uid]
-	var out []offer
-	for _, r := range roots {
-		pool := pools[r]
-		if len(pool) == 1 {
-			out = append(out, offers[pool[0]])
+	for _, mk := range s.st.Marks {
+		// The server matches sites and targets separately.
+		if !sites[mk.Site] || !targets[mk.Target] {
 			continue
 		}
-		pick := -1
-		for _, i := range pool {
-			for _, p := range offers[i].e.Partitions {
-				if picks[dpKey(p.Site, p.Target)] == offers[i].e.ID {
-					pick = i
-				}
+		u := s.st.Users[mk.UserID]
+		if e.ConsistencyRule == upgrade.ConsistencyGroup && u != nil {
+			if wg := workingGroupOf(e, u); wg != "" {
+				setReason(&rt.ExcludedGroups, wg, reasonReachedPrior)
 			}
 		}
-		if pick < 0 {
-			for _, i := range pool {
-				if offers[i].existing {
-					pick = i
-					break
-				}
-			}
+		if e.ConsistencyRule == upgrade.ConsistencyIndividual || e.ConsistencyRule == upgrade.ConsistencyGroup ||
+			e.AssignmentUnit == upgrade.UnitWithinSubjects {
+			setReason(&rt.ExcludedUsers, mk.UserID, reasonReachedPrior)
 		}
-		if pick < 0 {
-			pick = pool[s.rng.IntN(len(pool))]
-		}
-		chosen := offers[pick].e.ID
-		if picks == nil {
-			picks = map[string]string{}
-			s.st.Picks[uid] = picks
-		}
-		for _, i := range pool {
-			for _, p := range offers[i].e.Partitions {
-				if k := dpKey(p.Site, p.Target); picks[k] != chosen {
-					picks[k] = chosen
-					*changed = true
-				}
-			}
-		}
-		out = append(out, offers[pick])
 	}
-	return out
 }
 
-// drawLocked hands out a condition while enrolling and records it.
-func (s *Sim) drawLocked(e *upgrade.Experiment, uid, gid string) *upgrade.Condition {
+func setReason(m *map[string]string, k, reason string) {
+	if *m == nil {
+		*m = map[string]string{}
+	}
+	if (*m)[k] == "" {
+		(*m)[k] = reason
+	}
+}
+
+// drawLocked is the weighted draw of the server: conditions in their order,
+// a number below 100, the first condition whose running weight total
+// reaches it. Weights that add up to less than 100 leave the rest to the
+// first condition. The number is fixed per experiment and user (group for
+// a group unit), so the same user gets the same draw until the weights
+// change.
+func (s *Sim) drawLocked(e *upgrade.Experiment, uid string, u *user) *upgrade.Condition {
 	if len(e.Conditions) == 0 {
 		return nil
 	}
-	rt := s.runtimeOf(e.ID)
-	if rt.Users == nil {
-		rt.Users = map[string]string{}
+	key := uid
+	if e.AssignmentUnit == upgrade.UnitGroup {
+		key = "group:" + workingGroupOf(e, u)
 	}
-	if rt.Groups == nil {
-		rt.Groups = map[string]string{}
+	order := make([]int, len(e.Conditions))
+	for i := range order {
+		order[i] = i
 	}
-	switch {
-	case groupConsistent(e):
-		if c := e.ConditionByID(rt.Groups[gid]); c != nil {
-			return c
-		}
-		c := s.weightedLocked(e)
-		rt.Groups[gid] = c.ID
-		return c
-	case e.AssignmentUnit == upgrade.UnitGroup:
-		// Individual consistency in a group unit: the first condition
-		// follows the group, then the user keeps it.
-		if c := e.ConditionByID(rt.Users[uid]); c != nil {
-			return c
-		}
-		c := e.ConditionByID(rt.Groups[gid])
-		if c == nil {
-			c = s.weightedLocked(e)
-			rt.Groups[gid] = c.ID
-		}
-		rt.Users[uid] = c.ID
-		return c
-	default:
-		c := s.weightedLocked(e)
-		rt.Users[uid] = c.ID
-		return c
-	}
-}
-
-// weightedLocked draws a condition in proportion to the weights; all-zero
-// weights draw uniformly.
-func (s *Sim) weightedLocked(e *upgrade.Experiment) *upgrade.Condition {
-	total := 0.0
-	for _, c := range e.Conditions {
-		if c.AssignmentWeight > 0 {
-			total += c.AssignmentWeight
-		}
-	}
-	if total <= 0 {
-		return &e.Conditions[s.rng.IntN(len(e.Conditions))]
-	}
-	r := s.rng.Float64() * total
-	last := 0
-	for i, c := range e.Conditions {
-		if c.AssignmentWeight <= 0 {
-			continue
-		}
-		last = i
-		if r < c.AssignmentWeight {
+	slices.SortStableFunc(order, func(a, b int) int { return e.Conditions[a].Order - e.Conditions[b].Order })
+	r := s.unit("draw", e.ID, key) * 100
+	sum := 0.0
+	for _, i := range order {
+		sum += e.Conditions[i].AssignmentWeight
+		if r <= sum {
 			return &e.Conditions[i]
 		}
-		r -= c.AssignmentWeight
 	}
-	return &e.Conditions[last]
+	return &e.Conditions[order[0]]
 }
 
 // entries is the answer for one experiment: one entry per decision point.
+// Payloads are delivered per decision point only.
 func entries(e *upgrade.Experiment, cond *upgrade.Condition) []assignmentOut {
 	var payloads []conditionPayload
 	if len(e.ConditionPayloads) > 0 {
@@ -586,19 +617,12 @@ func entries(e *upgrade.Experiment, cond *upgrade.Condition) []assignmentOut {
 }
 
 func payloadFor(ps []conditionPayload, condID, dpID string) *upgrade.Payload {
-	var general *upgrade.Payload
 	for _, p := range ps {
-		if p.ParentCondition != condID || p.Payload == nil || p.Payload.Value == "" {
-			continue
-		}
-		if p.DecisionPoint == dpID {
+		if p.ParentCondition == condID && p.DecisionPoint == dpID && p.Payload != nil {
 			return &upgrade.Payload{Type: p.Payload.Type, Value: p.Payload.Value}
 		}
-		if p.DecisionPoint == "" && general == nil {
-			general = &upgrade.Payload{Type: p.Payload.Type, Value: p.Payload.Value}
-		}
 	}
-	return general
+	return nil
 }
 
 // ---- mark ----
@@ -625,7 +649,8 @@ func parseMark(body []byte) (markBody, *apiError) {
 	ck := &checker{}
 	if data := ck.object(m, "", "data", true); data != nil {
 		mb.site = ck.str(data, "data", "site", true)
-		mb.target = ck.str(data, "data", "target", false)
+		// The v6 validator wants the target too.
+		mb.target = ck.str(data, "data", "target", true)
 		if ac := ck.object(data, "data", "assignedCondition", false); ac != nil {
 			ck.str(ac, "data.assignedCondition", "id", false)
 			mb.condCode = ck.str(ac, "data.assignedCondition", "conditionCode", false)
@@ -673,14 +698,30 @@ func hasDecisionPoint(e *upgrade.Experiment, key string) *upgrade.DecisionPoint 
 	return nil
 }
 
-// markLocked records a mark. Marks while an experiment enrolls (or has
-// completed enrollment) enroll the user in the condition marked as applied;
-// "condition not applied" excludes them instead.
+// knowsCode says whether a mark's condition code means something to the
+// experiment: a condition code or a payload value.
+func knowsCode(e *upgrade.Experiment, code string) bool {
+	if e.ConditionByCode(code) != nil {
+		return true
+	}
+	for _, p := range decodePayloads(e) {
+		if p.Payload != nil && p.Payload.Value == code {
+			return true
+		}
+	}
+	return false
+}
+
+// markLocked records a mark. The experiment is any one holding the
+// decision point, whatever its state or context: the one named, or one
+// picked by a number fixed per user. Only a running experiment (or one
+// whose enrollment is complete) enrolls or excludes; every mark is kept,
+// and exclude-if-reached reads them when an experiment starts.
 func (s *Sim) markLocked(uid string, u *user, mb markBody) (markOut, *apiError) {
 	key := dpKey(mb.site, mb.target)
 	var cands []*upgrade.Experiment
 	for _, e := range s.st.Experiments {
-		if (e.State == upgrade.StateEnrolling || e.State == upgrade.StateEnrollmentComplete) && hasDecisionPoint(e, key) != nil {
+		if hasDecisionPoint(e, key) != nil {
 			cands = append(cands, e)
 		}
 	}
@@ -688,122 +729,151 @@ func (s *Sim) markLocked(uid string, u *user, mb markBody) (markOut, *apiError) 
 	expID := mb.experimentID
 	if len(cands) > 0 {
 		if expID != "" {
-			if i := slices.IndexFunc(cands, func(e *upgrade.Experiment) bool { return e.ID == expID }); i >= 0 {
-				chosen = cands[i]
-			} else {
-				return markOut{}, &apiError{Status: 404, Name: "Error", Type: typeSharedDPInvalid,
+			i := slices.IndexFunc(cands, func(e *upgrade.Experiment) bool { return e.ID == expID })
+			if i < 0 {
+				return markOut{}, &apiError{Status: 404, Name: "Error", Type: typeQueryFailed,
 					Message: "Experiment ID not provided for shared Decision Point in markExperimentPoint: " + uid}
 			}
+			chosen = cands[i]
 		} else {
-			chosen = s.markTargetLocked(uid, u, key, cands)
+			chosen = cands[int(s.unit("mark", uid)*float64(len(cands)))]
 			expID = chosen.ID
 		}
 	}
-	if chosen != nil && mb.condCode != "" && chosen.ConditionByCode(mb.condCode) == nil {
+	if chosen != nil && mb.condCode != "" && !knowsCode(chosen, mb.condCode) {
 		return markOut{}, &apiError{Status: 500, Name: "Error", Type: typeConditionMissing,
 			Message: "Condition not found: " + mb.condCode}
 	}
 	// Everything is checked; from here on the mark is recorded.
-	for _, e := range s.st.Experiments {
-		if (e.State == upgrade.StateInactive || e.State == upgrade.StateScheduled) && hasExcludeIfReached(e, &key) {
-			s.excludeReachedLocked(e, uid, u)
-		}
-	}
-	if chosen != nil {
-		s.enrollLocked(chosen, uid, u, key, mb)
-	}
 	mk := s.st.Marks[uid+"\x1f"+key]
 	if mk == nil {
 		mk = &mark{ID: s.newID(), UserID: uid, Site: mb.site, Target: mb.target}
 		s.st.Marks[uid+"\x1f"+key] = mk
 	}
 	mk.ExperimentID, mk.Condition, mk.Status = expID, mb.condCode, mb.status
+	if chosen != nil && (chosen.State == upgrade.StateEnrolling || chosen.State == upgrade.StateEnrollmentComplete) {
+		s.enrollLocked(chosen, uid, u, hasDecisionPoint(chosen, key), mb)
+		if chosen.EnrollmentCompleteCondition != nil {
+			s.checkEnrollmentCompleteLocked(chosen)
+		}
+	}
 	return markOut{ID: mk.ID, UserID: uid, Site: mb.site, Target: nullable(mb.target),
 		ExperimentID: nullable(expID), Condition: nullable(mb.condCode)}, nil
 }
 
-// markTargetLocked picks which of several experiments on one decision point
-// a mark without an experiment id belongs to: the user's remembered pick,
-// else one holding a condition for them, else a fixed choice per user.
-func (s *Sim) markTargetLocked(uid string, u *user, key string, cands []*upgrade.Experiment) *upgrade.Experiment {
-	if id := s.st.Picks[uid][key]; id != "" {
-		if i := slices.IndexFunc(cands, func(e *upgrade.Experiment) bool { return e.ID == id }); i >= 0 {
-			return cands[i]
-		}
-	}
-	for _, e := range cands {
-		gid := ""
-		if e.AssignmentUnit == upgrade.UnitGroup {
-			gid = u.WorkingGroup[e.Group]
-		}
-		if s.existingLocked(e, uid, gid) != nil {
-			return e
-		}
-	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(uid))
-	return cands[int(h.Sum32()%uint32(len(cands)))]
-}
-
-func (s *Sim) enrollLocked(e *upgrade.Experiment, uid string, u *user, key string, mb markBody) {
-	gid := ""
-	if e.AssignmentUnit == upgrade.UnitGroup {
-		if gid = u.WorkingGroup[e.Group]; gid == "" {
-			return
-		}
-	}
-	if !segmentAllows(e, uid, u) || s.excluded(e, uid, gid) {
+// enrollLocked applies a mark to a running (or enrollment-complete)
+// experiment the way the server does. What is stored is the condition the
+// experiment gives the user, whatever code was marked; only "condition not
+// applied" excludes instead. After enrollment is complete a user (or group)
+// reaching the point without an enrollment is excluded.
+func (s *Sim) enrollLocked(e *upgrade.Experiment, uid string, u *user, dp *upgrade.DecisionPoint, mb markBody) {
+	rt := s.runtimeOf(e.ID)
+	if mb.status == upgrade.MarkConditionNotApplied {
+		setReason(&rt.ExcludedUsers, uid, reasonNotApplied)
 		return
 	}
-	rt := s.runtimeOf(e.ID)
-	switch {
-	case mb.status == upgrade.MarkConditionNotApplied:
-		if rt.ExcludedUsers == nil {
-			rt.ExcludedUsers = map[string]string{}
+	if !segmentAllows(e, uid, u) {
+		setReason(&rt.ExcludedUsers, uid, reasonSegment)
+		return
+	}
+	groupUnit := e.AssignmentUnit == upgrade.UnitGroup
+	noGroup := groupUnit && (len(u.Group) == 0 || len(u.WorkingGroup) == 0)
+	invalid := groupUnit && !noGroup && !validGroup(e, u)
+	wg := workingGroupOf(e, u)
+	en := rt.Enrolled[uid]
+	heldHere := en != nil && slices.Contains(en.Partitions, dp.ID)
+	userOut := rt.ExcludedUsers[uid] != ""
+	_, groupHeld := rt.Groups[wg]
+	groupHeld = groupHeld && wg != ""
+	groupOut := wg != "" && rt.ExcludedGroups[wg] != ""
+
+	if e.State == upgrade.StateEnrollmentComplete && e.ConsistencyRule != upgrade.ConsistencyExperiment {
+		if groupUnit && wg != "" && !invalid && !groupHeld && !groupOut {
+			setReason(&rt.ExcludedGroups, wg, reasonReachedAfter)
 		}
-		rt.ExcludedUsers[uid] = reasonNotApplied
-		delete(rt.Enrolled, uid)
-	case mb.status == upgrade.MarkConditionApplied || (mb.status == "" && mb.condCode != ""):
-		var cond *upgrade.Condition
-		if mb.condCode != "" {
-			cond = e.ConditionByCode(mb.condCode)
-		} else {
-			cond = s.existingLocked(e, uid, gid)
+		if !heldHere && !userOut && (!groupUnit || !groupHeld) {
+			setReason(&rt.ExcludedUsers, uid, reasonReachedAfter)
 		}
-		dp := hasDecisionPoint(e, key)
-		if cond == nil || dp == nil {
+		return
+	}
+	var held *upgrade.Condition
+	if heldHere {
+		held = e.ConditionByID(en.ConditionID)
+	}
+	var cond *upgrade.Condition
+	if !groupUnit || (!noGroup && !invalid) {
+		cond = s.decideLocked(e, uid, u, held)
+	}
+	if groupUnit {
+		if !groupHeld && !groupOut && cond != nil && !noGroup && !invalid {
+			if rt.Groups == nil {
+				rt.Groups = map[string]string{}
+			}
+			rt.Groups[wg] = cond.ID
+		}
+		if groupOut && !userOut && e.ConsistencyRule != upgrade.ConsistencyExperiment {
+			setReason(&rt.ExcludedUsers, uid, reasonGroupLogic)
+			userOut = true
+		}
+		if !heldHere && !userOut && (invalid || noGroup) && e.ConsistencyRule != upgrade.ConsistencyExperiment {
+			reason := reasonNoGroup
+			if invalid {
+				reason = reasonInvalidGroup
+			}
+			setReason(&rt.ExcludedUsers, uid, reason)
 			return
 		}
-		if rt.Enrolled == nil {
-			rt.Enrolled = map[string]*enrollment{}
-		}
-		en := rt.Enrolled[uid]
-		if en == nil || en.ConditionID != cond.ID {
-			en = &enrollment{ConditionID: cond.ID, Partitions: []string{}}
-			rt.Enrolled[uid] = en
-		}
-		en.GroupID = gid
-		if !slices.Contains(en.Partitions, dp.ID) {
-			en.Partitions = append(en.Partitions, dp.ID)
-		}
-		s.checkEnrollmentCompleteLocked(e, rt)
 	}
+	if heldHere || userOut || cond == nil || noGroup || invalid {
+		return
+	}
+	if rt.Enrolled == nil {
+		rt.Enrolled = map[string]*enrollment{}
+	}
+	if en == nil {
+		en = &enrollment{ConditionID: cond.ID, Partitions: []string{}}
+		rt.Enrolled[uid] = en
+	}
+	en.GroupID = wg
+	en.Partitions = append(en.Partitions, dp.ID)
 }
 
 // checkEnrollmentCompleteLocked ends enrollment once the experiment's
-// enrollmentCompleteCondition counts are reached.
-func (s *Sim) checkEnrollmentCompleteLocked(e *upgrade.Experiment, rt *runtime) {
+// enrollmentCompleteCondition is met: for a group unit with both counts,
+// that many groups each with that many enrolled users; otherwise that many
+// enrolled users, or that many users who marked its decision points.
+func (s *Sim) checkEnrollmentCompleteLocked(e *upgrade.Experiment) {
 	ecc := e.EnrollmentCompleteCondition
-	if e.State != upgrade.StateEnrolling || ecc == nil || (ecc.UserCount <= 0 && ecc.GroupCount <= 0) {
+	if e.State != upgrade.StateEnrolling || ecc == nil {
 		return
 	}
-	groups := map[string]bool{}
-	for _, en := range rt.Enrolled {
-		if en.GroupID != "" {
-			groups[en.GroupID] = true
+	rt := s.runtimeOf(e.ID)
+	done := false
+	switch {
+	case e.AssignmentUnit == upgrade.UnitGroup && ecc.GroupCount > 0 && ecc.UserCount > 0:
+		perGroup := map[string]int{}
+		for _, en := range rt.Enrolled {
+			if en.GroupID != "" {
+				perGroup[en.GroupID]++
+			}
 		}
+		full := 0
+		for _, n := range perGroup {
+			if n >= ecc.UserCount {
+				full++
+			}
+		}
+		done = full >= ecc.GroupCount
+	case ecc.UserCount > 0:
+		marked := map[string]bool{}
+		for _, mk := range s.st.Marks {
+			if hasDecisionPoint(e, dpKey(mk.Site, mk.Target)) != nil {
+				marked[mk.UserID] = true
+			}
+		}
+		done = len(rt.Enrolled) >= ecc.UserCount || len(marked) >= ecc.UserCount
 	}
-	if len(rt.Enrolled) >= ecc.UserCount && len(groups) >= ecc.GroupCount {
+	if done {
 		_, _ = s.setStateLocked(e.ID, upgrade.StateEnrollmentComplete, nil)
 	}
 }
@@ -840,8 +910,12 @@ func (s *Sim) statsLocked(id string) (upgrade.EnrollmentStats, *apiError) {
 	e := s.idx[id]
 	if e == nil {
 		// The server dereferences the missing experiment.
-		return upgrade.EnrollmentStats{}, &apiError{Status: 500, Name: "TypeError",
-			Message: "Cannot read properties of undefined (reading 'conditions')"}
+		if !isUUID(id) {
+			// PostgreSQL refuses the id before any row is read.
+			return upgrade.EnrollmentStats{}, &apiError{Status: 500, Name: "QueryFailedError",
+				Message: fmt.Sprintf("invalid input syntax for type uuid: %q", id)}
+		}
+		return upgrade.EnrollmentStats{}, typeError("Cannot read properties of null (reading 'conditions')")
 	}
 	rt := s.st.Runtime[id]
 	if rt == nil {
@@ -854,6 +928,13 @@ func (s *Sim) statsLocked(id string) (upgrade.EnrollmentStats, *apiError) {
 			if !keep(en) {
 				continue
 			}
+			if withGroups {
+				// Group units count the enrollments of groups that
+				// are enrolled themselves.
+				if _, ok := rt.Groups[en.GroupID]; !ok || en.GroupID == "" {
+					continue
+				}
+			}
 			users++
 			if withGroups && en.GroupID != "" {
 				groups[en.GroupID] = true
@@ -861,8 +942,10 @@ func (s *Sim) statsLocked(id string) (upgrade.EnrollmentStats, *apiError) {
 		}
 		return users, len(groups)
 	}
-	out := upgrade.EnrollmentStats{ID: id, UsersExcluded: len(rt.ExcludedUsers), GroupsExcluded: len(rt.ExcludedGroups),
-		Conditions: []upgrade.ConditionStats{}}
+	out := upgrade.EnrollmentStats{ID: id, UsersExcluded: len(rt.ExcludedUsers), Conditions: []upgrade.ConditionStats{}}
+	if withGroups {
+		out.GroupsExcluded = len(rt.ExcludedGroups)
+	}
 	out.Users, out.Groups = distinct(func(*enrollment) bool { return true })
 	for _, cond := range e.Conditions {
 		cs := upgrade.ConditionStats{ID: cond.ID, Partitions: []upgrade.PartitionStats{}}

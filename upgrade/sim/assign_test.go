@@ -51,11 +51,8 @@ func TestInit(t *testing.T) {
 		typ  string
 	}{
 		{"unknown key", map[string]any{"groups": map[string]any{}}, []string{"User-Id", "x"}, 400, "Parameter not in the correct format"},
-		{"working group outside group", map[string]any{"group": map[string][]string{"classId": {"c1"}},
-			"workingGroup": map[string]string{"classId": "c7"}}, []string{"User-Id", "x"}, 400, "Working group is not a subset of user group"},
-		{"working group type without group", map[string]any{"workingGroup": map[string]string{"schoolId": "s1"}}, []string{"User-Id", "y"}, 400, "Working group is not a subset of user group"},
 		{"group values not strings", map[string]any{"group": map[string]any{"classId": "c1"}}, []string{"User-Id", "x"}, 400, "Parameter not in the correct format"},
-		{"no User-Id", map[string]any{}, nil, 400, "Missing `User-Id` header"},
+		{"no User-Id", map[string]any{}, nil, 400, "Parameter not in the correct format"},
 	} {
 		r := ts.do("POST", "/v6/init", tc.body, tc.hdr...)
 		var se upgrade.ServerError
@@ -66,6 +63,14 @@ func TestInit(t *testing.T) {
 	}
 	if _, ok := ts.srv.Sim().User("x"); ok {
 		t.Error("a rejected init created user x")
+	}
+	// The server does not check working groups against groups: such a
+	// user is stored, and group experiments treat them as having no
+	// valid group.
+	r := ts.must("POST", "/v6/init", map[string]any{"group": map[string][]string{"classId": {"c1"}},
+		"workingGroup": map[string]string{"classId": "c7"}}, "User-Id", "outside")
+	if string(r.body) != `{"id":"outside","group":{"classId":["c1"]},"workingGroup":{"classId":"c7"}}` {
+		t.Errorf("working group outside the group: %s", r.body)
 	}
 }
 
@@ -248,39 +253,54 @@ func TestSegments(t *testing.T) {
 
 func TestExcludeIfReached(t *testing.T) {
 	ts := startSim(t, Options{Seed: 9})
+	// "prior" marks the decision point before the experiment exists.
+	ts.initUser("prior", nil, nil)
+	ts.mark("prior", site, target, "", "", "condition applied")
 	e := ts.create(expBody("Early visitors", func(m map[string]any) {
 		m["partitions"] = []any{dp("d", site, target, true)}
 	}))
-	ts.initUser("early", nil, nil)
-	ts.initUser("late", nil, nil)
-	if as := ts.assign("early", ctx); len(as) != 0 {
+	for _, u := range []string{"assigner", "marker", "late"} {
+		ts.initUser(u, nil, nil)
+	}
+	if as := ts.assign("assigner", ctx); len(as) != 0 {
 		t.Fatalf("inactive experiment assigned %+v", as)
 	}
+	ts.mark("marker", site, target, "", "", "condition applied")
 	ts.setState(e.ID, "enrolling")
-	for i := 0; i < 3; i++ {
-		if got := codeAt(t, ts.assign("early", ctx), site, target); got != "" {
-			t.Fatalf("early visitor got %s after the start", got)
+	// Only a mark excludes: reaching the point through assign does not.
+	for u, want := range map[string]bool{"assigner": true, "late": true, "marker": false, "prior": false} {
+		if got := codeAt(t, ts.assign(u, ctx), site, target) != ""; got != want {
+			t.Errorf("%s gets a condition after the start: %v, want %v", u, got, want)
 		}
 	}
-	if got := codeAt(t, ts.assign("late", ctx), site, target); got == "" {
-		t.Fatal("late visitor got nothing")
-	}
-	ts.setState(e.ID, "enrollmentComplete")
-	if got := codeAt(t, ts.assign("early", ctx), site, target); got != "" {
-		t.Errorf("early visitor got %s after completion", got)
-	}
-	var st upgrade.EnrollmentStats
-	ts.must("POST", "/stats/enrollment/detail", map[string]any{"experimentId": e.ID}).decode(t, &st)
-	if st.UsersExcluded != 1 {
-		t.Errorf("usersExcluded = %d, want 1", st.UsersExcluded)
+	st, _ := ts.srv.Sim().EnrollmentStats(e.ID)
+	if st.UsersExcluded != 2 {
+		t.Errorf("usersExcluded = %d, want 2 (marker, prior)", st.UsersExcluded)
 	}
 
-	// Without excludeIfReached an early visit costs nothing.
+	// An enrolled user who marked is excluded when the experiment goes
+	// inactive and starts again.
+	ts.mark("late", site, target, "", e.ID, "condition applied")
+	ts.setState(e.ID, "inactive")
+	ts.setState(e.ID, "enrolling")
+	if got := codeAt(t, ts.assign("late", ctx), site, target); got != "" {
+		t.Errorf("enrolled user got %s after inactive -> running", got)
+	}
+	// Pausing and resuming (enrollmentComplete -> enrolling) excludes nobody.
+	ts.initUser("resumer", nil, nil)
+	ts.mark("resumer", site, target, "", e.ID, "condition applied")
+	ts.setState(e.ID, "enrollmentComplete")
+	ts.setState(e.ID, "enrolling")
+	if got := codeAt(t, ts.assign("resumer", ctx), site, target); got == "" {
+		t.Error("resuming from enrollmentComplete excluded an enrolled user")
+	}
+
+	// Without excludeIfReached an early mark costs nothing.
 	f := ts.create(expBody("Forgiving", func(m map[string]any) {
 		m["partitions"] = []any{dp("d", "SelectSection", "analyzing_step_functions", false)}
 	}))
 	ts.initUser("visitor", nil, nil)
-	ts.assign("visitor", ctx)
+	ts.mark("visitor", site, "analyzing_step_functions", "", "", "condition applied")
 	ts.setState(f.ID, "enrolling")
 	if got := codeAt(t, ts.assign("visitor", ctx), site, "analyzing_step_functions"); got == "" {
 		t.Error("visitor of an experiment without exclude-if-reached stayed excluded")
@@ -298,7 +318,7 @@ func TestExcludeIfReachedPinsTheGroup(t *testing.T) {
 	for _, u := range []string{"b1", "b2"} {
 		ts.initUser(u, map[string][]string{"classId": {"B"}}, map[string]string{"classId": "B"})
 	}
-	ts.assign("a1", ctx) // one student of class A reaches it while inactive
+	ts.mark("a1", site, target, "", "", "condition applied") // one student of class A marks it while inactive
 	ts.setState(e.ID, "enrolling")
 	for _, u := range []string{"a1", "a2", "a3"} {
 		if got := codeAt(t, ts.assign(u, ctx), site, target); got != "" {
@@ -316,35 +336,52 @@ func TestExcludeIfReachedPinsTheGroup(t *testing.T) {
 	}
 }
 
+// setPostRule makes an experiment hold a post rule through a PUT, the only
+// way on a 6.5 server (create stores continue).
+func (ts *testServer) setPostRule(id, rule, revertToCode string) {
+	ts.t.Helper()
+	cur, _ := ts.srv.Sim().Experiment(id)
+	cur.PostExperimentRule, cur.RevertTo = rule, nil
+	if c := cur.ConditionByCode(revertToCode); c != nil {
+		cid := c.ID
+		cur.RevertTo = &cid
+	}
+	ts.must("PUT", "/experiments/"+id, putBody(ts.t, cur))
+}
+
 func TestPostExperimentRules(t *testing.T) {
 	ts := startSim(t, Options{Seed: 21})
-	assignRule := ts.create(expBody("Assign rule", func(m map[string]any) {
-		m["postExperimentRule"] = "assign"
-		m["revertTo"] = "cond-b" // the id sent; the server maps it to the new one
-	}))
+	assignRule := ts.create(expBody("Assign rule"))
+	ts.setPostRule(assignRule.ID, "assign", "variant")
 	cont := ts.create(expBody("Continue rule", func(m map[string]any) {
 		m["partitions"] = []any{dp("d", site, "analyzing_step_functions", false)}
 	}))
 	toDefault := ts.create(expBody("Assign default", func(m map[string]any) {
 		m["context"] = []any{"mathstream"}
-		m["postExperimentRule"] = "assign"
 		m["conditions"] = []any{cond("x", "question-hint-default", 50, 1), cond("y", "question-hint-tutorbot", 50, 2)}
 		m["partitions"] = []any{dp("p", "lesson-stream", "question-hint", false)}
 	}))
+	ts.setPostRule(toDefault.ID, "assign", "")
 	for _, e := range []upgrade.Experiment{assignRule, cont, toDefault} {
 		ts.setState(e.ID, "enrolling")
 	}
+	// Marked users are enrolled; the "drop" users were assigned only.
 	before := map[string]string{}
 	for _, u := range users("pre", 20) {
 		ts.initUser(u, nil, nil)
 		before[u] = codeAt(t, ts.assign(u, ctx), site, "analyzing_step_functions")
-		ts.assign(u, "mathstream")
+		ts.mark(u, site, target, "", assignRule.ID, "condition applied")
+		ts.mark(u, site, "analyzing_step_functions", "", cont.ID, "condition applied")
+		ts.mark(u, "lesson-stream", "question-hint", "", toDefault.ID, "condition applied")
+	}
+	for _, u := range users("drop", 5) {
+		ts.initUser(u, nil, nil)
+		ts.assign(u, ctx)
 	}
 	for _, e := range []upgrade.Experiment{assignRule, cont, toDefault} {
 		ts.setState(e.ID, "enrollmentComplete")
 	}
-	ts.initUser("newcomer", nil, nil)
-	for _, u := range append(users("pre", 20), "newcomer") {
+	for _, u := range users("pre", 20) {
 		as := ts.assign(u, ctx)
 		if got := codeAt(t, as, site, target); got != "variant" {
 			t.Errorf("%s: post rule assign gave %q, want variant", u, got)
@@ -354,6 +391,13 @@ func TestPostExperimentRules(t *testing.T) {
 		}
 		if as := ts.assign(u, "mathstream"); len(as) != 0 {
 			t.Errorf("%s: post rule assign to the default gave %+v", u, as)
+		}
+	}
+	// Assigned but never marked: nothing under either rule, like a newcomer.
+	ts.initUser("newcomer", nil, nil)
+	for _, u := range append(users("drop", 5), "newcomer") {
+		if as := ts.assign(u, ctx); len(as) != 0 {
+			t.Errorf("%s (never marked) got %+v after enrollment complete", u, as)
 		}
 	}
 	// Cancelled and archived experiments hand out nothing.
@@ -432,12 +476,14 @@ func TestSharedDecisionPointAssignsOneExperiment(t *testing.T) {
 func TestEnrollmentStatsFromMarks(t *testing.T) {
 	ts := startSim(t, Options{Seed: 17})
 	e := ts.create(expBody("Stats", func(m map[string]any) {
+		m["conditions"] = []any{cond("cond-a", "control", 100, 1), cond("cond-b", "variant", 0, 2)}
 		m["partitions"] = []any{dp("d1", site, target, false), dp("d2", site, "analyzing_step_functions", false)}
 	}))
 	ts.setState(e.ID, "enrolling")
 	control, variant := e.ConditionByCode("control").ID, e.ConditionByCode("variant").ID
-	// u1, u2 control at both points; u3 variant at d1 only; u4 assigned but
-	// never marked; u5 marks not applied.
+	// Everyone is drawn control. u1, u2 mark both points; u3 marks d1
+	// claiming variant (counted as control: stats count the condition
+	// assigned); u4 assigned but never marked; u5 marks not applied.
 	marks := []struct{ user, code, target, status string }{
 		{"u1", "control", target, "condition applied"},
 		{"u1", "control", "analyzing_step_functions", "condition applied"},
@@ -457,15 +503,19 @@ func TestEnrollmentStatsFromMarks(t *testing.T) {
 	ts.must("POST", "/stats/enrollment/detail", map[string]any{"experimentId": e.ID}).decode(t, &got)
 	d1, d2 := e.Partitions[0].ID, e.Partitions[1].ID
 	want := upgrade.EnrollmentStats{ID: e.ID, Users: 3, UsersExcluded: 1, Conditions: []upgrade.ConditionStats{
-		{ID: control, Users: 2, Partitions: []upgrade.PartitionStats{{ID: d1, Users: 2}, {ID: d2, Users: 2}}},
-		{ID: variant, Users: 1, Partitions: []upgrade.PartitionStats{{ID: d1, Users: 1}, {ID: d2}}},
+		{ID: control, Users: 3, Partitions: []upgrade.PartitionStats{{ID: d1, Users: 3}, {ID: d2, Users: 2}}},
+		{ID: variant, Users: 0, Partitions: []upgrade.PartitionStats{{ID: d1}, {ID: d2}}},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stats (-want +got):\n%s", diff)
 	}
 	r := ts.do("POST", "/stats/enrollment/detail", map[string]any{"experimentId": "3f0b6a55-1c7e-4c1e-9a53-2b8f0f7d9c11"})
-	if r.status != 500 {
-		t.Errorf("stats of an unknown experiment: %d", r.status)
+	if se := r.object(t); r.status != 500 || se["name"] != "TypeError" {
+		t.Errorf("stats of an unknown experiment: %d %s", r.status, r.body)
+	}
+	r = ts.do("POST", "/stats/enrollment/detail", map[string]any{"experimentId": "xyz"})
+	if se := r.object(t); r.status != 500 || se["name"] != "QueryFailedError" {
+		t.Errorf("stats of a non-UUID: %d %s", r.status, r.body)
 	}
 }
 

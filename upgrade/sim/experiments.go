@@ -90,39 +90,47 @@ func jsonArray(items [][]byte) []byte {
 // prepareExperiment validates a create or update body and decodes it. It
 // reads nothing but the metadata, so it runs outside the lock.
 func (s *Sim) prepareExperiment(body []byte) (*upgrade.Experiment, []conditionPayload, *apiError) {
+	e, payloads, _, aerr := s.prepareBody(body)
+	return e, payloads, aerr
+}
+
+// prepareBody is prepareExperiment that also tells whether the body carried
+// conditionPayloads at all (an update without them fails on the server).
+func (s *Sim) prepareBody(body []byte) (*upgrade.Experiment, []conditionPayload, bool, *apiError) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, nil, badBody(err.Error())
+		return nil, nil, false, badBody(err.Error())
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, nil, badBody("the body is not a JSON object")
+		return nil, nil, false, badBody("the body is not a JSON object")
 	}
 	if aerr := validateExperiment(m); aerr != nil {
-		return nil, nil, aerr
+		return nil, nil, false, aerr
 	}
 	var e upgrade.Experiment
 	if err := json.Unmarshal(body, &e); err != nil {
-		return nil, nil, badBody(err.Error())
+		return nil, nil, false, badBody(err.Error())
 	}
 	ctx := e.ContextName()
 	if _, ok := s.meta[ctx]; !ok {
-		return nil, nil, &apiError{Status: 400, Name: "BadRequestError", Type: typeIncorrectParam,
+		return nil, nil, false, &apiError{Status: 400, Name: "BadRequestError", Type: typeIncorrectParam,
 			Message: fmt.Sprintf("The app context %q is not defined in CONTEXT_METADATA.", ctx)}
 	}
 	payloads := make([]conditionPayload, 0, len(e.ConditionPayloads))
 	for i, raw := range e.ConditionPayloads {
 		var p conditionPayload
 		if err := json.Unmarshal(raw, &p); err != nil {
-			return nil, nil, badBody(fmt.Sprintf("conditionPayloads[%d]: %v", i, err))
+			return nil, nil, false, badBody(fmt.Sprintf("conditionPayloads[%d]: %v", i, err))
 		}
 		payloads = append(payloads, p)
 	}
 	e.StateTimeLogs = nil // the server keeps its own log
 	normalizeStored(&e)
-	return &e, payloads, nil
+	_, sent := m["conditionPayloads"]
+	return &e, payloads, sent && m["conditionPayloads"] != nil, nil
 }
 
 func encodePayloads(ps []conditionPayload) []json.RawMessage {
@@ -176,21 +184,26 @@ func (s *Sim) insertLocked(e *upgrade.Experiment, payloads []conditionPayload) (
 		id := s.newID()
 		condIDs[e.Conditions[i].ID] = id
 		e.Conditions[i].ID = id
-		e.Conditions[i].Order = i + 1
 	}
 	partIDs := map[string]string{}
 	for i := range e.Partitions {
 		id := s.newID()
 		partIDs[e.Partitions[i].ID] = id
 		e.Partitions[i].ID = id
-		e.Partitions[i].Order = i + 1
 	}
-	if e.RevertTo != nil {
+	// A 6.5 server stores every new experiment with the continue rule and
+	// keeps the revertTo it was sent, which names none of the fresh
+	// condition ids: the rule and revertTo only hold after a PUT.
+	if !s.legacy {
+		e.PostExperimentRule = upgrade.PostRuleContinue
+	} else if e.RevertTo != nil {
 		if id, ok := condIDs[*e.RevertTo]; ok {
 			e.RevertTo = &id
 		}
 	}
+	fillTwoChars(e)
 	for i := range payloads {
+		payloads[i].ID = s.newID()
 		if id, ok := condIDs[payloads[i].ParentCondition]; ok {
 			payloads[i].ParentCondition = id
 		}
@@ -207,6 +220,7 @@ func (s *Sim) insertLocked(e *upgrade.Experiment, payloads []conditionPayload) (
 		e.CreatedAt, e.VersionNumber = old.CreatedAt, old.VersionNumber+1
 		e.StateTimeLogs = old.StateTimeLogs
 		delete(s.st.Runtime, e.ID)
+		delete(s.st.Lists, e.ID)
 		i := slices.Index(s.st.Experiments, old)
 		s.st.Experiments[i] = e
 	} else {
@@ -217,11 +231,24 @@ func (s *Sim) insertLocked(e *upgrade.Experiment, payloads []conditionPayload) (
 }
 
 // updateLocked replaces experiment id with the body, keeping the ids sent.
-func (s *Sim) updateLocked(id string, e *upgrade.Experiment, payloads []conditionPayload) (*upgrade.Experiment, *apiError) {
+func (s *Sim) updateLocked(id string, e *upgrade.Experiment, payloads []conditionPayload, payloadsSent bool) (*upgrade.Experiment, *apiError) {
 	old := s.idx[id]
 	if old == nil {
-		return nil, notFoundExperiment()
+		if s.legacy {
+			return nil, notFoundExperiment()
+		}
+		// The server reads the missing row and fails on it.
+		return nil, typeError("Cannot read properties of undefined (reading 'state')")
 	}
+	if !s.legacy {
+		if !payloadsSent {
+			return nil, typeError("Cannot read properties of undefined (reading 'reduce')")
+		}
+		payloads = s.completePayloads(old, e, payloads)
+		// Lists are managed by their own routes; a PUT leaves them alone.
+		e.Inclusion, e.Exclusion = old.Inclusion, old.Exclusion
+	}
+	fillTwoChars(e)
 	e.ID = id
 	e.ConditionPayloads = encodePayloads(payloads)
 	e.CreatedAt = old.CreatedAt
@@ -238,12 +265,14 @@ func (s *Sim) updateLocked(id string, e *upgrade.Experiment, payloads []conditio
 }
 
 // setStateLocked changes a state. The server enforces no transition rules.
+// Starting enrollment (from anything but enrollmentComplete) excludes every
+// user who has marked one of the experiment's exclude-if-reached decision
+// points, whenever that was.
 func (s *Sim) setStateLocked(id string, st upgrade.State, scheduleDate *string) (*upgrade.Experiment, *apiError) {
 	old := s.idx[id]
 	if old == nil {
 		// The real server reads the missing row and fails on it.
-		return nil, &apiError{Status: 500, Name: "TypeError",
-			Message: "Cannot read properties of undefined (reading 'context')"}
+		return nil, typeError("Cannot read properties of null (reading 'context')")
 	}
 	if !st.Valid() {
 		return nil, badBody("state: must be one of: " + strings.Join(stateNames, ", "))
@@ -261,18 +290,85 @@ func (s *Sim) setStateLocked(id string, st upgrade.State, scheduleDate *string) 
 	}
 	s.st.Experiments[slices.Index(s.st.Experiments, old)] = &e
 	s.idx[id] = &e
+	if st == upgrade.StateEnrolling && old.State != upgrade.StateEnrollmentComplete {
+		s.excludeReachedLocked(&e)
+	}
 	return &e, nil
 }
 
 func notFoundExperiment() *apiError {
-	return &apiError{Status: 404, Name: "NotFoundError", Message: "Experiment not found!", Type: typeQueryFailed}
+	return &apiError{Status: 404, Name: "Error", Message: "Experiment not found!", Type: typeQueryFailed}
+}
+
+// sentLogs reads the stateTimeLogs of a request body (nil when unreadable).
+func sentLogs(body []byte) []upgrade.StateTimeLog {
+	var b struct {
+		StateTimeLogs []upgrade.StateTimeLog `json:"stateTimeLogs"`
+	}
+	_ = json.Unmarshal(body, &b)
+	return b.StateTimeLogs
+}
+
+func typeError(msg string) *apiError { return &apiError{Status: 500, Name: "TypeError", Message: msg} }
+
+// fillTwoChars gives conditions and decision points without a short code
+// one, as the server does.
+func fillTwoChars(e *upgrade.Experiment) {
+	for i := range e.Conditions {
+		if e.Conditions[i].TwoCharacterID == "" {
+			e.Conditions[i].TwoCharacterID = twoChars(e.Conditions[i].ID)
+		}
+	}
+	for i := range e.Partitions {
+		if e.Partitions[i].TwoCharacterID == "" {
+			e.Partitions[i].TwoCharacterID = twoChars(e.Partitions[i].ID)
+		}
+	}
+}
+
+// completePayloads applies the update rules of a 6.5 server to the payloads
+// sent: only those at a current decision point stay, every condition gets one
+// at every decision point (its code, as a string, unless one was sent), and
+// a payload that still shows the condition's old code follows a new code.
+func (s *Sim) completePayloads(old, e *upgrade.Experiment, sent []conditionPayload) []conditionPayload {
+	byPoint := map[string]conditionPayload{}
+	for _, p := range sent {
+		if hasPartitionID(e, p.DecisionPoint) {
+			byPoint[p.DecisionPoint+"\x1f"+p.ParentCondition] = p
+		}
+	}
+	var out []conditionPayload
+	for _, dp := range e.Partitions {
+		for _, c := range e.Conditions {
+			p, ok := byPoint[dp.ID+"\x1f"+c.ID]
+			if !ok {
+				out = append(out, conditionPayload{ID: s.newID(), ParentCondition: c.ID, DecisionPoint: dp.ID,
+					Payload: &upgrade.Payload{Type: "string", Value: c.ConditionCode}})
+				continue
+			}
+			if oc := old.ConditionByID(c.ID); oc != nil && p.Payload != nil && p.Payload.Value == oc.ConditionCode {
+				p.Payload = &upgrade.Payload{Type: p.Payload.Type, Value: c.ConditionCode}
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func hasPartitionID(e *upgrade.Experiment, id string) bool {
+	for _, p := range e.Partitions {
+		if p.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Sim) handleList(c *call) {
 	var items [][]byte
 	if err := s.view(func() {
 		for _, e := range s.st.Experiments {
-			items = append(items, s.wire(e, true))
+			items = append(items, s.render(e, viewList))
 		}
 	}); err != nil {
 		c.failErr(err)
@@ -302,7 +398,7 @@ func (s *Sim) handleSingle(c *call, id string) {
 	var out []byte
 	if err := s.view(func() {
 		if e := s.idx[id]; e != nil {
-			out = s.wire(e, true)
+			out = s.render(e, viewSingle)
 		}
 	}); err != nil {
 		c.failErr(err)
@@ -327,7 +423,7 @@ func (s *Sim) handleCreate(c *call) {
 		if aerr != nil {
 			return false, aerr
 		}
-		out = s.wire(created, true)
+		out = s.render(created, viewCreate)
 		return true, nil
 	})
 	if err != nil {
@@ -342,18 +438,22 @@ func (s *Sim) handleUpdate(c *call, id string) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
-	e, payloads, aerr := s.prepareExperiment(c.body)
+	e, payloads, payloadsSent, aerr := s.prepareBody(c.body)
 	if aerr != nil {
 		c.fail(aerr)
 		return
 	}
 	var out []byte
 	err := s.mutate(func() (bool, *apiError) {
-		updated, aerr := s.updateLocked(id, e, payloads)
+		updated, aerr := s.updateLocked(id, e, payloads, payloadsSent)
 		if aerr != nil {
 			return false, aerr
 		}
-		out = s.wire(updated, true)
+		// The answer shows the time logs that were sent, not the
+		// stored ones.
+		shown := *updated
+		shown.StateTimeLogs = sentLogs(c.body)
+		out = s.render(&shown, viewUpdate)
 		return true, nil
 	})
 	if err != nil {
@@ -391,11 +491,12 @@ func (s *Sim) handleState(c *call) {
 	}
 	var out []byte
 	err := s.mutate(func() (bool, *apiError) {
+		old := s.idx[id]
 		e, aerr := s.setStateLocked(id, upgrade.NormalizeState(st), sched)
 		if aerr != nil {
 			return false, aerr
 		}
-		out = s.wire(e, true)
+		out = s.renderState(old, e)
 		return true, nil
 	})
 	if err != nil {
@@ -419,8 +520,9 @@ func (s *Sim) handleDelete(c *call, id string) {
 		s.st.Experiments = slices.DeleteFunc(s.st.Experiments, func(x *upgrade.Experiment) bool { return x == e })
 		delete(s.idx, id)
 		delete(s.st.Runtime, id)
+		delete(s.st.Lists, id)
 		// The server answers the raw deleted rows: internal state names.
-		out = jsonArray([][]byte{s.wire(e, false)})
+		out = jsonArray([][]byte{s.render(e, viewDeleted)})
 		return true, nil
 	})
 	if err != nil {
@@ -466,16 +568,25 @@ func (s *Sim) handlePaginated(c *call) {
 				list = append(list, e)
 			}
 		}
-		sortExperiments(list, sortBy)
 		total = len(list)
+		if !s.legacy {
+			// The server takes the page in id order and sorts only the
+			// page.
+			sort.SliceStable(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+		} else {
+			sortExperiments(list, sortBy)
+		}
 		if skip > 0 {
 			list = list[min(skip, len(list)):]
 		}
 		if take > 0 && take < len(list) {
 			list = list[:take]
 		}
+		if !s.legacy {
+			sortExperiments(list, sortBy)
+		}
 		for _, e := range list {
-			nodes = append(nodes, s.wire(e, true))
+			nodes = append(nodes, s.render(e, viewPage))
 		}
 	}); err != nil {
 		c.failErr(err)
@@ -484,6 +595,17 @@ func (s *Sim) handlePaginated(c *call) {
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, `{"total":%d,"nodes":`, total)
 	buf.Write(jsonArray(nodes))
+	if !s.legacy {
+		// 6.5 echoes the paging parameters it was sent.
+		for _, k := range []string{"skip", "take", "searchParams", "sortParams"} {
+			if v, ok := m[k]; ok {
+				b, err := json.Marshal(v)
+				if err == nil {
+					fmt.Fprintf(&buf, `,%q:%s`, k, b)
+				}
+			}
+		}
+	}
 	buf.WriteByte('}')
 	c.raw(200, buf.Bytes())
 }

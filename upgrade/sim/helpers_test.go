@@ -270,3 +270,21 @@ func post(ts *testServer, path, user string, body, out any) error {
 	}
 	return nil
 }
+
+// putBody is an update body as the client sends it: the whole experiment,
+// conditionPayloads included (a 6.5 server fails an update without them).
+func putBody(t testing.TB, e upgrade.Experiment) map[string]any {
+	t.Helper()
+	b, err := e.MarshalFor(upgrade.SegmentsArray)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["conditionPayloads"] == nil {
+		m["conditionPayloads"] = []any{}
+	}
+	return m
+}

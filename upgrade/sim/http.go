@@ -150,6 +150,12 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 		route(m, true, func(c *call) { s.handleUpdate(c, segs[1]) })
 	case len(segs) == 2 && low[0] == "experiments" && m == http.MethodDelete:
 		route(m, true, func(c *call) { s.handleDelete(c, segs[1]) })
+	case !s.legacy && len(segs) == 2 && low[0] == "experiments" && isListKind(low[1]) && m == http.MethodPost:
+		route(m, true, func(c *call) { s.handleListAdd(c, listKind(low[1])) })
+	case !s.legacy && len(segs) == 3 && low[0] == "experiments" && isListKind(low[1]) && m == http.MethodPut:
+		route(m, true, func(c *call) { s.handleListUpdate(c, listKind(low[1]), segs[2]) })
+	case !s.legacy && len(segs) == 3 && low[0] == "experiments" && isListKind(low[1]) && m == http.MethodDelete:
+		route(m, true, func(c *call) { s.handleListDelete(c, listKind(low[1]), segs[2]) })
 	case len(segs) == 3 && low[0] == "stats" && low[1] == "enrollment" && low[2] == "detail" && m == http.MethodPost:
 		route(m, true, s.handleStats)
 	case len(segs) == 2 && low[0] == "v6" && low[1] == "init" && m == http.MethodPost:
@@ -161,6 +167,15 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		notFoundPage(w, r)
 	}
+}
+
+func isListKind(seg string) bool { return seg == "inclusionlist" || seg == "exclusionlist" }
+
+func listKind(seg string) string {
+	if seg == "inclusionlist" {
+		return kindInclusion
+	}
+	return kindExclusion
 }
 
 // notFoundPage answers like Express does for a route it does not know.

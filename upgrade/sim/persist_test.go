@@ -100,10 +100,15 @@ func TestTwoSimulatorsShareADataFile(t *testing.T) {
 		t.Errorf("A sees state %s after B started it", got.State)
 	}
 
-	// A user initialised and assigned through one keeps the condition
-	// through the other.
+	// A user initialised and enrolled (marked) through one keeps the
+	// condition through the other.
 	a.initUser("shared-user", nil, nil)
 	code := codeAt(t, a.assign("shared-user", ctx), site, target)
+	// Draws are keyed by the file's seed, not each process's own.
+	if got := codeAt(t, b.assign("shared-user", ctx), site, target); got != code {
+		t.Fatalf("unmarked draw through B: %s, through A: %s", got, code)
+	}
+	a.mark("shared-user", site, target, code, x.ID, "condition applied")
 	for i := 0; i < 3; i++ {
 		if got := codeAt(t, b.assign("shared-user", ctx), site, target); got != code {
 			t.Fatalf("through B: %s, through A: %s", got, code)

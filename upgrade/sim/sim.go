@@ -53,15 +53,15 @@ type Sim struct {
 	legacy   bool // answer in the 6.2 shapes
 	now      func() time.Time
 	token    string
-	seed     int64
+	optSeed  int64 // Options.Seed: the seed of a fresh state
+	seed     int64 // the seed in force (a data file keeps its own)
 
 	requests atomic.Int64
 
 	mu    sync.Mutex
 	st    *state
 	idx   map[string]*upgrade.Experiment
-	rng   *rand.Rand // condition and pool choices
-	pcg   *rand.PCG
+	pcg   *rand.PCG  // an unused stream kept in the data file's "rng" for older readers
 	idRng *rand.Rand // generated ids, a separate stream so ids do not shift assignments
 	idPCG *rand.PCG
 
@@ -117,7 +117,7 @@ func New(opts Options) (*Sim, error) {
 		legacy:   strings.HasPrefix(version, "6.2"),
 		now:      now,
 		token:    opts.Token,
-		seed:     opts.Seed,
+		optSeed:  opts.Seed,
 	}
 	s.resetLocked()
 	if opts.DataFile != "" {

@@ -25,17 +25,25 @@ type state struct {
 	Generation int64  `json:"generation"`
 	RNG        []byte `json:"rng"`
 	IDRNG      []byte `json:"idRng"`
+	// Seed keys the draws (condition, pool, mark target), which are fixed
+	// functions of seed and ids: the file's seed wins over the options',
+	// so every process sharing the file draws alike.
+	Seed int64 `json:"seed,omitempty"`
 
 	Experiments []*upgrade.Experiment `json:"experiments"`
 	Users       map[string]*user      `json:"users"`
 	// Runtime holds, per experiment id, assignments, exclusions and
 	// enrollments.
 	Runtime map[string]*runtime `json:"runtime"`
-	// Picks remembers, per user and decision point (site+target), which of
-	// several experiments sharing it the user was put in.
-	Picks map[string]map[string]string `json:"picks"`
+	// Picks is read from files of earlier simulators and dropped: which of
+	// several experiments sharing a decision point a user gets now follows
+	// from the user's enrollments and id, as on the server.
+	Picks map[string]map[string]string `json:"picks,omitempty"`
 	// Marks holds the last mark per user, site and target.
 	Marks map[string]*mark `json:"marks"`
+	// Lists holds, per experiment id, its inclusion and exclusion lists
+	// once the list routes changed them (lists.go).
+	Lists map[string][]*listRow `json:"lists,omitempty"`
 }
 
 type user struct {
@@ -44,8 +52,10 @@ type user struct {
 }
 
 type runtime struct {
-	Users          map[string]string      `json:"users,omitempty"`          // user -> condition id
-	Groups         map[string]string      `json:"groups,omitempty"`         // working group id -> condition id
+	// Users is read from files of earlier simulators, which stored draws at
+	// assign, and dropped: only marks store a condition.
+	Users          map[string]string      `json:"users,omitempty"`
+	Groups         map[string]string      `json:"groups,omitempty"`         // group enrollment: working group id -> condition id
 	ExcludedUsers  map[string]string      `json:"excludedUsers,omitempty"`  // user -> reason
 	ExcludedGroups map[string]string      `json:"excludedGroups,omitempty"` // group id -> reason
 	Enrolled       map[string]*enrollment `json:"enrolled,omitempty"`       // user -> enrollment
@@ -69,18 +79,18 @@ type mark struct {
 
 // resetLocked starts from an empty state seeded from the options.
 func (s *Sim) resetLocked() {
+	s.seed = s.optSeed
 	s.st = &state{
 		Format:  stateFormat,
+		Seed:    s.seed,
 		Users:   map[string]*user{},
 		Runtime: map[string]*runtime{},
-		Picks:   map[string]map[string]string{},
 		Marks:   map[string]*mark{},
 	}
 	s.idx = map[string]*upgrade.Experiment{}
 	seed := uint64(s.seed)
 	s.pcg = rand.NewPCG(seed, 0x9e3779b97f4a7c15)
 	s.idPCG = rand.NewPCG(seed, 0xd1b54a32d192ed03)
-	s.rng = rand.New(s.pcg)
 	s.idRng = rand.New(s.idPCG)
 }
 
@@ -199,17 +209,18 @@ func (s *Sim) installLocked(b []byte) error {
 	for id, rt := range st.Runtime {
 		if rt == nil {
 			st.Runtime[id] = &runtime{}
+			continue
 		}
+		rt.Users = nil
 	}
-	if st.Picks == nil {
-		st.Picks = map[string]map[string]string{}
-	}
+	st.Picks = nil
 	if st.Marks == nil {
 		st.Marks = map[string]*mark{}
 	}
 	s.st, s.idx = &st, idx
+	s.seed = st.Seed
 	s.pcg, s.idPCG = pcg, idPCG
-	s.rng, s.idRng = rand.New(pcg), rand.New(idPCG)
+	s.idRng = rand.New(idPCG)
 	return nil
 }
 
