@@ -66,6 +66,24 @@ func (r wireListRow) list() ExperimentList {
 // Lists returns the list rows of experiment id, read from GET /experiments
 // (the only read that shows them on 6.5). The experiment must exist.
 func (c *Client) Lists(ctx context.Context, id string) (inclusion, exclusion []ExperimentList, err error) {
+	shape, err := c.segmentShape(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if shape == SegmentsObject {
+		// Before 6.3 the lists are part of the experiment itself.
+		e, err := c.Experiment(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !e.Inclusion.Empty() {
+			inclusion = []ExperimentList{{Context: e.ContextName(), Segment: e.Inclusion}}
+		}
+		if !e.Exclusion.Empty() {
+			exclusion = []ExperimentList{{Context: e.ContextName(), Segment: e.Exclusion}}
+		}
+		return inclusion, exclusion, nil
+	}
 	var all []wireListed
 	r := request{method: http.MethodGet, path: "/experiments", idempotent: true}
 	if err := c.call(ctx, r, &all); err != nil {

@@ -29,6 +29,11 @@ type API interface {
 	SetState(ctx context.Context, id string, s upgrade.State) (*upgrade.Experiment, error)
 	DeleteExperiment(ctx context.Context, id string) (*upgrade.Experiment, error)
 	EnrollmentStats(ctx context.Context, id string) (*upgrade.EnrollmentStats, error)
+	// Lists and SetLists read and write the inclusion and exclusion lists,
+	// which UpGrade 6.5 keeps apart from the experiment (a PUT ignores them
+	// and a single read shows none).
+	Lists(ctx context.Context, id string) (inclusion, exclusion []upgrade.ExperimentList, err error)
+	SetLists(ctx context.Context, e *upgrade.Experiment, inclusion, exclusion upgrade.Segment) error
 }
 
 // The real client must keep satisfying API; this fails to compile otherwise.

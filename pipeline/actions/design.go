@@ -148,6 +148,50 @@ func updateTouches(u UpdateExperimentParams) bool {
 		u.InclusionUsers != nil || u.InclusionGroups != nil || u.ExclusionUsers != nil || u.ExclusionGroups != nil
 }
 
+// current reads an experiment with its inclusion and exclusion lists: what
+// the server holds, as a design can be compared with it.
+func current(ctx context.Context, api API, id string) (*upgrade.Experiment, error) {
+	e, err := api.Experiment(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	inc, exc, err := api.Lists(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("reading the lists of experiment %s: %w", id, err)
+	}
+	e.Inclusion, e.Exclusion = unionLists(inc), unionLists(exc)
+	return e, nil
+}
+
+func unionLists(rows []upgrade.ExperimentList) upgrade.Segment {
+	seg := upgrade.Segment{Users: []string{}, Groups: []upgrade.GroupRef{}}
+	for _, r := range rows {
+		seg.Users = append(seg.Users, r.Segment.Users...)
+		seg.Groups = append(seg.Groups, r.Segment.Groups...)
+	}
+	return seg
+}
+
+// write makes the server hold design d for experiment e (as read by
+// current): the experiment with a PUT (with the server's ids, so a revertTo
+// names its condition), the lists through their own routes when they
+// differ.
+func write(ctx context.Context, api API, e *upgrade.Experiment, d CreateExperimentParams) error {
+	next := buildExperiment(e, d)
+	if _, err := api.UpdateExperiment(ctx, next); err != nil {
+		return err
+	}
+	cur := designOf(e)
+	w := effective(d)
+	if fmtUsers(effective(cur).InclusionUsers) != fmtUsers(w.InclusionUsers) || fmtGroups(effective(cur).InclusionGroups) != fmtGroups(w.InclusionGroups) ||
+		fmtUsers(effective(cur).ExclusionUsers) != fmtUsers(w.ExclusionUsers) || fmtGroups(effective(cur).ExclusionGroups) != fmtGroups(w.ExclusionGroups) {
+		if err := api.SetLists(ctx, next, next.Inclusion, next.Exclusion); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // hold makes the server hold the approved design d of experiment id, after
 // a write: it reads the experiment back and compares. Where UpGrade did not
 // keep what was sent (6.5 stores the post rule continue on create, and a
@@ -157,7 +201,7 @@ func updateTouches(u UpdateExperimentParams) bool {
 func hold(ctx context.Context, api API, id string, d CreateExperimentParams) (*upgrade.Experiment, error) {
 	want := effective(d)
 	for attempt := 0; ; attempt++ {
-		e, err := api.Experiment(ctx, id)
+		e, err := current(ctx, api, id)
 		if err != nil {
 			return nil, fmt.Errorf("reading it back failed: %w", err)
 		}
@@ -168,7 +212,7 @@ func hold(ctx context.Context, api API, id string, d CreateExperimentParams) (*u
 		if attempt > 0 {
 			return e, fmt.Errorf("the server does not hold what was approved (%s)", strings.Join(diffs, "; "))
 		}
-		if _, err := api.UpdateExperiment(ctx, buildExperiment(e, d)); err != nil {
+		if err := write(ctx, api, e, d); err != nil {
 			return e, fmt.Errorf("the server does not hold what was approved (%s), and the write that sets it failed: %w", strings.Join(diffs, "; "), err)
 		}
 	}

@@ -256,6 +256,40 @@ func (f *fakeAPI) EnrollmentStats(ctx context.Context, id string) (*upgrade.Enro
 	return &upgrade.EnrollmentStats{ID: id, Users: f.stats[id]}, nil
 }
 
+// Lists reads the lists this fake keeps with the experiment.
+func (f *fakeAPI) Lists(ctx context.Context, id string) (inclusion, exclusion []upgrade.ExperimentList, err error) {
+	if err := f.enter("Lists"); err != nil {
+		return nil, nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.exps[id]
+	if !ok {
+		return nil, nil, notFound(id)
+	}
+	if !e.Inclusion.Empty() {
+		inclusion = []upgrade.ExperimentList{{SegmentID: "inc-" + id, Segment: e.Inclusion}}
+	}
+	if !e.Exclusion.Empty() {
+		exclusion = []upgrade.ExperimentList{{SegmentID: "exc-" + id, Segment: e.Exclusion}}
+	}
+	return inclusion, exclusion, nil
+}
+
+func (f *fakeAPI) SetLists(ctx context.Context, e *upgrade.Experiment, inclusion, exclusion upgrade.Segment) error {
+	if err := f.enter("SetLists"); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cur, ok := f.exps[e.ID]
+	if !ok {
+		return notFound(e.ID)
+	}
+	cur.Inclusion, cur.Exclusion = inclusion, exclusion
+	return nil
+}
+
 func (f *fakeAPI) Init(ctx context.Context, userID string, req upgrade.InitRequest) (*upgrade.InitResponse, error) {
 	if err := f.enter("Init"); err != nil {
 		return nil, err

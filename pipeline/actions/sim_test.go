@@ -74,11 +74,11 @@ func simLifecycle(t *testing.T, c *upgrade.Client) {
 	}
 	_, raw := run(t, c, p)
 	created := decode[ExperimentResult](t, raw)
-	e, err := c.Experiment(ctx, created.ID)
+	e, err := current(ctx, c, created.ID) // 6.5 keeps the lists apart from the experiment
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.RevertTo == nil || e.ConditionByCode("variant") == nil || *e.RevertTo != e.ConditionByCode("variant").ID {
+	if e.PostExperimentRule != upgrade.PostRuleAssign || e.RevertTo == nil || e.ConditionByCode("variant") == nil || *e.RevertTo != e.ConditionByCode("variant").ID {
 		t.Errorf("revertTo %v does not point at variant", e.RevertTo)
 	}
 	if e.State != upgrade.StateInactive || !equalStrings(e.Exclusion.Users, []string{"student-9"}) {

@@ -109,6 +109,9 @@ func validateUpdate(c *checker, u UpdateExperimentParams) error {
 	if err != nil || e == nil {
 		return err
 	}
+	if e, err = current(c.ctx, c.api, e.ID); err != nil {
+		return err
+	}
 	if !updateTouches(u) {
 		c.missing("fields", "name at least one field to change (status changes use update_experiment_status)")
 		return nil
@@ -121,9 +124,9 @@ func validateUpdate(c *checker, u UpdateExperimentParams) error {
 }
 
 func planUpdate(b *planBuilder, p UpdateExperimentParams) error {
-	e, err := b.experiment(p.ExperimentID)
+	e, err := current(b.ctx, b.api, p.ExperimentID)
 	if err != nil {
-		return err
+		return fmt.Errorf("reading experiment %s: %w", p.ExperimentID, err)
 	}
 	b.pin(e)
 	cur := designOf(e)
@@ -163,12 +166,12 @@ func removedCodes(cur, next CreateExperimentParams) []string {
 }
 
 func executeUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ string) (Outcome, error) {
-	cur, err := env.API.Experiment(ctx, p.ExperimentID)
+	cur, err := current(ctx, env.API, p.ExperimentID)
 	if err != nil {
 		return Outcome{}, err
 	}
 	d := applyUpdate(designOf(cur), p)
-	if _, err := env.API.UpdateExperiment(ctx, buildExperiment(cur, d)); err != nil {
+	if err := write(ctx, env.API, cur, d); err != nil {
 		return Outcome{}, err
 	}
 	held, err := hold(ctx, env.API, cur.ID, d)
@@ -179,7 +182,7 @@ func executeUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ str
 }
 
 func reconcileUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ string, _ time.Time) (Reconciliation, error) {
-	e, err := env.API.Experiment(ctx, p.ExperimentID)
+	e, err := current(ctx, env.API, p.ExperimentID)
 	if err != nil {
 		if upgrade.CategoryOf(err) == upgrade.CategoryNotFound {
 			return Reconciliation{Outcome: OutcomeUnknown, Note: fmt.Sprintf("experiment %s no longer exists", p.ExperimentID)}, nil

@@ -360,13 +360,16 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 // so setup and the agent agree on defaults) and initialises the users.
 func (r *run) applySetup(ctx context.Context) ([]upgrade.Experiment, error) {
 	var created []upgrade.Experiment
-	for _, se := range r.sc.Setup.Experiments {
+	for i, se := range r.sc.Setup.Experiments {
 		where := fmt.Sprintf("%s:%d: setup experiment %q", r.sc.File, se.Line, se.Name)
 		b, err := actions.Bind(string(actions.CreateExperiment), se.Params)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-		out, err := b.Execute(ctx, actions.Env{API: r.admin}, "")
+		// The id derives from the scenario and the entry, so the
+		// simulator's draws (keyed by experiment and user) are the same
+		// on every run.
+		out, err := b.Execute(ctx, actions.Env{API: r.admin}, fmt.Sprintf("scenario-setup/%s/%d", r.sc.Name, i))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
