@@ -268,8 +268,11 @@ func (a *Agent) resumeJob(ctx context.Context, sess *Session, req ResumeRequest)
 // reporting its progress about once a second.
 func (a *Agent) pollJob(ctx context.Context, ja actions.JobAction, env actions.Env, w *JobWait, req ResumeRequest) (JobStatus, error) {
 	deadline := a.now().Add(req.Wait)
-	for {
+	for first := true; ; first = false {
 		step := min(time.Second, max(deadline.Sub(a.now()), 0))
+		if first {
+			step = 0 // the first check is at once, so progress shows at once
+		}
 		st, err := ja.Poll(ctx, env, w.Ref, step)
 		if err != nil {
 			return st, fmt.Errorf("checking job %s: %w", w.Ref.ID, err)

@@ -76,6 +76,13 @@ func classify(st scenario.Step, rep scenario.StepReport) flow {
 			return flowProposal
 		}
 		return flowProposalX
+	case has(pipeline.NodeGatherer) && invalidProposal(res):
+		// An action whose params the person must correct: a proposal
+		// that ends with the problems instead of a confirmation.
+		if gatherer <= 1 {
+			return flowProposal
+		}
+		return flowProposalX
 	case has(pipeline.NodeGatherer):
 		if gatherer <= 1 {
 			return flowInfo
@@ -87,6 +94,16 @@ func classify(st scenario.Step, rep scenario.StepReport) flow {
 		return flowSession
 	}
 	return flowOther
+}
+
+// invalidProposal: the turn gathered an action that failed validation.
+func invalidProposal(res *pipeline.Result) bool {
+	for _, e := range res.Errors {
+		if e.Type == pipeline.ErrTypeValidation || e.Type == pipeline.ErrTypeNotFound {
+			return true
+		}
+	}
+	return false
 }
 
 // withoutOutput drops the output node: its one extra call per turn, when

@@ -1,0 +1,212 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/upgrade-agent/upgrade-agent/llm/llmtest"
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
+
+// The round-trip levers of the cost issue, each on its own.
+
+func TestAnalyzerLookupsRunAsTheGatherersFirstRound(t *testing.T) {
+	h := newHarness(t)
+	h.createExperiment("Math Hints", "assign-prog", upgrade.StateEnrolling, "")
+	res := h.ask("list all experiments",
+		calls(call("analyze_user_request", map[string]any{"intent_type": "needs_info", "confidence": 0.9,
+			"user_request_summary": "list experiments", "reasoning": "needs the list", "needs_action": false}),
+			call("get_all_experiments", map[string]any{})),
+		text("There is one experiment, Math Hints."),
+	)
+	requireTrace(t, res, NodeAnalyzer, NodeGatherer, NodeResponder)
+	if res.Usage.LLMCalls != 2 {
+		t.Fatalf("a question with one lookup took %d calls, want 2", res.Usage.LLMCalls)
+	}
+	reqs := h.llm.Requests()
+	if reqs[1].Node != NodeResponder || !strings.Contains(string(reqs[1].Body), "Math Hints") {
+		t.Fatalf("the responder did not get the lookup's result: %s %s", reqs[1].Node, reqs[1].Body)
+	}
+}
+
+func TestAnalyzerLookupsOfAnActionGoOnInTheGatherer(t *testing.T) {
+	h := newHarness(t)
+	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
+	res := h.ask("start Math Hints",
+		calls(call("analyze_user_request", map[string]any{"intent_type": "needs_info", "confidence": 0.9,
+			"user_request_summary": "start Math Hints", "reasoning": "a status change", "needs_action": true}),
+			call("find_experiment", map[string]any{"name": "Math Hints"})),
+		// The gatherer continues the conversation the analyzer's lookup began.
+		llmtest.Reply{MessagesContain: []string{`"details"`, e.ID},
+			Calls: []llmtest.Call{call("set_action_needed", map[string]any{"action": "update_experiment_status", "reasoning": "start"}),
+				call("set_action_params", map[string]any{"action_params": map[string]any{"experiment_id": e.ID, "status": "enrolling"}})}},
+		text("Starting it enrolls students."),
+	)
+	requireTrace(t, res, NodeAnalyzer, NodeGatherer, NodeConfirmation, NodeResponder)
+	if res.Usage.LLMCalls != 3 || res.Status != StatusAwaitingConfirmation {
+		t.Fatalf("an action proposal took %d calls (%s), want 3", res.Usage.LLMCalls, res.Status)
+	}
+}
+
+func TestLookupsWithoutAClassification(t *testing.T) {
+	h := newHarness(t)
+	res := h.ask("what contexts are there?",
+		calls(call("get_available_contexts", map[string]any{})),
+		text("I looked them up."), // the gatherer: no needs_action, so it decides itself
+		text("assign-prog, livehint-ai and mathstream."),
+	)
+	requireTrace(t, res, NodeAnalyzer, NodeGatherer, NodeResponder)
+	if res.Status != StatusCompleted {
+		t.Fatalf("got %+v", res)
+	}
+}
+
+func TestProviderIgnoringToolChoiceAnswersInOneCall(t *testing.T) {
+	h := newHarness(t)
+	res := h.ask("hi", text("Hello! I run experiments on UpGrade."))
+	requireTrace(t, res, NodeAnalyzer)
+	if res.Usage.LLMCalls != 1 || res.Response != "Hello! I run experiments on UpGrade." {
+		t.Fatalf("a plain-text analyzer answer took %d calls: %+v", res.Usage.LLMCalls, res)
+	}
+}
+
+func TestFindExperimentBringsTheDetailsOfItsOneMatch(t *testing.T) {
+	h := newHarness(t)
+	h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
+	h.createExperiment("Reading Aid", "assign-prog", upgrade.StateInactive, "")
+	h.ask("show Math Hints",
+		analyze(IntentNeedsInfo, "show Math Hints", map[string]any{"needs_action": false}),
+		calls(call("find_experiment", map[string]any{"name": "math hints"})),
+		text("Math Hints is inactive."),
+	)
+	reqs := h.llm.Requests()
+	if !strings.Contains(string(reqs[2].Body), `\"details\"`) || !strings.Contains(string(reqs[2].Body), "absolute_value_plot_equality") {
+		t.Fatalf("find_experiment did not bring the details of its one match: %s", reqs[2].Body)
+	}
+	h.ask("any hints experiments?",
+		analyze(IntentNeedsInfo, "find", map[string]any{"needs_action": false}),
+		calls(call("find_experiment", map[string]any{"name": "a"})),
+		text("Two match."),
+	)
+	all := h.llm.Requests()
+	if body := string(all[len(all)-1].Body); strings.Contains(body, `\"details\"`) {
+		t.Fatalf("several matches must not bring details: %s", body)
+	}
+}
+
+func TestRepliesAfterAClearYesOrNoAreRenderedInGo(t *testing.T) {
+	h := newHarness(t)
+	h.agent.ReplyWording = WordingGo
+	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
+	proposeDelete(h, e.ID, nil)
+	res := h.ask("no thanks")
+	if res.Usage.LLMCalls != 0 || !strings.Contains(res.Response, `Cancelled, nothing was run: delete experiment "Math Hints"`) {
+		t.Fatalf("a denial's reply: %d calls, %q", res.Usage.LLMCalls, res.Response)
+	}
+	proposeDelete(h, e.ID, nil)
+	res = h.ask("yes please")
+	if res.Usage.LLMCalls != 0 || !strings.Contains(res.Response, `Deleted experiment "Math Hints" (id `+e.ID+`)`) {
+		t.Fatalf("a yes's reply: %d calls, %q", res.Usage.LLMCalls, res.Response)
+	}
+}
+
+func TestReplyWordingLLMKeepsTheResponder(t *testing.T) {
+	h := newHarness(t) // the harness words replies with the LLM
+	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
+	proposeDelete(h, e.ID, nil)
+	res := h.ask("yes", text("Math Hints is gone."))
+	if res.Usage.LLMCalls != 1 || res.Response != "Math Hints is gone." {
+		t.Fatalf("got %d calls, %q", res.Usage.LLMCalls, res.Response)
+	}
+}
+
+func TestNewRejectsAnUnknownWording(t *testing.T) {
+	h := newHarness(t)
+	_, err := New(Deps{LLM: h.agent.LLM, API: h.api}, Settings{ReplyWording: "poetry"})
+	if err == nil || !strings.Contains(err.Error(), "reply_wording") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestBalanceReportNeverInventsANumber: the rendered balance reply carries
+// the result's own figures.
+func TestBalanceReportNeverInventsANumber(t *testing.T) {
+	res := actions.BalanceResult{ExperimentName: "Math Hints", ExperimentState: "enrolling", Users: 200, Assigned: 200,
+		Conditions: []actions.ConditionShare{{Code: "control", Count: 107, Share: 0.535, ExpectedShare: 0.5}, {Code: "variant", Count: 93, Share: 0.465, ExpectedShare: 0.5}},
+		ChiSquare: 0.98, DF: 1, PValue: 0.3222}
+	raw, _ := json.Marshal(res)
+	act, _ := actions.Lookup(string(actions.TestConditionBalance))
+	text := act.(actions.Reporter).Report(raw)
+	for _, want := range []string{"Simulated 200 users", "| control | 107 | 53.5% | 50% |", "| variant | 93 | 46.5% | 50% |", "p = 0.3222", "consistent with the weights"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// scriptedJob answers Poll with the next status of a list and moves a fake
+// clock by the time it was asked to wait.
+type scriptedJob struct {
+	actions.JobAction
+	now    *time.Time
+	states []JobStatus
+	waits  []time.Duration
+}
+
+func (s *scriptedJob) Poll(_ context.Context, _ actions.Env, _ actions.JobRef, d time.Duration) (JobStatus, error) {
+	s.waits = append(s.waits, d)
+	*s.now = s.now.Add(d)
+	st := s.states[0]
+	if len(s.states) > 1 {
+		s.states = s.states[1:]
+	}
+	return st, nil
+}
+
+// TestPollJobChecksAtOnceThenEverySecond: resume --wait asks at once, then
+// about once a second, reports every status, and stops at the deadline.
+func TestPollJobChecksAtOnceThenEverySecond(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	a := &Agent{Deps: Deps{Now: func() time.Time { return now }}}
+	running := func(done int) JobStatus { return JobStatus{ID: "j1", State: JobRunning, Done: done, Total: 300} }
+	job := &scriptedJob{now: &now, states: []JobStatus{running(0), running(50), running(200), {ID: "j1", State: JobSucceeded, Done: 300, Total: 300}}}
+	var seen []int
+	st, err := a.pollJob(context.Background(), job, actions.Env{}, &JobWait{Ref: actions.JobRef{ID: "j1"}},
+		ResumeRequest{Wait: time.Minute, Progress: func(s JobStatus) { seen = append(seen, s.Done) }})
+	if err != nil || st.State != JobSucceeded {
+		t.Fatalf("got %+v, %v", st, err)
+	}
+	if fmtInts(seen) != "[0,50,200,300]" {
+		t.Errorf("progress reported %v", seen)
+	}
+	if fmtDurations(job.waits) != "[0s 1s 1s 1s]" {
+		t.Errorf("waits %v, want at once, then steps of a second", job.waits)
+	}
+
+	now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	job = &scriptedJob{now: &now, states: []JobStatus{running(10)}}
+	st, err = a.pollJob(context.Background(), job, actions.Env{}, &JobWait{Ref: actions.JobRef{ID: "j1"}}, ResumeRequest{Wait: 2500 * time.Millisecond})
+	if err != nil || st.State != JobRunning {
+		t.Fatalf("got %+v, %v", st, err)
+	}
+	if got := fmtDurations(job.waits); got != "[0s 1s 1s 500ms]" {
+		t.Errorf("waits %v, want at once, 1s, 1s, 0.5s up to the deadline", got)
+	}
+}
+
+func fmtDurations(v []time.Duration) string {
+	parts := make([]string, len(v))
+	for i, d := range v {
+		parts[i] = d.String()
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+func fmtInts(v []int) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
