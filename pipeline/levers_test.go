@@ -137,7 +137,7 @@ func TestNewRejectsAnUnknownWording(t *testing.T) {
 func TestBalanceReportNeverInventsANumber(t *testing.T) {
 	res := actions.BalanceResult{ExperimentName: "Math Hints", ExperimentState: "enrolling", Users: 200, Assigned: 200,
 		Conditions: []actions.ConditionShare{{Code: "control", Count: 107, Share: 0.535, ExpectedShare: 0.5}, {Code: "variant", Count: 93, Share: 0.465, ExpectedShare: 0.5}},
-		ChiSquare: 0.98, DF: 1, PValue: 0.3222}
+		ChiSquare:  0.98, DF: 1, PValue: 0.3222}
 	raw, _ := json.Marshal(res)
 	act, _ := actions.Lookup(string(actions.TestConditionBalance))
 	text := act.(actions.Reporter).Report(raw)
