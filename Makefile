@@ -26,9 +26,16 @@ test:
 bench:
 	$(GO) run ./internal/benchtable
 
+# staticcheck and deadcode are pinned in tools/go.mod (a module of their
+# own, so building and testing the agent never fetches them); the first run
+# downloads them through the Go module proxy.
+TOOLS := -modfile=tools/go.mod
+
 lint:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt -l reports:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) tool $(TOOLS) staticcheck ./...
+	@out="$$($(GO) tool $(TOOLS) deadcode -test ./...)"; if [ -n "$$out" ]; then echo "deadcode reports:"; echo "$$out"; exit 1; fi
 
 # Every Fuzz target of the module for FUZZTIME each (go test runs one
 # fuzz target per package and invocation, hence the loop).

@@ -575,6 +575,7 @@ func buildRequest(req Request, model string) (openai.ChatCompletionRequest, erro
 		if reasoningModel(model) {
 			creq.MaxCompletionTokens = req.MaxTokens
 		} else {
+			//lint:ignore SA1019 OpenAI-compatible servers (Ollama, vLLM, LiteLLM) take max_tokens; only OpenAI's reasoning models need the newer name.
 			creq.MaxTokens = req.MaxTokens
 		}
 	}

@@ -52,7 +52,10 @@ func (a *Agent) runGraph(ctx context.Context, t *turn, start string) (Reply, err
 		}
 		t.transitions++
 		t.trace = append(t.trace, node)
+		began, calls := time.Now(), t.llmCalls
 		next, err := a.runNode(ctx, t, node)
+		a.logger().Debug("node", "session", t.sess.CP.SessionID, "node", node, "took", time.Since(began).Round(time.Microsecond),
+			"llm_calls", t.llmCalls-calls, "err", err)
 		var await *awaitConfirmation
 		var suspend *suspendOnJob
 		switch {

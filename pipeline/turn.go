@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -276,14 +275,6 @@ func (t *turn) resolveID(ctx context.Context, ref string) (string, error) {
 		return "", inputErrorf("%v", err)
 	}
 	return id, nil
-}
-
-func reflectTypeOf(v any) reflect.Type {
-	t := reflect.TypeOf(v)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t
 }
 
 func roundTo(f float64, places int) float64 {

@@ -55,12 +55,6 @@ func newFake(t *testing.T, routes map[string][]reply) *fakeUpGrade {
 
 func (f *fakeUpGrade) url() string { return f.srv.URL + "/api" }
 
-func (f *fakeUpGrade) set(route string, replies ...reply) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.routes[route] = replies
-}
-
 func (f *fakeUpGrade) serve(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
 	s := seen{Method: r.Method, Path: r.URL.Path, Headers: map[string]string{}}
@@ -219,8 +213,6 @@ func maskIDs(v any) any {
 	}
 	return v
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // wantMathHints is the fixture experiment in normalised form: the 6.5 and
 // 6.2 fixtures must both decode to it.

@@ -571,7 +571,7 @@ func (s *Server) serve(w http.ResponseWriter, rec RecordedRequest, a answer) {
 	}
 	for i, c := range a.reply.Calls {
 		msg.ToolCalls = append(msg.ToolCalls, wireToolCall{ID: a.ids[i], Type: "function",
-			Function: wireFunction{Name: c.Name, Arguments: c.Arguments}})
+			Function: wireFunction(c)})
 	}
 	choices := []wireChoice{{Message: msg, FinishReason: a.finishReason()}}
 	if a.reply.Fault != nil && a.reply.Fault.Kind == FaultEmptyChoices {

@@ -313,14 +313,6 @@ func buildExperiment(base *upgrade.Experiment, d CreateExperimentParams) *upgrad
 	return &e
 }
 
-// revertCode is the condition code a design's post rule assigns ("" for none).
-func revertCode(d CreateExperimentParams) string {
-	if d.PostExperimentRule != nil && d.PostExperimentRule.Rule == upgrade.PostRuleAssign {
-		return d.PostExperimentRule.ConditionCode
-	}
-	return ""
-}
-
 // linkedPayloads keeps the payloads whose condition and decision point still
 // exist. Ids are kept on update, so those payloads stay linked as they are;
 // a payload of a removed condition would point at nothing.

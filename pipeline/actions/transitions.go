@@ -26,9 +26,6 @@ var transitions = []Transition{
 	{upgrade.StateCancelled, upgrade.StateArchived, "archive"},
 }
 
-// Transitions lists every offered status change.
-func Transitions() []Transition { return append([]Transition(nil), transitions...) }
-
 // TransitionsFrom lists the status changes offered from a state.
 func TransitionsFrom(from upgrade.State) []Transition {
 	var out []Transition
@@ -48,10 +45,6 @@ func AllowedTransition(from, to upgrade.State) (verb string, ok bool) {
 		}
 	}
 	return "", false
-}
-
-func (t Transition) String() string {
-	return fmt.Sprintf("%s -> %s (%s)", t.From, t.To, t.Verb)
 }
 
 func describeTransitionsFrom(from upgrade.State) string {

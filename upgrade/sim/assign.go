@@ -55,10 +55,6 @@ func nullable(s string) *string {
 
 func dpKey(site, target string) string { return site + "\x1f" + target }
 
-func groupConsistent(e *upgrade.Experiment) bool {
-	return e.AssignmentUnit == upgrade.UnitGroup && e.ConsistencyRule == upgrade.ConsistencyGroup
-}
-
 // requireUser reads the User-Id header the client routes demand.
 func requireUser(c *call) (string, bool) {
 	id := c.r.Header.Get("User-Id")
@@ -421,8 +417,7 @@ func (s *Sim) poolPicksLocked(uid string, u *user, exps []*upgrade.Experiment) [
 	for i := range parent {
 		parent[i] = i
 	}
-	var find func(int) int
-	find = func(i int) int {
+	find := func(i int) int {
 		for parent[i] != i {
 			parent[i] = parent[parent[i]]
 			i = parent[i]

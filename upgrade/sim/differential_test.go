@@ -45,15 +45,14 @@ type observation struct {
 
 // party is one side of the comparison.
 type party struct {
-	name  string
-	base  string
-	hc    *http.Client
-	run   string
-	scen  string
-	obs   []observation
-	made  []string
-	tb    testing.TB
-	users int
+	name string
+	base string
+	hc   *http.Client
+	run  string
+	scen string
+	obs  []observation
+	made []string
+	tb   testing.TB
 }
 
 type answer struct {

@@ -133,12 +133,6 @@ func New(opts Options) (*Sim, error) {
 	return s, nil
 }
 
-// Version is the version string GET /api reports.
-func (s *Sim) Version() string { return s.version }
-
-// Metadata returns a copy of the context metadata served.
-func (s *Sim) Metadata() upgrade.ContextMetadata { return copyMetadata(s.meta) }
-
 // Requests counts the HTTP requests served so far (any route, any status).
 func (s *Sim) Requests() int64 { return s.requests.Load() }
 
