@@ -2,12 +2,11 @@ package cmd
 
 import (
 	"context"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
 )
 
 // ContextsOptions are the inputs of "contexts".
@@ -43,30 +42,6 @@ show that context alone.`,
 	}
 }
 
-// ContextList turns context metadata into a list sorted by name.
-func ContextList(meta upgrade.ContextMetadata) []ContextInfo {
-	list := make([]ContextInfo, 0, len(meta))
-	for name, m := range meta {
-		list = append(list, ContextInfo{
-			Name:       name,
-			Conditions: nonNil(m.Conditions),
-			Sites:      nonNil(m.ExpPoints),
-			Targets:    nonNil(m.ExpIDs),
-			GroupTypes: nonNil(m.GroupTypes),
-		})
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
-	return list
-}
-
-// nonNil keeps JSON output as [] rather than null for empty lists.
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 func runContexts(ctx context.Context, opts *ContextsOptions) error {
 	client, done, err := opts.Upgrade(ctx)
 	if err != nil {
@@ -77,7 +52,7 @@ func runContexts(ctx context.Context, opts *ContextsOptions) error {
 	if err != nil {
 		return err
 	}
-	list := ContextList(meta)
+	list := readmodel.Contexts(meta)
 	view := NewReadView(opts.Output, opts.IO)
 	if opts.Name == "" {
 		return view.Contexts(list)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
 )
 
 // NewCmdExperiments builds the "experiments" group.
@@ -57,32 +58,6 @@ func NewCmdExperimentsList(f *Factory, runF func(context.Context, *ExperimentsLi
 	return c
 }
 
-// Summarize reduces an experiment to its list row.
-func Summarize(e *upgrade.Experiment) ExperimentSummary {
-	s := ExperimentSummary{
-		ID:             e.ID,
-		Name:           e.Name,
-		Context:        e.ContextName(),
-		Status:         e.State,
-		Unit:           e.AssignmentUnit,
-		Consistency:    e.ConsistencyRule,
-		Conditions:     make([]ConditionWeight, 0, len(e.Conditions)),
-		DecisionPoints: make([]DecisionPointRef, 0, len(e.Partitions)),
-		UpdatedAt:      e.UpdatedAt,
-	}
-	conds := append([]upgrade.Condition(nil), e.Conditions...)
-	sort.SliceStable(conds, func(i, j int) bool { return conds[i].Order < conds[j].Order })
-	for _, c := range conds {
-		s.Conditions = append(s.Conditions, ConditionWeight{Code: c.ConditionCode, Weight: c.AssignmentWeight})
-	}
-	points := append([]upgrade.DecisionPoint(nil), e.Partitions...)
-	sort.SliceStable(points, func(i, j int) bool { return points[i].Order < points[j].Order })
-	for _, p := range points {
-		s.DecisionPoints = append(s.DecisionPoints, DecisionPointRef{Site: p.Site, Target: p.Target})
-	}
-	return s
-}
-
 // statusFilter turns a --status value into an internal state name.
 func statusFilter(s string) (upgrade.State, error) {
 	st := upgrade.NormalizeState(s)
@@ -128,7 +103,7 @@ func runExperimentsList(ctx context.Context, opts *ExperimentsListOptions) error
 		if name != "" && !strings.Contains(strings.ToLower(e.Name), name) {
 			continue
 		}
-		list = append(list, Summarize(e))
+		list = append(list, readmodel.Summarize(e))
 	}
 	sort.Slice(list, func(i, j int) bool {
 		if list[i].Name != list[j].Name {
@@ -215,50 +190,6 @@ func runExperimentsShow(ctx context.Context, opts *ExperimentRefOptions) error {
 	return NewReadView(opts.Output, opts.IO).Experiment(e)
 }
 
-// EnrollmentReport combines an experiment and its enrollment counts: one
-// entry per condition in the experiment's order, with each condition's
-// share of the users enrolled in any condition.
-func EnrollmentReport(e *upgrade.Experiment, st *upgrade.EnrollmentStats) StatsReport {
-	r := StatsReport{
-		ExperimentID:   e.ID,
-		ExperimentName: e.Name,
-		Users:          st.Users,
-		Groups:         st.Groups,
-		UsersExcluded:  st.UsersExcluded,
-		GroupsExcluded: st.GroupsExcluded,
-		Conditions:     []ConditionEnrollment{},
-	}
-	byID := make(map[string]upgrade.ConditionStats, len(st.Conditions))
-	for _, c := range st.Conditions {
-		byID[c.ID] = c
-	}
-	conds := append([]upgrade.Condition(nil), e.Conditions...)
-	sort.SliceStable(conds, func(i, j int) bool { return conds[i].Order < conds[j].Order })
-	seen := map[string]bool{}
-	for _, c := range conds {
-		cs := byID[c.ID]
-		r.Conditions = append(r.Conditions, ConditionEnrollment{Condition: c.ConditionCode, ConditionID: c.ID, Users: cs.Users, Groups: cs.Groups})
-		seen[c.ID] = true
-	}
-	// Counts for a condition the experiment no longer has are still shown,
-	// under their id, rather than silently dropped.
-	for _, c := range st.Conditions {
-		if !seen[c.ID] {
-			r.Conditions = append(r.Conditions, ConditionEnrollment{Condition: c.ID, ConditionID: c.ID, Users: c.Users, Groups: c.Groups})
-		}
-	}
-	total := 0
-	for _, c := range r.Conditions {
-		total += c.Users
-	}
-	if total > 0 {
-		for i := range r.Conditions {
-			r.Conditions[i].Share = float64(r.Conditions[i].Users) / float64(total)
-		}
-	}
-	return r
-}
-
 func runExperimentsStats(ctx context.Context, opts *ExperimentRefOptions) error {
 	client, done, err := opts.Upgrade(ctx)
 	if err != nil {
@@ -273,5 +204,5 @@ func runExperimentsStats(ctx context.Context, opts *ExperimentRefOptions) error 
 	if err != nil {
 		return err
 	}
-	return NewReadView(opts.Output, opts.IO).Stats(EnrollmentReport(e, st))
+	return NewReadView(opts.Output, opts.IO).Stats(readmodel.EnrollmentOf(e, st))
 }

@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
 )
 
 // The typed results of the read-only commands. Their JSON names are a
@@ -25,59 +26,16 @@ type HealthInfo struct {
 	Description string `json:"description,omitempty"`
 }
 
-// ContextInfo is one app context of "contexts".
-type ContextInfo struct {
-	Name       string   `json:"name"`
-	Conditions []string `json:"conditions"`
-	Sites      []string `json:"sites"`   // EXP_POINTS
-	Targets    []string `json:"targets"` // EXP_IDS
-	GroupTypes []string `json:"group_types"`
-}
-
-// ConditionWeight is a condition code and its assignment weight.
-type ConditionWeight struct {
-	Code   string  `json:"code"`
-	Weight float64 `json:"weight"`
-}
-
-// DecisionPointRef is a site and its optional target.
-type DecisionPointRef struct {
-	Site   string `json:"site"`
-	Target string `json:"target,omitempty"`
-}
-
-// ExperimentSummary is one row of "experiments list".
-type ExperimentSummary struct {
-	ID             string             `json:"id"`
-	Name           string             `json:"name"`
-	Context        string             `json:"context"`
-	Status         upgrade.State      `json:"status"`
-	Unit           string             `json:"unit"`
-	Consistency    string             `json:"consistency"`
-	Conditions     []ConditionWeight  `json:"conditions"`
-	DecisionPoints []DecisionPointRef `json:"decision_points"`
-	UpdatedAt      string             `json:"updated_at,omitempty"`
-}
-
-// ConditionEnrollment is one condition of "experiments stats".
-type ConditionEnrollment struct {
-	Condition   string  `json:"condition"` // the condition code
-	ConditionID string  `json:"condition_id"`
-	Users       int     `json:"users"`
-	Groups      int     `json:"groups"`
-	Share       float64 `json:"share"` // fraction of the enrolled users, 0..1
-}
-
-// StatsReport is the result of "experiments stats".
-type StatsReport struct {
-	ExperimentID   string                `json:"experiment_id"`
-	ExperimentName string                `json:"experiment_name"`
-	Users          int                   `json:"users"`
-	Groups         int                   `json:"groups"`
-	UsersExcluded  int                   `json:"users_excluded"`
-	GroupsExcluded int                   `json:"groups_excluded"`
-	Conditions     []ConditionEnrollment `json:"conditions"`
-}
+// The results of experiments list|show|stats and contexts are the read
+// model the agent's tools show too (one formula per figure).
+type (
+	ContextInfo         = readmodel.Context
+	ConditionWeight     = readmodel.ConditionWeight
+	DecisionPointRef    = readmodel.DecisionPointRef
+	ExperimentSummary   = readmodel.Summary
+	ConditionEnrollment = readmodel.ConditionEnrollment
+	StatsReport         = readmodel.Enrollment
+)
 
 // VersionInfo is the result of "version".
 type VersionInfo struct {

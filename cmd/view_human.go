@@ -135,13 +135,6 @@ func shortID(id string) string {
 	return id
 }
 
-func (p DecisionPointRef) String() string {
-	if p.Target == "" {
-		return p.Site
-	}
-	return p.Site + "/" + p.Target
-}
-
 func (v *humanView) Experiments(list []ExperimentSummary, filtered bool) error {
 	if len(list) == 0 {
 		if filtered {

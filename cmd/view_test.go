@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
 )
 
 func sampleExperiment() *upgrade.Experiment {
@@ -36,12 +37,12 @@ func sampleExperiment() *upgrade.Experiment {
 func TestSummarize(t *testing.T) {
 	want := ExperimentSummary{
 		ID: "3f2a1b2c-aaaa-4000-8000-000000000001", Name: "Math Hints", Context: "assign-prog",
-		Status: upgrade.StateEnrolling, Unit: "individual", Consistency: "individual",
-		Conditions:     []ConditionWeight{{"control", 66.5}, {"variant", 33.5}},
-		DecisionPoints: []DecisionPointRef{{"SelectSection", "absolute_value_plot_equality"}, {"SelectSection", ""}},
+		Status: upgrade.StateEnrolling, Unit: "individual", Consistency: "individual", PostRule: "continue",
+		Conditions:     []ConditionWeight{{Code: "control", Weight: 66.5}, {Code: "variant", Weight: 33.5}},
+		DecisionPoints: []DecisionPointRef{{Site: "SelectSection", Target: "absolute_value_plot_equality"}, {Site: "SelectSection"}},
 		UpdatedAt:      "2025-03-04T05:06:07.890Z",
 	}
-	if diff := cmp.Diff(want, Summarize(sampleExperiment())); diff != "" {
+	if diff := cmp.Diff(want, readmodel.Summarize(sampleExperiment())); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
 	}
 }
@@ -49,9 +50,9 @@ func TestSummarize(t *testing.T) {
 func TestExperimentsTable(t *testing.T) {
 	var out, errOut bytes.Buffer
 	v := NewReadView("text", &IOStreams{Out: &out, ErrOut: &errOut})
-	second := Summarize(sampleExperiment())
+	second := readmodel.Summarize(sampleExperiment())
 	second.Name, second.ID, second.Status, second.UpdatedAt = "Zeta", "ffff", upgrade.StateInactive, "not a time"
-	if err := v.Experiments([]ExperimentSummary{Summarize(sampleExperiment()), second}, false); err != nil {
+	if err := v.Experiments([]ExperimentSummary{readmodel.Summarize(sampleExperiment()), second}, false); err != nil {
 		t.Fatal(err)
 	}
 	want := `NAME        ID        CONTEXT      STATUS     UNIT        CONSISTENCY  CONDITIONS                 DECISION POINTS                                           UPDATED
@@ -75,7 +76,7 @@ Zeta        ffff      assign-prog  inactive   individual  individual   control:6
 }
 
 func TestWriteDataFormats(t *testing.T) {
-	s := Summarize(sampleExperiment())
+	s := readmodel.Summarize(sampleExperiment())
 	s.Conditions = s.Conditions[:1]
 	s.DecisionPoints = s.DecisionPoints[1:]
 	var j, y bytes.Buffer
@@ -93,6 +94,7 @@ func TestWriteDataFormats(t *testing.T) {
     "status": "enrolling",
     "unit": "individual",
     "consistency": "individual",
+    "post_rule": "continue",
     "conditions": [
       {
         "code": "control",
@@ -114,6 +116,7 @@ func TestWriteDataFormats(t *testing.T) {
   status: enrolling
   unit: individual
   consistency: individual
+  post_rule: continue
   conditions:
     - code: control
       weight: 66.5
@@ -151,12 +154,12 @@ func TestEnrollmentReport(t *testing.T) {
 			{ID: "gone", Users: 1},
 		},
 	}
-	got := EnrollmentReport(e, st)
+	got := readmodel.EnrollmentOf(e, st)
 	want := StatsReport{
-		ExperimentID: e.ID, ExperimentName: "Math Hints", Users: 10, UsersExcluded: 2, GroupsExcluded: 1,
+		ExperimentID: e.ID, ExperimentName: "Math Hints", Status: upgrade.StateEnrolling, Users: 10, UsersExcluded: 2, GroupsExcluded: 1,
 		Conditions: []ConditionEnrollment{
-			{Condition: "control", ConditionID: "c1", Users: 6, Share: 0.6},
-			{Condition: "variant", ConditionID: "c2", Users: 3, Share: 0.3},
+			{Condition: "control", ConditionID: "c1", Weight: 66.5, Users: 6, Share: 0.6},
+			{Condition: "variant", ConditionID: "c2", Weight: 33.5, Users: 3, Share: 0.3},
 			{Condition: "gone", ConditionID: "gone", Users: 1, Share: 0.1},
 		},
 	}
@@ -180,7 +183,7 @@ Excluded: 2 users, 1 groups
 		t.Errorf("stats table (-want +got):\n%s", diff)
 	}
 
-	empty := EnrollmentReport(e, &upgrade.EnrollmentStats{})
+	empty := readmodel.EnrollmentOf(e, &upgrade.EnrollmentStats{})
 	for _, c := range empty.Conditions {
 		if c.Share != 0 || c.Users != 0 {
 			t.Errorf("no enrollment: %+v", c)

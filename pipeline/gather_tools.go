@@ -14,6 +14,7 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
 )
 
 //go:embed knowledge/core_terms.json
@@ -106,7 +107,7 @@ func gathererTools(extra ...*toolDef) *toolSet {
 				if err != nil {
 					return nil, err
 				}
-				d := detailsOf(e)
+				d := readmodel.DetailsOf(e)
 				t.update(func(s *State) { s.setInfo("experiment_details", id, d) })
 				return d, nil
 			}),
@@ -124,7 +125,7 @@ func gathererTools(extra ...*toolDef) *toolSet {
 				if err != nil {
 					return nil, err
 				}
-				d := enrollmentOf(e, st)
+				d := readmodel.EnrollmentOf(e, st)
 				t.update(func(s *State) { s.setInfo("enrollment_details", id, d) })
 				return d, nil
 			}),
@@ -143,7 +144,7 @@ func gathererTools(extra ...*toolDef) *toolSet {
 					if err != nil {
 						return nil, err
 					}
-					d := detailsOf(e)
+					d := readmodel.DetailsOf(e)
 					t.update(func(s *State) { s.setInfo("experiment_details", m.ID, d) })
 					res["details"] = d
 				}
@@ -165,7 +166,7 @@ func gathererTools(extra ...*toolDef) *toolSet {
 				if err != nil {
 					return nil, err
 				}
-				return map[string]any{"contexts": contextNames(md)}, nil
+				return map[string]any{"contexts": readmodel.ContextNames(md)}, nil
 			}),
 		newTool("get_conditions_for_context", "Condition codes allowed in a context.", true,
 			func(ctx context.Context, t *turn, a contextArg) (any, error) {
@@ -508,11 +509,11 @@ func deepCopy(m map[string]any) map[string]any {
 	return out
 }
 
-func filterExperiments(all []ExperimentSummary, f experimentFilter) []ExperimentSummary {
-	out := []ExperimentSummary{}
-	status := ""
+func filterExperiments(all []readmodel.Summary, f experimentFilter) []readmodel.Summary {
+	out := []readmodel.Summary{}
+	var status upgrade.State
 	if f.Status != "" {
-		status = string(upgrade.NormalizeState(f.Status))
+		status = upgrade.NormalizeState(f.Status)
 	}
 	for _, e := range all {
 		if f.Context != "" && !strings.EqualFold(e.Context, f.Context) {
@@ -527,104 +528,6 @@ func filterExperiments(all []ExperimentSummary, f experimentFilter) []Experiment
 		out = append(out, e)
 	}
 	return out
-}
-
-func contextNames(md upgrade.ContextMetadata) []string {
-	names := make([]string, 0, len(md))
-	for n := range md {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// experimentDetails is the view of one experiment given to the model.
-type experimentDetails struct {
-	ID             string          `json:"id"`
-	Name           string          `json:"name"`
-	Description    string          `json:"description,omitempty"`
-	Context        string          `json:"context"`
-	Status         string          `json:"status"`
-	Unit           string          `json:"assignment_unit"`
-	GroupType      string          `json:"group_type,omitempty"`
-	Consistency    string          `json:"consistency_rule,omitempty"`
-	PostRule       string          `json:"post_experiment_rule"`
-	RevertTo       string          `json:"revert_to,omitempty"`
-	FilterMode     string          `json:"filter_mode"`
-	Tags           []string        `json:"tags,omitempty"`
-	Conditions     []conditionView `json:"conditions"`
-	DecisionPoints []dpView        `json:"decision_points"`
-	Inclusion      upgrade.Segment `json:"inclusion"`
-	Exclusion      upgrade.Segment `json:"exclusion"`
-	UpdatedAt      string          `json:"updated_at,omitempty"`
-}
-
-type conditionView struct {
-	Code   string  `json:"code"`
-	Weight float64 `json:"weight"`
-	ID     string  `json:"id"`
-}
-
-type dpView struct {
-	Site             string `json:"site"`
-	Target           string `json:"target,omitempty"`
-	ExcludeIfReached bool   `json:"exclude_if_reached"`
-}
-
-func detailsOf(e *upgrade.Experiment) experimentDetails {
-	d := experimentDetails{
-		ID: e.ID, Name: e.Name, Description: e.Description, Context: e.ContextName(), Status: string(e.State),
-		Unit: e.AssignmentUnit, GroupType: e.Group, Consistency: e.ConsistencyRule, PostRule: e.PostExperimentRule,
-		FilterMode: e.FilterMode, Tags: e.Tags, Inclusion: e.Inclusion, Exclusion: e.Exclusion, UpdatedAt: e.UpdatedAt,
-		Conditions: []conditionView{}, DecisionPoints: []dpView{},
-	}
-	if e.RevertTo != nil {
-		if c := e.ConditionByID(*e.RevertTo); c != nil {
-			d.RevertTo = c.ConditionCode
-		}
-	}
-	for _, c := range e.Conditions {
-		d.Conditions = append(d.Conditions, conditionView{Code: c.ConditionCode, Weight: c.AssignmentWeight, ID: c.ID})
-	}
-	for _, p := range e.Partitions {
-		d.DecisionPoints = append(d.DecisionPoints, dpView{Site: p.Site, Target: p.Target, ExcludeIfReached: p.ExcludeIfReached})
-	}
-	return d
-}
-
-type enrollmentView struct {
-	ExperimentID   string              `json:"experiment_id"`
-	Name           string              `json:"name"`
-	Status         string              `json:"status"`
-	Users          int                 `json:"users"`
-	Groups         int                 `json:"groups"`
-	UsersExcluded  int                 `json:"users_excluded"`
-	GroupsExcluded int                 `json:"groups_excluded"`
-	Conditions     []conditionEnrolled `json:"conditions"`
-}
-
-type conditionEnrolled struct {
-	Code   string  `json:"code"`
-	Weight float64 `json:"weight"`
-	Users  int     `json:"users"`
-	Groups int     `json:"groups"`
-	Share  float64 `json:"share"`
-}
-
-func enrollmentOf(e *upgrade.Experiment, st *upgrade.EnrollmentStats) enrollmentView {
-	v := enrollmentView{ExperimentID: e.ID, Name: e.Name, Status: string(e.State), Users: st.Users, Groups: st.Groups,
-		UsersExcluded: st.UsersExcluded, GroupsExcluded: st.GroupsExcluded, Conditions: []conditionEnrolled{}}
-	for _, cs := range st.Conditions {
-		ce := conditionEnrolled{Code: cs.ID, Users: cs.Users, Groups: cs.Groups}
-		if c := e.ConditionByID(cs.ID); c != nil {
-			ce.Code, ce.Weight = c.ConditionCode, c.AssignmentWeight
-		}
-		if st.Users > 0 {
-			ce.Share = roundTo(float64(cs.Users)/float64(st.Users), 4)
-		}
-		v.Conditions = append(v.Conditions, ce)
-	}
-	return v
 }
 
 type match struct {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
 )
 
 // Node names, as they appear in traces and checkpoints.
@@ -68,21 +69,6 @@ type ErrorEntry struct {
 	Field   string `json:"field,omitempty"`
 }
 
-// ExperimentSummary is the compact form of an experiment kept in state and
-// shown to the model: enough to answer questions without the full object.
-type ExperimentSummary struct {
-	ID             string   `json:"id"`
-	Name           string   `json:"name"`
-	Context        string   `json:"context"`
-	Status         string   `json:"status"`
-	Unit           string   `json:"unit"`
-	Consistency    string   `json:"consistency,omitempty"`
-	PostRule       string   `json:"post_rule,omitempty"`
-	Conditions     []string `json:"conditions"`      // "code:weight"
-	DecisionPoints []string `json:"decision_points"` // "site/target"
-	UpdatedAt      string   `json:"updated_at,omitempty"`
-}
-
 // State is the session state of pipeline.md, stored as JSON in the
 // checkpoint. The names of the spec are kept; fields after the blank line are
 // additions.
@@ -98,7 +84,7 @@ type State struct {
 	MissingParams        []string                 `json:"missing_params"`
 	ContextMetadata      upgrade.ContextMetadata  `json:"context_metadata,omitempty"`
 	ExperimentNames      []upgrade.ExperimentName `json:"experiment_names,omitempty"`
-	AllExperiments       []ExperimentSummary      `json:"all_experiments,omitempty"`
+	AllExperiments       []readmodel.Summary      `json:"all_experiments,omitempty"`
 	GatheredInfo         map[string]any           `json:"gathered_info"`
 	NeedsConfirmation    bool                     `json:"needs_confirmation"`
 	ConfirmationMessage  string                   `json:"confirmation_message,omitempty"`
@@ -242,23 +228,4 @@ func (s *State) setInfo(key, sub string, v any) {
 		s.GatheredInfo[key] = m
 	}
 	m[sub] = v
-}
-
-func summarize(e *upgrade.Experiment) ExperimentSummary {
-	s := ExperimentSummary{
-		ID: e.ID, Name: e.Name, Context: e.ContextName(), Status: string(e.State),
-		Unit: e.AssignmentUnit, Consistency: e.ConsistencyRule, PostRule: e.PostExperimentRule,
-		Conditions: []string{}, DecisionPoints: []string{}, UpdatedAt: e.UpdatedAt,
-	}
-	for _, c := range e.Conditions {
-		s.Conditions = append(s.Conditions, c.ConditionCode+":"+trimFloat(c.AssignmentWeight))
-	}
-	for _, p := range e.Partitions {
-		dp := p.Site
-		if p.Target != "" {
-			dp += "/" + p.Target
-		}
-		s.DecisionPoints = append(s.DecisionPoints, dp)
-	}
-	return s
 }

@@ -3,16 +3,15 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"math"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
 )
 
 // turn is everything one turn accumulates while it runs. It never outlives
@@ -216,7 +215,7 @@ func (t *turn) contextInfo(ctx context.Context, name string) (upgrade.ContextInf
 	}
 	ci, ok := md[name]
 	if !ok {
-		return ci, inputErrorf("unknown context %q; valid contexts: %s", name, strings.Join(contextNames(md), ", "))
+		return ci, inputErrorf("unknown context %q; valid contexts: %s", name, strings.Join(readmodel.ContextNames(md), ", "))
 	}
 	return ci, nil
 }
@@ -237,7 +236,7 @@ func (t *turn) experimentNames(ctx context.Context) ([]upgrade.ExperimentName, e
 	return names, nil
 }
 
-func (t *turn) allExperiments(ctx context.Context) ([]ExperimentSummary, error) {
+func (t *turn) allExperiments(ctx context.Context) ([]readmodel.Summary, error) {
 	t.mu.Lock()
 	cached := t.st.AllExperiments
 	t.mu.Unlock()
@@ -248,11 +247,7 @@ func (t *turn) allExperiments(ctx context.Context) ([]ExperimentSummary, error) 
 	if err != nil {
 		return nil, err
 	}
-	sums := make([]ExperimentSummary, 0, len(list))
-	for i := range list {
-		sums = append(sums, summarize(&list[i]))
-	}
-	sort.Slice(sums, func(i, j int) bool { return sums[i].Name < sums[j].Name })
+	sums := readmodel.SummarizeAll(list)
 	t.update(func(s *State) { s.AllExperiments = sums })
 	return sums, nil
 }
@@ -275,13 +270,4 @@ func (t *turn) resolveID(ctx context.Context, ref string) (string, error) {
 		return "", inputErrorf("%v", err)
 	}
 	return id, nil
-}
-
-func roundTo(f float64, places int) float64 {
-	p := math.Pow(10, float64(places))
-	return math.Round(f*p) / p
-}
-
-func trimFloat(f float64) string {
-	return strconv.FormatFloat(f, 'f', -1, 64)
 }
