@@ -43,22 +43,6 @@ func TestStreamAccumulatorWithoutIndex(t *testing.T) {
 	}
 }
 
-func TestRetryAfterHeader(t *testing.T) {
-	h := map[string][]string{}
-	if d := retryAfter(h, timeZero); d != 0 {
-		t.Errorf("absent: %v", d)
-	}
-	for v, want := range map[string]string{"2": "2s", "0.5": "500ms", "-1": "0s", "junk": "0s", "99999": "30s"} {
-		got := retryAfter(map[string][]string{"Retry-After": {v}}, timeZero)
-		if got.String() != want {
-			t.Errorf("Retry-After %q = %v, want %s", v, got, want)
-		}
-	}
-	if got := retryAfter(map[string][]string{"Retry-After-Ms": {"250"}, "Retry-After": {"9"}}, timeZero); got.String() != "250ms" {
-		t.Errorf("retry-after-ms: %v", got)
-	}
-}
-
 func FuzzParseCassette(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/*.json")
 	for _, s := range seeds {

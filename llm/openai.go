@@ -10,13 +10,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/retry"
 )
 
 // DefaultModel is used when neither Options.Model nor Request.Model is set.
@@ -162,7 +162,7 @@ func New(opts Options) (*OpenAI, error) {
 		c.maxRetryTime = defaultMaxRetryTime
 	}
 	if c.sleep == nil {
-		c.sleep = sleepContext
+		c.sleep = retry.Sleep
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -197,15 +197,15 @@ func (c *OpenAI) Chat(ctx context.Context, req Request) (*Response, error) {
 	}
 	zeroTemp := req.Temperature != nil && *req.Temperature == 0
 
-	start := time.Now()
-	var (
-		bo     backoff.BackOff
-		waited time.Duration
-	)
-	for n := 1; ; n++ {
+	var resp *Response
+	var last *Error
+	policy := retry.Policy{MaxAttempts: max(c.maxRetries, 0) + 1, MaxTime: c.maxRetryTime,
+		Initial: backoffInitial, Max: backoffMax, Sleep: c.sleep}
+	r := retry.Do(ctx, policy, func(n int) (retry.Verdict, error) {
 		a := &attempt{node: node, zeroTemp: zeroTemp}
 		t0 := time.Now()
-		resp, res := c.once(ctx, a, creq, req)
+		got, res := c.once(ctx, a, creq, req)
+		resp = got
 		if res.err == nil {
 			resp.Attempts = n
 			c.log.DebugContext(ctx, "llm call", "provider", c.provider, "node", node, "model", model,
@@ -213,39 +213,27 @@ func (c *OpenAI) Chat(ctx context.Context, req Request) (*Response, error) {
 				"duration", time.Since(t0), "prompt_tokens", resp.Usage.PromptTokens,
 				"completion_tokens", resp.Usage.CompletionTokens, "cached_tokens", resp.Usage.CachedTokens,
 				"usage_estimated", resp.UsageEstimated, "tool_calls", len(resp.ToolCalls))
-			return resp, nil
+			return retry.Verdict{}, nil
 		}
-		e := res.err
-		e.Attempts = n
+		last = res.err
+		last.Attempts = n
 		c.log.DebugContext(ctx, "llm call failed", "provider", c.provider, "node", node, "model", model,
-			"attempt", n, "duration", time.Since(t0), "kind", e.Kind, "status", e.Status)
-		if !res.retryable || n > c.maxRetries || ctx.Err() != nil {
-			return resp, e
-		}
-		if bo == nil {
-			bo = newBackOff()
-		}
-		wait := bo.NextBackOff()
-		if wait == backoff.Stop {
-			return resp, e
-		}
-		if res.retryAfter > 0 {
-			wait = res.retryAfter
-		}
-		// With an injected Sleep no wall time passes, so the waits are
-		// counted as well: the budget holds for tests and real runs alike.
-		if max(time.Since(start), waited)+wait > c.maxRetryTime {
-			e.Message = strings.TrimSpace(e.Message + " (retry time budget of " + c.maxRetryTime.String() + " spent)")
-			return resp, e
-		}
+			"attempt", n, "duration", time.Since(t0), "kind", last.Kind, "status", last.Status)
+		return retry.Verdict{Retry: res.retryable, After: res.retryAfter}, last
+	}, func(n int, wait time.Duration, _ error) {
 		c.log.WarnContext(ctx, "llm retry", "provider", c.provider, "node", node, "attempt", n,
-			"kind", e.Kind, "status", e.Status, "wait", wait)
-		if err := c.sleep(ctx, wait); err != nil {
-			return nil, &Error{Kind: KindCanceled, Provider: c.provider, Attempts: n,
-				Message: "canceled while waiting to retry after: " + e.Message, Err: errors.Join(err, e)}
-		}
-		waited += wait
+			"kind", last.Kind, "status", last.Status, "wait", wait)
+	})
+	switch {
+	case r.Err == nil:
+		return resp, nil
+	case r.Canceled != nil:
+		return nil, &Error{Kind: KindCanceled, Provider: c.provider, Attempts: r.Attempts,
+			Message: "canceled while waiting to retry after: " + last.Message, Err: errors.Join(r.Canceled, last)}
+	case r.Budget:
+		last.Message = strings.TrimSpace(last.Message + " (retry time budget of " + c.maxRetryTime.String() + " spent)")
 	}
+	return resp, last
 }
 
 // result is one attempt as the retry loop sees it.
@@ -392,7 +380,7 @@ func (c *OpenAI) statusResult(status int, msg string, h http.Header, err error) 
 	case status == http.StatusTooManyRequests:
 		r.err = c.fail(KindRateLimit, status, msg, err)
 		r.retryable = true
-		r.retryAfter = retryAfter(h, time.Now())
+		r.retryAfter = retry.After(h, time.Now(), maxRetryAfter)
 	case status == http.StatusRequestTimeout:
 		r.err = c.fail(KindNetwork, status, msg, err)
 		r.retryable = true
@@ -401,7 +389,7 @@ func (c *OpenAI) statusResult(status int, msg string, h http.Header, err error) 
 		switch status {
 		case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 			r.retryable = true
-			r.retryAfter = retryAfter(h, time.Now())
+			r.retryAfter = retry.After(h, time.Now(), maxRetryAfter)
 		}
 	default:
 		r.err = c.fail(KindBadRequest, status, msg, err)
@@ -442,58 +430,6 @@ func networkMessage(err error) string {
 		return "the connection was reset before an answer arrived"
 	}
 	return err.Error()
-}
-
-// retryAfter reads Retry-After (seconds or HTTP date) or Azure's
-// retry-after-ms, clamped to maxRetryAfter; 0 when absent.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if h == nil {
-		return 0
-	}
-	var d time.Duration
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			d = time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	if v := strings.TrimSpace(h.Get("Retry-After")); d == 0 && v != "" {
-		if secs, err := strconv.ParseFloat(v, 64); err == nil {
-			if secs > 0 {
-				d = time.Duration(min(secs, maxRetryAfter.Seconds()) * float64(time.Second))
-			}
-		} else if t, err := http.ParseTime(v); err == nil {
-			d = t.Sub(now)
-		}
-	}
-	return min(max(d, 0), maxRetryAfter)
-}
-
-// newBackOff is the capped exponential schedule between retries. The
-// library's own Retry loop is not used because its timer cannot be replaced
-// and its RetryAfter error hides the last failure; the loop in Chat takes
-// only the intervals from here.
-func newBackOff() backoff.BackOff {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = backoffInitial
-	b.MaxInterval = backoffMax
-	b.Multiplier = 2
-	b.RandomizationFactor = 0.3
-	b.Reset()
-	return b
-}
-
-func sleepContext(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // buildRequest converts our request to go-openai's.

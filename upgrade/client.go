@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/retry"
 )
 
 // Config says how to reach one UpGrade server.
@@ -143,7 +145,7 @@ func New(cfg Config) (*Client, error) {
 		c.maxRetryTime = defaultMaxRetryTime
 	}
 	if c.sleep == nil {
-		c.sleep = sleepContext
+		c.sleep = retry.Sleep
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -683,7 +685,7 @@ func (c *Client) attempt(ctx context.Context, r request, payload []byte, n int) 
 	}
 	res := attemptResult{err: e, retryable: retryableStatus(resp.StatusCode)}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), c.now())
+		res.retryAfter = retry.After(resp.Header, c.now(), maxRetryAfter)
 	}
 	return res
 }
