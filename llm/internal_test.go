@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	openai "github.com/sashabaranov/go-openai"
@@ -64,5 +63,3 @@ func FuzzParseCassette(f *testing.F) {
 		}
 	})
 }
-
-var timeZero = time.Time{}
