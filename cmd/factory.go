@@ -18,6 +18,7 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 	"github.com/upgrade-agent/upgrade-agent/config"
+	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
@@ -240,16 +241,6 @@ func (f *Factory) Sessions() (*checkpoint.FileStore, error) {
 	return s, nil
 }
 
-// redact replaces every secret in s.
-func redact(s string, secrets []string) string {
-	for _, v := range secrets {
-		if v != "" {
-			s = strings.ReplaceAll(s, v, "[REDACTED]")
-		}
-	}
-	return s
-}
-
 // credentialKey matches attribute names whose values are credentials
 // whatever they contain.
 var credentialKey = regexp.MustCompile(`(?i)(^|[_.-])(authorization|token|api[_-]?key|secret|password|cookie)$`)
@@ -278,12 +269,12 @@ func newLogger(w io.Writer, verbose bool, secrets []string) *slog.Logger {
 			}
 			switch a.Value.Kind() {
 			case slog.KindString:
-				if s := a.Value.String(); redact(s, secrets) != s {
-					return slog.String(a.Key, redact(s, secrets))
+				if s := a.Value.String(); redact.String(s, secrets...) != s {
+					return slog.String(a.Key, redact.String(s, secrets...))
 				}
 			case slog.KindAny:
-				if s := fmt.Sprint(a.Value.Any()); redact(s, secrets) != s {
-					return slog.String(a.Key, redact(s, secrets))
+				if s := fmt.Sprint(a.Value.Any()); redact.String(s, secrets...) != s {
+					return slog.String(a.Key, redact.String(s, secrets...))
 				}
 			}
 			return a

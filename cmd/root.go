@@ -17,6 +17,7 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/config"
 	"github.com/upgrade-agent/upgrade-agent/exitcode"
+	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 )
 
 // testCommands are hidden commands that only test binaries add (from
@@ -52,10 +53,10 @@ func Run(ctx context.Context, args []string, streams *IOStreams, getenv func(str
 	f := NewFactory(streams, getenv)
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(streams.ErrOut, "internal error: %s\n", redact(fmt.Sprint(r), f.Secrets()))
+			fmt.Fprintf(streams.ErrOut, "internal error: %s\n", redact.String(fmt.Sprint(r), f.Secrets()...))
 			if f.Opts != nil && f.Opts.Verbose {
 				// The stack is for bug reports; it is never shown without -v.
-				fmt.Fprintf(streams.ErrOut, "%s", redact(string(debug.Stack()), f.Secrets()))
+				fmt.Fprintf(streams.ErrOut, "%s", redact.String(string(debug.Stack()), f.Secrets()...))
 			}
 			code = exitcode.Failure
 		}
@@ -96,7 +97,7 @@ func printError(f *Factory, err error) {
 		return
 	}
 	w := f.IO.ErrOut
-	msg := redact(err.Error(), f.Secrets())
+	msg := redact.String(err.Error(), f.Secrets()...)
 	if msg == "" {
 		return // a silent ExitError: the command has said what it had to
 	}

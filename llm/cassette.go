@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/upgrade-agent/upgrade-agent/internal/atomicfile"
+	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 	"github.com/upgrade-agent/upgrade-agent/internal/safefile"
 )
 
@@ -120,7 +121,7 @@ type recorder struct {
 	inner  Client
 	model  string // the inner client's default, recorded when a request names none
 	path   string
-	secret redactor
+	secret redact.Redactor
 
 	mu     sync.Mutex
 	items  []interaction
@@ -165,9 +166,7 @@ func (r *recorder) Close() error {
 	if err != nil {
 		return fmt.Errorf("cassette %s: %w", r.path, err)
 	}
-	if len(r.secret) >= 4 {
-		data = bytes.ReplaceAll(data, []byte(r.secret), []byte("[redacted]"))
-	}
+	data = r.secret.Bytes(data)
 	data = append(data, '\n')
 	if err := atomicfile.WriteFile(r.path, data, 0o600); err != nil {
 		return fmt.Errorf("writing cassette %s: %w", r.path, err)

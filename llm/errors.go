@@ -115,14 +115,3 @@ var ErrInvalidSpec = errors.New("invalid --llm value")
 // ErrReplayMiss is wrapped (inside an *Error of kind bad_request) when the
 // cassette holds no answer for a request.
 var ErrReplayMiss = errors.New("request not in cassette")
-
-// redactor removes a secret from text before it is kept in an error, a log
-// record or a cassette.
-type redactor string
-
-func (r redactor) apply(s string) string {
-	if len(r) < 4 { // an empty or trivial "key" would shred ordinary text
-		return s
-	}
-	return strings.ReplaceAll(s, string(r), "[redacted]")
-}

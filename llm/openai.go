@@ -16,6 +16,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 	"github.com/upgrade-agent/upgrade-agent/internal/retry"
 )
 
@@ -81,7 +82,7 @@ type OpenAI struct {
 	maxRetryTime time.Duration
 	sleep        func(context.Context, time.Duration) error
 	log          *slog.Logger
-	secret       redactor
+	secret       redact.Redactor
 }
 
 var _ Client = (*OpenAI)(nil)
@@ -144,7 +145,7 @@ func New(opts Options) (*OpenAI, error) {
 		maxRetryTime: opts.MaxRetryTime,
 		sleep:        opts.Sleep,
 		log:          opts.Logger,
-		secret:       redactor(opts.APIKey),
+		secret:       redact.New(opts.APIKey),
 	}
 	if c.model == "" {
 		c.model = DefaultModel
@@ -329,7 +330,7 @@ func ceilDiv(n, d int) int { return (n + d - 1) / d }
 
 // fail builds an *Error with the provider name and redaction applied.
 func (c *OpenAI) fail(kind ErrorKind, status int, msg string, err error) *Error {
-	msg = c.secret.apply(strings.TrimSpace(msg))
+	msg = c.secret.String(strings.TrimSpace(msg))
 	if len(msg) > maxMessageLen {
 		msg = msg[:maxMessageLen] + "..."
 	}

@@ -273,7 +273,7 @@ func TestNoRetryOnClientErrors(t *testing.T) {
 		want   string
 	}{
 		{401, `{"error":{"message":"Incorrect API key provided: ` + plantedKey + `","type":"invalid_request_error","code":"invalid_api_key"}}`,
-			llm.KindAuth, "authentication refused (HTTP 401 Unauthorized): Incorrect API key provided: [redacted] (check OPENAI_API_KEY"},
+			llm.KindAuth, "authentication refused (HTTP 401 Unauthorized): Incorrect API key provided: [REDACTED] (check OPENAI_API_KEY"},
 		{403, "", llm.KindAuth, "authentication refused (HTTP 403 Forbidden)"},
 		{400, `{"error":{"message":"Invalid schema for function 'x'","type":"invalid_request_error"}}`,
 			llm.KindBadRequest, "request rejected (HTTP 400 Bad Request): Invalid schema for function 'x'"},

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 	"github.com/upgrade-agent/upgrade-agent/internal/safeyaml"
 	"github.com/upgrade-agent/upgrade-agent/llm/llmtest"
 )
@@ -46,7 +47,7 @@ func FromSpec(spec string, opts Options) (Client, io.Closer, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		r := &recorder{inner: c, model: c.Model(), path: arg, secret: redactor(opts.APIKey)}
+		r := &recorder{inner: c, model: c.Model(), path: arg, secret: redact.New(opts.APIKey)}
 		return r, r, nil
 	case "replay":
 		if arg == "" {

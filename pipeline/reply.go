@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 )
 
@@ -165,7 +166,7 @@ func (a *Agent) prepare(t *turn, message string) *ReplyContext {
 	for _, h := range a.hooks.state {
 		h(rc)
 	}
-	msg := redact(message, a.Secrets)
+	msg := redact.String(message, a.Secrets...) // never reaches the model, the history or a checkpoint
 	for _, h := range a.hooks.last {
 		msg = h(msg)
 	}
@@ -187,19 +188,6 @@ func windowMessages(msgs []llm.Message, n int) []llm.Message {
 		return msgs
 	}
 	return slices.Clone(msgs[len(msgs)-(2*n+1):])
-}
-
-var keyPattern = regexp.MustCompile(`\b(sk-[A-Za-z0-9_\-]{16,}|Bearer\s+[A-Za-z0-9._\-]{16,})`)
-
-// redact removes API keys and tokens from an incoming message so they never
-// reach the model, the history or a checkpoint.
-func redact(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if len(sec) >= 8 {
-			s = strings.ReplaceAll(s, sec, "[REDACTED]")
-		}
-	}
-	return keyPattern.ReplaceAllString(s, "[REDACTED]")
 }
 
 // generateReply asks the reply functions in order.

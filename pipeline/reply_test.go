@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 )
 
@@ -123,7 +124,7 @@ func TestWindowKeepsPromptsFlat(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	in := "use sk-abcdefghijklmnopqrstuvwx and Bearer abcdefghijklmnopqrstu please"
-	got := redact(in, nil)
+	got := redact.String(in)
 	if strings.Contains(got, "sk-abc") || strings.Contains(got, "abcdefghijklmnopqrstu ") {
 		t.Fatalf("not redacted: %q", got)
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 	"github.com/upgrade-agent/upgrade-agent/internal/retry"
 )
 
@@ -57,7 +58,6 @@ const (
 	// legitimate one (every experiment in full) is far below it.
 	maxAnswerBytes = 64 << 20
 	userAgent      = "upgrade-agent"
-	redacted       = "[REDACTED]"
 )
 
 // sharedHTTPClient is the one keep-alive client of the process. The balance
@@ -568,12 +568,7 @@ func (c *Client) localError(method, path string, cat Category, msg string) *Erro
 // scrub removes every configured secret from text that may reach a person,
 // such as a server message echoing the header it rejected.
 func (c *Client) scrub(s string) string {
-	for _, secret := range c.secrets {
-		if secret != "" {
-			s = strings.ReplaceAll(s, secret, redacted)
-		}
-	}
-	return s
+	return redact.String(s, c.secrets...)
 }
 
 // call sends r and decodes a successful answer into out.
@@ -643,12 +638,12 @@ func (c *Client) attempt(ctx context.Context, r request, payload []byte, n int) 
 		req.Header.Set("User-Id", r.userID)
 		if c.clientAuth != "" {
 			req.Header.Set("Authorization", c.clientAuth)
-			auth = "bearer " + redacted
+			auth = "bearer " + redact.Mark
 		}
 	case r.path != "" && c.token != "":
 		// The root (GET /) is public; only admin routes carry the token.
 		req.Header.Set("Authorization", "Bearer "+c.token)
-		auth = "bearer " + redacted
+		auth = "bearer " + redact.Mark
 	}
 
 	start := time.Now()

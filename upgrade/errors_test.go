@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 )
 
 // TestStatusCategories: the mapping of upgrade-api.md, by status only, with
@@ -357,7 +359,7 @@ func TestSecretsNeverInErrorsOrLogs(t *testing.T) {
 				t.Errorf("credential %q in error %q", s, text)
 			}
 		}
-		if !strings.Contains(text, redacted) {
+		if !strings.Contains(text, redact.Mark) {
 			t.Errorf("error %q does not show the redaction", text)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 	"github.com/upgrade-agent/upgrade-agent/exitcode"
+	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/llm/llmtest"
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
@@ -551,9 +552,7 @@ func (r *run) sessionStatus() string {
 // finish normalises the transcript and compares it with the golden file.
 func (r *run) finish() {
 	text := r.tr.b.String()
-	for _, sec := range r.secrets {
-		text = strings.ReplaceAll(text, sec, "[REDACTED]")
-	}
+	text = redact.String(text, r.secrets...)
 	text = r.norm.apply(text)
 	r.rep.Transcript = text
 	if !r.sc.Golden {

@@ -1,0 +1,63 @@
+// Package redact is the project's one rule for keeping credentials out of
+// text that may be shown, logged or stored: every configured secret and
+// every string shaped like an API key or a bearer token becomes Mark.
+//
+// The LLM client (errors, cassettes), the UpGrade client (error messages),
+// the pipeline (user messages before the model or a checkpoint sees them),
+// the logger and the scenario transcripts all apply it, so a credential is
+// hidden the same way wherever it turns up.
+package redact
+
+import (
+	"cmp"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Mark replaces what is hidden.
+const Mark = "[REDACTED]"
+
+// MinLen is the shortest configured secret that is replaced: a one- or
+// three-character "key" would shred ordinary text and protects nothing.
+const MinLen = 4
+
+// tokenShape matches credentials by their look, configured or not:
+// OpenAI-style keys and bearer tokens.
+var tokenShape = regexp.MustCompile(`\b(sk-[A-Za-z0-9_\-]{16,}|Bearer\s+[A-Za-z0-9._\-]{16,})`)
+
+// Redactor hides a fixed set of secrets. The zero value hides only
+// token-shaped strings.
+type Redactor struct {
+	secrets []string // longest first, so a secret inside another is not half-hidden
+}
+
+// New returns a Redactor for secrets; empty and short ones are skipped.
+func New(secrets ...string) Redactor {
+	var keep []string
+	for _, s := range secrets {
+		if len(s) >= MinLen && !slices.Contains(keep, s) {
+			keep = append(keep, s)
+		}
+	}
+	slices.SortFunc(keep, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	return Redactor{secrets: keep}
+}
+
+// String returns s with every secret and token-shaped string replaced.
+func (r Redactor) String(s string) string {
+	for _, sec := range r.secrets {
+		s = strings.ReplaceAll(s, sec, Mark)
+	}
+	return tokenShape.ReplaceAllString(s, Mark)
+}
+
+// Bytes is String for a byte slice.
+func (r Redactor) Bytes(b []byte) []byte {
+	return []byte(r.String(string(b)))
+}
+
+// String hides secrets and token-shaped strings in s.
+func String(s string, secrets ...string) string {
+	return New(secrets...).String(s)
+}
