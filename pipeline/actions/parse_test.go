@@ -155,6 +155,9 @@ func TestParseNormalizes(t *testing.T) {
 			withDefaults(CreateExperimentParams{AssignmentUnit: "within-subjects"})},
 		{"mark_decision_point", `{"user_id":"u","decision_point":{"site":"s"},"assigned_condition":null,"status":"No Condition Assigned"}`,
 			MarkDecisionPointParams{UserID: "u", DecisionPoint: SiteTarget{Site: "s"}, Status: "no condition assigned"}},
+		{"delete_experiment", `{"experiment_id":" 0B0B0B0B-AAAA-4000-8000-00000000000F "}`,
+			DeleteExperimentParams{ExperimentID: "0b0b0b0b-aaaa-4000-8000-00000000000f"}},
+		{"delete_experiment", `{"experiment_id":"Math HINTS"}`, DeleteExperimentParams{ExperimentID: "Math HINTS"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.raw, func(t *testing.T) {
