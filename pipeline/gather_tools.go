@@ -224,9 +224,14 @@ func gathererTools(extra ...*toolDef) *toolSet {
 			}),
 		newTool("update_action_params", "Set or replace one parameter of the chosen action (a path such as conditions[0].weight works too); null removes it.", false,
 			func(ctx context.Context, t *turn, a updateActionParamArgs) (any, error) {
-				t.mu.Lock()
-				params := deepCopy(t.st.ActionParams)
-				t.mu.Unlock()
+				var params map[string]any
+				if b := t.draft(); b != nil {
+					params = b.Essential()
+				} else {
+					t.mu.Lock()
+					params = deepCopy(t.st.ActionParams)
+					t.mu.Unlock()
+				}
 				if err := setPath(params, strings.TrimSpace(a.Key), a.Value); err != nil {
 					return nil, inputErrorf("key: got %q: %v", a.Key, err)
 				}

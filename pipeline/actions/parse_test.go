@@ -218,6 +218,43 @@ func TestCanonical(t *testing.T) {
 	}
 }
 
+// TestEssential: edits start from the params without what binding fills
+// in, so a default derived from another member is derived again.
+func TestEssential(t *testing.T) {
+	tests := []struct {
+		action, raw, want string
+	}{
+		{"create_experiment",
+			`{"name":"A","context":"c","assignment_unit":"individual","filter_mode":"includeAll","post_experiment_rule":{"rule":"continue"},"consistency_rule":"group"}`,
+			`{"consistency_rule":"group","context":"c","name":"A"}`},
+		{"mark_decision_point", `{"user_id":"u","decision_point":{"site":"s","target":"t"}}`,
+			`{"decision_point":{"site":"s","target":"t"},"user_id":"u"}`},
+		{"mark_decision_point", `{"user_id":"u","decision_point":{"site":"s","target":"t"},"status":"condition not applied"}`,
+			`{"decision_point":{"site":"s","target":"t"},"status":"condition not applied","user_id":"u"}`},
+		{"update_experiment", `{"experiment_id":"x","tags":[]}`, `{"experiment_id":"x","tags":[]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			b, err := Bind(tt.action, json.RawMessage(tt.raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ess := b.Essential()
+			raw, err := json.Marshal(ess)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(raw) != tt.want {
+				t.Errorf("Essential = %s, want %s", raw, tt.want)
+			}
+			again, err := Bind(tt.action, raw)
+			if err != nil || again.Hash != b.Hash {
+				t.Errorf("the essential params bind to %v (%v), not to the same params", again, err)
+			}
+		})
+	}
+}
+
 func TestSpecs(t *testing.T) {
 	names := Names()
 	if len(names) != 9 {
