@@ -259,6 +259,7 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 	msgs := a.promptMessages(t, gathererPrompt, ctxInfo, user)
 	ts := a.gTools()
 	t.takeStop()
+	chosenBefore := t.st.ActionNeeded
 	for {
 		resp, err := t.chat(ctx, NodeGatherer, llm.Request{Messages: msgs, Tools: ts.llm, ToolChoice: llm.ToolChoice{Mode: llm.ToolChoiceAuto}})
 		if err != nil {
@@ -271,8 +272,13 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 		for _, o := range ts.execute(ctx, t, resp.ToolCalls) {
 			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: o.call.ID, Name: o.call.Name, Content: o.content})
 		}
-		if t.draftReady() {
-			break // complete and valid: no extra LLM round just to hear that the gatherer is done
+		// Complete and valid: no extra LLM round just to hear that the
+		// gatherer is done. Unless the model is building an action it
+		// chose in this turn key by key: the required keys may come
+		// before the optional ones it was asked for (a mark's condition,
+		// a user's groups), so it is asked once more.
+		if t.draftReady() && !(t.st.ActionNeeded != chosenBefore && ts.keyByKey(resp.ToolCalls)) {
+			break
 		}
 		if t.takeStop() {
 			break // the model said what only the person can give, or gave a full set the person must correct
