@@ -284,6 +284,15 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 			break // the model said what only the person can give, or gave a full set the person must correct
 		}
 	}
+	if t.answer == answerChanged {
+		if b := t.draft(); b != nil && b.Hash == t.deniedHash {
+			// The no carried nothing the gatherer could apply: it is a
+			// plain no, and the action shown is dropped, never shown again.
+			t.answer = answerDenied
+			t.sess.deny(false)
+			return NodeResponder, nil
+		}
+	}
 	hasAction := t.st.ActionNeeded != ""
 	if hasAction {
 		if err := a.validateDraft(ctx, t); err != nil {

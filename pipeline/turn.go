@@ -58,6 +58,9 @@ type turn struct {
 	showing *Pending
 	notes   []string // said with the confirmation: stale, unclear, interrupted
 	denied  string   // the action a denial dropped in this turn
+	// deniedHash is the params hash of the action denied: a no with a
+	// change that changes nothing is a plain no.
+	deniedHash string
 
 	continuation bool   // the analyzer runs after the executor for a next step
 	nextStep     string // the step the analyzer and gatherer work on after an execution
@@ -127,7 +130,7 @@ func (t *turn) deny(changed bool) {
 		t.answer = answerChanged
 	}
 	if t.pending != nil {
-		t.denied = t.pending.Bound.Name
+		t.denied, t.deniedHash = t.pending.Bound.Name, t.pending.Bound.Hash
 	}
 	v := false
 	t.st.UserConfirmed = &v
