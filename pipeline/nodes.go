@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -120,12 +121,16 @@ func (a *Agent) analyze(ctx context.Context, t *turn, req llm.Request) (*analyze
 		}
 		call, ok := findCall(resp.ToolCalls, analyzeTool.name)
 		if !ok {
+			call, ok = textCall(resp.Content, analyzeTool.name, "intent_type")
+		}
+		if !ok {
 			text = strings.TrimSpace(resp.Content)
-			if text != "" {
+			if text != "" && !looksLikeCall(text) {
 				// The provider ignores tool_choice: another try would
 				// most likely get text again.
 				return nil, text, nil
 			}
+			text = "" // a call the model tried to write as text is no answer
 			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Content},
 				llm.Message{Role: llm.RoleUser, Content: "Call analyze_user_request."})
 			continue
@@ -144,6 +149,49 @@ func (a *Agent) analyze(ctx context.Context, t *turn, req llm.Request) (*analyze
 			llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Content: errorResult(err.Error())})
 	}
 	return nil, text, nil
+}
+
+// textCall reads a call to the tool name that a model without a tool-call
+// parser wrote as text: {"name": ..., "arguments": {...}} ("parameters"
+// for Llama), alone, in <tool_call> tags (Qwen, Hermes) or in a code
+// fence; or the arguments object alone, recognised by its key.
+func textCall(content, name, key string) (llm.ToolCall, bool) {
+	i, j := strings.Index(content, "{"), strings.LastIndex(content, "}")
+	if i < 0 || j < i {
+		return llm.ToolCall{}, false
+	}
+	obj, err := decodeObject(json.RawMessage(content[i : j+1]))
+	if err != nil {
+		return llm.ToolCall{}, false
+	}
+	args, hasArgs := obj["arguments"]
+	if !hasArgs {
+		args, hasArgs = obj["parameters"]
+	}
+	n, _ := obj["name"].(string)
+	switch {
+	case hasArgs && strings.EqualFold(toolName(n), name):
+	case obj[key] != nil:
+		args = obj
+	default:
+		return llm.ToolCall{}, false
+	}
+	raw := compactJSON(args)
+	if s, ok := args.(string); ok {
+		raw = s // the arguments encoded twice
+	}
+	return llm.ToolCall{ID: "call_in_text", Name: name, Arguments: raw}, true
+}
+
+// looksLikeCall: text that starts like a tool call written out (JSON, a
+// code fence, call tags) is no answer to show the person.
+func looksLikeCall(text string) bool {
+	for _, p := range []string{"{", "```", "<tool_call>", "<|python_tag|>", "<function"} {
+		if strings.HasPrefix(text, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // readAnswer reads the analyzer's view of an answer to a pending
