@@ -506,14 +506,15 @@ func filterExperiments(all []ExperimentSummary, f experimentFilter) []Experiment
 	if f.Status != "" {
 		status = string(upgrade.NormalizeState(f.Status))
 	}
+	ctx, name := strings.TrimSpace(f.Context), strings.ToLower(strings.TrimSpace(f.Name))
 	for _, e := range all {
-		if f.Context != "" && !strings.EqualFold(e.Context, f.Context) {
+		if ctx != "" && !strings.EqualFold(e.Context, ctx) {
 			continue
 		}
 		if status != "" && e.Status != status {
 			continue
 		}
-		if f.Name != "" && !strings.Contains(strings.ToLower(e.Name), strings.ToLower(f.Name)) {
+		if name != "" && !strings.Contains(strings.ToLower(e.Name), name) {
 			continue
 		}
 		out = append(out, e)
