@@ -542,12 +542,15 @@ func (p Problem) Type() string {
 	return "validation"
 }
 
-// String names the field, the value received and what is wrong, once.
+// String names the field, the value received and what is wrong, once: a
+// message that starts with its field ("status is required") is not
+// prefixed with it again.
 func (p Problem) String() string {
-	if p.Field != "" {
-		return p.Field + ": " + p.Detail()
+	d := p.Detail()
+	if p.Field == "" || strings.HasPrefix(d, p.Field+" ") {
+		return d
 	}
-	return p.Detail()
+	return p.Field + ": " + d
 }
 
 // Detail is String without the field.

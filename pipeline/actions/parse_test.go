@@ -317,3 +317,20 @@ func TestRequiresConfirmation(t *testing.T) {
 		}
 	}
 }
+
+// TestProblemString: the field, the value and what is wrong, each once.
+func TestProblemString(t *testing.T) {
+	for _, tt := range []struct {
+		p    Problem
+		want string
+	}{
+		{Problem{Field: "conditions[0].weight", Value: `"half"`, Message: "expected a number"}, `conditions[0].weight: got "half": expected a number`},
+		{Problem{Field: "status", Message: "status is required (enrolling to start)", Missing: true}, "status is required (enrolling to start)"},
+		{Problem{Field: "site", Message: "sites are SelectSection"}, "site: sites are SelectSection"},
+		{Problem{Message: "arguments are not valid JSON"}, "arguments are not valid JSON"},
+	} {
+		if got := tt.p.String(); got != tt.want {
+			t.Errorf("String() = %q, want %q", got, tt.want)
+		}
+	}
+}
