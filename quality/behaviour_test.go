@@ -34,8 +34,8 @@ import (
 //     bytes and hash, so the approval survives the checkpoint;
 //   - every scripted reply is used and no call goes unanswered, and the turn
 //     never ends on a limit (no loop without end);
-//   - every error result sent to the model is plain: no Go internals, and no
-//     problem said twice.
+//   - every error result and problem sent to the model is plain: no Go
+//     internals, no problem said twice, no field named twice.
 
 // behaviourCase is one conversation.
 type behaviourCase struct {
@@ -204,6 +204,9 @@ func runBehaviour(t *testing.T, cases []behaviourCase) {
 	for _, tc := range cases {
 		if seen[tc.name] {
 			t.Fatalf("two cases named %q", tc.name)
+		}
+		if len(tc.backend) == 0 {
+			t.Fatalf("case %q checks nothing on the backend", tc.name)
 		}
 		seen[tc.name] = true
 		t.Run(tc.name, func(t *testing.T) {
@@ -448,6 +451,9 @@ func plainProblems(t *testing.T, step string, problems []string) {
 		}
 		if slices.Contains(problems[:i], p) {
 			t.Errorf("%s: a tool result says %q twice: %q", step, p, problems)
+		}
+		if field, rest, ok := strings.Cut(p, ": "); ok && !strings.Contains(field, " ") && strings.HasPrefix(rest, field+" ") {
+			t.Errorf("%s: a tool result names %s twice: %q", step, field, p)
 		}
 	}
 }
