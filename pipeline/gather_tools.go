@@ -238,9 +238,14 @@ func gathererTools(extra ...*toolDef) *toolSet {
 			}),
 		newTool("update_action_params", "Set or replace one parameter of the chosen action (a path such as conditions[0].weight works too); null removes it.", false,
 			func(ctx context.Context, t *turn, a updateActionParamArgs) (any, error) {
-				t.mu.Lock()
-				params := deepCopy(t.st.ActionParams)
-				t.mu.Unlock()
+				var params map[string]any
+				if b := t.draft(); b != nil {
+					params = b.Essential()
+				} else {
+					t.mu.Lock()
+					params = deepCopy(t.st.ActionParams)
+					t.mu.Unlock()
+				}
 				if err := setPath(params, strings.TrimSpace(a.Key), a.Value); err != nil {
 					return nil, inputErrorf("key: got %q: %v", a.Key, err)
 				}
@@ -515,14 +520,15 @@ func filterExperiments(all []readmodel.Summary, f experimentFilter) []readmodel.
 	if f.Status != "" {
 		status = upgrade.NormalizeState(f.Status)
 	}
+	ctx, name := strings.TrimSpace(f.Context), strings.ToLower(strings.TrimSpace(f.Name))
 	for _, e := range all {
-		if f.Context != "" && !strings.EqualFold(e.Context, f.Context) {
+		if ctx != "" && !strings.EqualFold(e.Context, ctx) {
 			continue
 		}
 		if status != "" && e.Status != status {
 			continue
 		}
-		if f.Name != "" && !strings.Contains(strings.ToLower(e.Name), strings.ToLower(f.Name)) {
+		if name != "" && !strings.Contains(strings.ToLower(e.Name), name) {
 			continue
 		}
 		out = append(out, e)

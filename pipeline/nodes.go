@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -143,12 +144,16 @@ func (a *Agent) analyze(ctx context.Context, t *turn, req llm.Request) (*analyze
 			return &analyzeArgs{IntentType: IntentNeedsInfo, UserRequestSummary: t.input}, "", nil
 		}
 		if !ok {
+			call, ok = textCall(resp.Content, analyzeTool.name, "intent_type")
+		}
+		if !ok {
 			text = strings.TrimSpace(resp.Content)
-			if text != "" {
+			if text != "" && !looksLikeCall(text) {
 				// The provider ignores tool_choice: another try would
 				// most likely get text again.
 				return nil, text, nil
 			}
+			text = "" // a call the model tried to write as text is no answer
 			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: resp.Content},
 				llm.Message{Role: llm.RoleUser, Content: "Call analyze_user_request."})
 			continue
@@ -181,6 +186,49 @@ func lookupCalls(calls []llm.ToolCall) []llm.ToolCall {
 		}
 	}
 	return out
+}
+
+// textCall reads a call to the tool name that a model without a tool-call
+// parser wrote as text: {"name": ..., "arguments": {...}} ("parameters"
+// for Llama), alone, in <tool_call> tags (Qwen, Hermes) or in a code
+// fence; or the arguments object alone, recognised by its key.
+func textCall(content, name, key string) (llm.ToolCall, bool) {
+	i, j := strings.Index(content, "{"), strings.LastIndex(content, "}")
+	if i < 0 || j < i {
+		return llm.ToolCall{}, false
+	}
+	obj, err := decodeObject(json.RawMessage(content[i : j+1]))
+	if err != nil {
+		return llm.ToolCall{}, false
+	}
+	args, hasArgs := obj["arguments"]
+	if !hasArgs {
+		args, hasArgs = obj["parameters"]
+	}
+	n, _ := obj["name"].(string)
+	switch {
+	case hasArgs && strings.EqualFold(toolName(n), name):
+	case obj[key] != nil:
+		args = obj
+	default:
+		return llm.ToolCall{}, false
+	}
+	raw := compactJSON(args)
+	if s, ok := args.(string); ok {
+		raw = s // the arguments encoded twice
+	}
+	return llm.ToolCall{ID: "call_in_text", Name: name, Arguments: raw}, true
+}
+
+// looksLikeCall: text that starts like a tool call written out (JSON, a
+// code fence, call tags) is no answer to show the person.
+func looksLikeCall(text string) bool {
+	for _, p := range []string{"{", "```", "<tool_call>", "<|python_tag|>", "<function"} {
+		if strings.HasPrefix(text, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // readAnswer reads the analyzer's view of an answer to a pending
@@ -307,6 +355,7 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 			return NodeResponder, nil // a question: the responder has what it needs (and may look up more)
 		}
 	}
+	chosenBefore := t.st.ActionNeeded
 	for {
 		resp, err := t.chat(ctx, NodeGatherer, llm.Request{Messages: msgs, Tools: ts.llm, ToolChoice: llm.ToolChoice{Mode: llm.ToolChoiceAuto}})
 		if err != nil {
@@ -319,14 +368,28 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 		for _, o := range ts.execute(ctx, t, resp.ToolCalls) {
 			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: o.call.ID, Name: o.call.Name, Content: o.content})
 		}
-		if t.draftReady() {
-			break // complete and valid: no extra LLM round just to hear that the gatherer is done
+		// Complete and valid: no extra LLM round just to hear that the
+		// gatherer is done. Unless the model is building an action it
+		// chose in this turn key by key: the required keys may come
+		// before the optional ones it was asked for (a mark's condition,
+		// a user's groups), so it is asked once more.
+		if t.draftReady() && !(t.st.ActionNeeded != chosenBefore && ts.keyByKey(resp.ToolCalls)) {
+			break
 		}
 		if t.takeStop() {
 			break // the model said what only the person can give, or gave a full set the person must correct
 		}
 		if t.infoOnly && t.st.ActionNeeded == "" && ts.allReadOnly(resp.ToolCalls) {
 			break // a question's lookups are done: no extra round just to hear that the gatherer is finished
+		}
+	}
+	if t.answer == answerChanged {
+		if b := t.draft(); b != nil && t.denied != nil && b.Hash == t.denied.Bound.Hash {
+			// The no carried nothing the gatherer could apply: it is a
+			// plain no, and the action shown is dropped, never shown again.
+			t.answer = answerDenied
+			t.sess.deny(false)
+			return NodeResponder, nil
 		}
 	}
 	hasAction := t.st.ActionNeeded != ""

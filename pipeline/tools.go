@@ -202,6 +202,23 @@ func (ts *toolSet) allReadOnly(calls []llm.ToolCall) bool {
 	return len(calls) > 0
 }
 
+// keyByKey reports whether a reply set params one key at a time
+// (update_action_params) and never all at once (set_action_params).
+func (ts *toolSet) keyByKey(calls []llm.ToolCall) bool {
+	updated := false
+	for _, c := range calls {
+		d := ts.lookup(c.Name)
+		switch {
+		case d == nil:
+		case d.name == "set_action_params":
+			return false
+		case d.name == "update_action_params":
+			updated = true
+		}
+	}
+	return updated
+}
+
 func (ts *toolSet) names() []string {
 	n := make([]string, len(ts.list))
 	for i, d := range ts.list {

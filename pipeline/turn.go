@@ -259,7 +259,7 @@ var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[
 func (t *turn) resolveID(ctx context.Context, ref string) (string, error) {
 	ref = strings.TrimSpace(ref)
 	if uuidRE.MatchString(ref) {
-		return ref, nil
+		return strings.ToLower(ref), nil // UpGrade's ids are lower case
 	}
 	names, err := t.experimentNames(ctx)
 	if err != nil {

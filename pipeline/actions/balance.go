@@ -30,7 +30,7 @@ const MaxBalanceUsers = 10000
 
 func (p BalanceParams) canonical() BalanceParams {
 	return BalanceParams{NumUsers: p.NumUsers, Context: strings.TrimSpace(p.Context), Site: strings.TrimSpace(p.Site),
-		Target: strings.TrimSpace(p.Target), ExperimentID: strings.TrimSpace(p.ExperimentID),
+		Target: strings.TrimSpace(p.Target), ExperimentID: idValue(p.ExperimentID),
 		Group: normGroupMap(p.Group), WorkingGroup: normWorkingGroup(p.WorkingGroup)}
 }
 

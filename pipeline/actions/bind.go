@@ -80,6 +80,28 @@ func (b *Bound) Map() map[string]any {
 	return m
 }
 
+// Essential is the canonical params without the members binding fills in
+// by itself: a member is left out when the params bound without it are
+// the same. Edits start from it, so that a default derived from another
+// member (a mark's status from its condition, a post rule from its
+// condition) is derived again from the edited params rather than kept
+// stale from an earlier draft.
+func (b *Bound) Essential() map[string]any {
+	m := b.Map()
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		delete(m, k)
+		raw, err := json.Marshal(m)
+		if err == nil {
+			if again, err := b.act.Bind(raw); err == nil && again.Hash == b.Hash {
+				continue
+			}
+		}
+		m[k] = v
+	}
+	return m
+}
+
 // ParseError lists everything wrong with the shape of an action's params:
 // unknown fields, wrong types, broken JSON. Each Problem names the field by
 // its path (conditions[1].weight) so that the model can fix exactly that.
@@ -522,12 +544,15 @@ func (p Problem) Type() string {
 	return "validation"
 }
 
-// String names the field, the value received and what is wrong, once.
+// String names the field, the value received and what is wrong, once: a
+// message that starts with its field ("status is required") is not
+// prefixed with it again.
 func (p Problem) String() string {
-	if p.Field != "" {
-		return p.Field + ": " + p.Detail()
+	d := p.Detail()
+	if p.Field == "" || strings.HasPrefix(d, p.Field+" ") {
+		return d
 	}
-	return p.Detail()
+	return p.Field + ": " + d
 }
 
 // Detail is String without the field.

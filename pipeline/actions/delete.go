@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
@@ -19,7 +18,7 @@ type DeleteExperimentParams struct {
 func (DeleteExperimentParams) Action() Name { return DeleteExperiment }
 
 func (p DeleteExperimentParams) canonical() DeleteExperimentParams {
-	return DeleteExperimentParams{ExperimentID: strings.TrimSpace(p.ExperimentID)}
+	return DeleteExperimentParams{ExperimentID: idValue(p.ExperimentID)}
 }
 
 func init() {

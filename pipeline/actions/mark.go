@@ -28,7 +28,7 @@ func (p MarkDecisionPointParams) canonical() MarkDecisionPointParams {
 		Status:        enumValue(p.Status, markStatuses),
 	}
 	if ac := p.AssignedCondition; ac != nil {
-		n := AssignedConditionParam{ConditionCode: strings.TrimSpace(ac.ConditionCode), ExperimentID: strings.TrimSpace(ac.ExperimentID)}
+		n := AssignedConditionParam{ConditionCode: strings.TrimSpace(ac.ConditionCode), ExperimentID: idValue(ac.ExperimentID)}
 		if n != (AssignedConditionParam{}) {
 			c.AssignedCondition = &n // an empty object is no condition
 		}

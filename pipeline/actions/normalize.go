@@ -40,6 +40,17 @@ func enumPtr(s *string, allowed []string) *string {
 	return &v
 }
 
+// idValue is an experiment id trimmed, a UUID in lower case: UpGrade
+// stores and answers ids in lower case, and a model may write one in upper
+// case (the same id, so the same params).
+func idValue(s string) string {
+	s = strings.TrimSpace(s)
+	if upgrade.IsUUID(s) {
+		return strings.ToLower(s)
+	}
+	return s
+}
+
 func trimPtr(s *string) *string {
 	if s == nil {
 		return nil

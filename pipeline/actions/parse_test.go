@@ -155,6 +155,9 @@ func TestParseNormalizes(t *testing.T) {
 			withDefaults(CreateExperimentParams{AssignmentUnit: "within-subjects"})},
 		{"mark_decision_point", `{"user_id":"u","decision_point":{"site":"s"},"assigned_condition":null,"status":"No Condition Assigned"}`,
 			MarkDecisionPointParams{UserID: "u", DecisionPoint: SiteTarget{Site: "s"}, Status: "no condition assigned"}},
+		{"delete_experiment", `{"experiment_id":" 0B0B0B0B-AAAA-4000-8000-00000000000F "}`,
+			DeleteExperimentParams{ExperimentID: "0b0b0b0b-aaaa-4000-8000-00000000000f"}},
+		{"delete_experiment", `{"experiment_id":"Math HINTS"}`, DeleteExperimentParams{ExperimentID: "Math HINTS"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.raw, func(t *testing.T) {
@@ -210,6 +213,43 @@ func TestCanonical(t *testing.T) {
 			}
 			if string(again) != string(got) {
 				t.Errorf("Canonical is not stable:\n%s\n%s", got, again)
+			}
+		})
+	}
+}
+
+// TestEssential: edits start from the params without what binding fills
+// in, so a default derived from another member is derived again.
+func TestEssential(t *testing.T) {
+	tests := []struct {
+		action, raw, want string
+	}{
+		{"create_experiment",
+			`{"name":"A","context":"c","assignment_unit":"individual","filter_mode":"includeAll","post_experiment_rule":{"rule":"continue"},"consistency_rule":"group"}`,
+			`{"consistency_rule":"group","context":"c","name":"A"}`},
+		{"mark_decision_point", `{"user_id":"u","decision_point":{"site":"s","target":"t"}}`,
+			`{"decision_point":{"site":"s","target":"t"},"user_id":"u"}`},
+		{"mark_decision_point", `{"user_id":"u","decision_point":{"site":"s","target":"t"},"status":"condition not applied"}`,
+			`{"decision_point":{"site":"s","target":"t"},"status":"condition not applied","user_id":"u"}`},
+		{"update_experiment", `{"experiment_id":"x","tags":[]}`, `{"experiment_id":"x","tags":[]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			b, err := Bind(tt.action, json.RawMessage(tt.raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ess := b.Essential()
+			raw, err := json.Marshal(ess)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(raw) != tt.want {
+				t.Errorf("Essential = %s, want %s", raw, tt.want)
+			}
+			again, err := Bind(tt.action, raw)
+			if err != nil || again.Hash != b.Hash {
+				t.Errorf("the essential params bind to %v (%v), not to the same params", again, err)
 			}
 		})
 	}
@@ -274,6 +314,23 @@ func TestRequiresConfirmation(t *testing.T) {
 		}
 		if !s.NeedsConfirmation("bogus") {
 			t.Errorf("unknown policy/%s: no confirmation", n)
+		}
+	}
+}
+
+// TestProblemString: the field, the value and what is wrong, each once.
+func TestProblemString(t *testing.T) {
+	for _, tt := range []struct {
+		p    Problem
+		want string
+	}{
+		{Problem{Field: "conditions[0].weight", Value: `"half"`, Message: "expected a number"}, `conditions[0].weight: got "half": expected a number`},
+		{Problem{Field: "status", Message: "status is required (enrolling to start)", Missing: true}, "status is required (enrolling to start)"},
+		{Problem{Field: "site", Message: "sites are SelectSection"}, "site: sites are SelectSection"},
+		{Problem{Message: "arguments are not valid JSON"}, "arguments are not valid JSON"},
+	} {
+		if got := tt.p.String(); got != tt.want {
+			t.Errorf("String() = %q, want %q", got, tt.want)
 		}
 	}
 }

@@ -21,7 +21,7 @@ type UpdateExperimentStatusParams struct {
 func (UpdateExperimentStatusParams) Action() Name { return UpdateExperimentStatus }
 
 func (p UpdateExperimentStatusParams) canonical() UpdateExperimentStatusParams {
-	c := UpdateExperimentStatusParams{ExperimentID: strings.TrimSpace(p.ExperimentID), Status: strings.TrimSpace(p.Status)}
+	c := UpdateExperimentStatusParams{ExperimentID: idValue(p.ExperimentID), Status: strings.TrimSpace(p.Status)}
 	if st := upgrade.NormalizeState(c.Status); st.Valid() {
 		c.Status = string(st)
 	}

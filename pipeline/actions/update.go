@@ -36,7 +36,7 @@ func (UpdateExperimentParams) Action() Name { return UpdateExperiment }
 
 func (p UpdateExperimentParams) canonical() UpdateExperimentParams {
 	c := UpdateExperimentParams{
-		ExperimentID:       strings.TrimSpace(p.ExperimentID),
+		ExperimentID:       idValue(p.ExperimentID),
 		Name:               trimPtr(p.Name),
 		Context:            trimPtr(p.Context),
 		Description:        trimPtr(p.Description),
