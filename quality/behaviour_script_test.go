@@ -15,8 +15,9 @@ const analyze = "- call: {analyze_user_request: {intent_type: needs_info, confid
 // respond is the responder's reply.
 const respond = "- reply: Here is what I understood.\n"
 
-// done is the responder's reply after an execution.
-const done = "- reply: Done.\n"
+// done is the responder after an execution: nothing, the reply is
+// rendered in Go from the result (reply_wording go, the default).
+const done = ""
 
 // gather is the gatherer's reply choosing an action and setting its params
 // (a YAML flow mapping) in one round.
@@ -58,9 +59,10 @@ func request(say, action, params string) turnStep {
 		want: turnWant{status: "awaiting_confirmation", confirm: action, calls: 3}}
 }
 
-// yes is the person's yes: the action shown runs, the responder reports.
+// yes is the person's yes: read in Go, the action shown runs and the
+// reply is rendered from its result, with no LLM call.
 func yes(action string) turnStep {
-	return turnStep{say: "yes", llm: done, want: turnWant{ran: action, calls: 1}}
+	return turnStep{say: "yes", llm: done, want: turnWant{ran: action}}
 }
 
 // expect sets what a step must show and returns it.
