@@ -496,15 +496,6 @@ func checkToolErrors(t *testing.T, step string, reqs []llmtest.RecordedRequest, 
 	t.Errorf("%s: no tool error holds %q; the errors sent were %q", step, want, errs)
 }
 
-func decodeAny(t testing.TB, raw []byte) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatalf("JSON %s: %v", raw, err)
-	}
-	return v
-}
-
 func jsonEqual(a, b []byte) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
@@ -563,20 +554,6 @@ func hasExp(name string, state upgrade.State, conds ...string) check {
 		}
 		if !slices.Equal(got, conds) {
 			t.Errorf("backend: %s has conditions %v, want %v", name, got, conds)
-		}
-	}
-}
-
-// expWith: the experiment's stored fields hold these values.
-func expWith(name string, fn func(e *upgrade.Experiment) string) check {
-	return func(t *testing.T, w *world) {
-		t.Helper()
-		e := w.experiment(name)
-		if e == nil {
-			t.Fatalf("backend: no experiment %q", name)
-		}
-		if msg := fn(e); msg != "" {
-			t.Errorf("backend: %s: %s", name, msg)
 		}
 	}
 }
