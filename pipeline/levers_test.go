@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -209,4 +211,18 @@ func fmtDurations(v []time.Duration) string {
 func fmtInts(v []int) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestToolErrorsLeaveOutTheUpGradeURL: the model reads the status and the
+// server's message of a failed lookup, never the method and the URL.
+func TestToolErrorsLeaveOutTheUpGradeURL(t *testing.T) {
+	ue := &upgrade.Error{Category: upgrade.CategoryNotFound, Method: "GET", URL: "http://127.0.0.1:9/api/experiments/x", Status: 404, Message: "Experiment not found"}
+	got := modelErrorText(fmt.Errorf("experiment x: %w", ue))
+	want := "experiment x: UpGrade answered 404 Not Found: Experiment not found"
+	if got != want {
+		t.Errorf("modelErrorText = %q, want %q", got, want)
+	}
+	if got := modelErrorText(errors.New("plain")); got != "plain" {
+		t.Errorf("a plain error changed: %q", got)
+	}
 }

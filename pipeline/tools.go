@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
 // toolDef is one LLM tool: its contract (name, description, JSON schema) and
@@ -186,10 +188,26 @@ func (ts *toolSet) one(ctx context.Context, t *turn, call llm.ToolCall) toolOutc
 		if !errors.As(err, &ie) {
 			t.recordError(err)
 		}
-		return toolOutcome{call: call, failed: true, content: errorResult(err.Error())}
+		return toolOutcome{call: call, failed: true, content: errorResult(modelErrorText(err))}
 	}
 	t.noteToolResult(d.name, res)
 	return toolOutcome{call: call, content: compactJSON(res)}
+}
+
+// modelErrorText is err as the model reads it: an UpGrade answer keeps its
+// status and message but not the method and URL, which tell the model
+// nothing it can act on and cost tokens.
+func modelErrorText(err error) string {
+	text := err.Error()
+	var ue *upgrade.Error
+	if errors.As(err, &ue) && ue.Status > 0 {
+		short := fmt.Sprintf("UpGrade answered %d %s", ue.Status, http.StatusText(ue.Status))
+		if ue.Message != "" {
+			short += ": " + ue.Message
+		}
+		text = strings.Replace(text, ue.Error(), short, 1)
+	}
+	return text
 }
 
 // allReadOnly reports whether every call names a read-only tool.
