@@ -174,7 +174,7 @@ func fetchExperiment(ctx context.Context, client *upgrade.Client, ref string) (*
 	if err != nil {
 		return nil, err
 	}
-	return client.Experiment(ctx, id)
+	return upgrade.ExperimentWithLists(ctx, client, id)
 }
 
 func runExperimentsShow(ctx context.Context, opts *ExperimentRefOptions) error {

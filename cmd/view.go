@@ -53,6 +53,8 @@ type ReadView interface {
 	Contexts([]ContextInfo) error
 	Context(ContextInfo) error
 	Experiments(list []ExperimentSummary, filtered bool) error
+	// Experiment shows one experiment: the read model in a table, the
+	// server's own object with -o json|yaml (as kubectl does).
 	Experiment(*upgrade.Experiment) error
 	Stats(StatsReport) error
 	Version(VersionInfo) error

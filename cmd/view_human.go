@@ -14,6 +14,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
 )
 
 // humanView renders results as kubectl-style tables and "Key: value"
@@ -178,59 +179,54 @@ func describeSegment(s upgrade.Segment) string {
 }
 
 func (v *humanView) Experiment(e *upgrade.Experiment) error {
-	revert := ""
-	if e.PostExperimentRule == upgrade.PostRuleAssign {
-		revert = "default"
-		if e.RevertTo != nil && *e.RevertTo != "" {
-			revert = *e.RevertTo
-			if c := e.ConditionByID(*e.RevertTo); c != nil {
-				revert = c.ConditionCode
-			}
-		}
-	}
+	d := readmodel.DetailsOf(e)
 	pairs := [][2]string{
-		{"Name", e.Name},
-		{"ID", e.ID},
-		{"Context", e.ContextName()},
-		{"Status", string(e.State)},
-		{"Description", e.Description},
-		{"Unit", e.AssignmentUnit},
-		{"Group type", e.Group},
-		{"Consistency", e.ConsistencyRule},
-		{"Post rule", e.PostExperimentRule},
+		{"Name", d.Name},
+		{"ID", d.ID},
+		{"Context", d.Context},
+		{"Status", string(d.Status)},
+		{"Description", d.Description},
+		{"Unit", d.Unit},
+		{"Group type", d.GroupType},
+		{"Consistency", d.Consistency},
+		{"Post rule", d.PostRule},
 	}
-	if revert != "" {
+	if d.PostRule == upgrade.PostRuleAssign {
+		revert := d.RevertTo
+		if revert == "" {
+			revert = "default"
+		}
 		pairs = append(pairs, [2]string{"Revert to", revert})
 	}
 	pairs = append(pairs,
-		[2]string{"Filter mode", e.FilterMode},
-		[2]string{"Included", describeSegment(e.Inclusion)},
-		[2]string{"Excluded", describeSegment(e.Exclusion)},
-		[2]string{"Tags", list(e.Tags)},
-		[2]string{"Created", formatTime(e.CreatedAt)},
-		[2]string{"Updated", formatTime(e.UpdatedAt)},
+		[2]string{"Filter mode", d.FilterMode},
+		[2]string{"Included", describeSegment(d.Inclusion)},
+		[2]string{"Excluded", describeSegment(d.Exclusion)},
+		[2]string{"Tags", list(d.Tags)},
+		[2]string{"Created", formatTime(d.CreatedAt)},
+		[2]string{"Updated", formatTime(d.UpdatedAt)},
 	)
 	if err := describe(v.out, pairs); err != nil {
 		return err
 	}
 	fmt.Fprintln(v.out)
-	rows := make([][]string, 0, len(e.Conditions))
-	for _, c := range e.Conditions {
-		rows = append(rows, []string{c.ConditionCode, formatWeight(c.AssignmentWeight), c.ID})
+	rows := make([][]string, 0, len(d.Conditions))
+	for _, c := range d.Conditions {
+		rows = append(rows, []string{c.Code, formatWeight(c.Weight), c.ID})
 	}
 	if err := RenderTable(v.out, []string{"CONDITION", "WEIGHT", "ID"}, rows); err != nil {
 		return err
 	}
 	fmt.Fprintln(v.out)
 	rows = rows[:0]
-	for _, p := range e.Partitions {
+	for _, p := range d.DecisionPoints {
 		excl := "no"
 		if p.ExcludeIfReached {
 			excl = "yes"
 		}
-		rows = append(rows, []string{p.Site, p.Target, excl, p.ID})
+		rows = append(rows, []string{p.Site, p.Target, excl})
 	}
-	return RenderTable(v.out, []string{"SITE", "TARGET", "EXCLUDE IF REACHED", "ID"}, rows)
+	return RenderTable(v.out, []string{"SITE", "TARGET", "EXCLUDE IF REACHED"}, rows)
 }
 
 func formatShare(s float64) string { return strconv.FormatFloat(100*s, 'f', 1, 64) + "%" }

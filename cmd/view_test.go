@@ -210,8 +210,9 @@ func TestExperimentDescribe(t *testing.T) {
 		"Revert to:   variant\n",
 		"Included:    users u1, u2; groups schoolId:s1\n",
 		"Excluded:    -\n",
-		"CONDITION  WEIGHT  ID\nvariant    33.5    c2\ncontrol    66.5    c1\n",
-		"SITE           TARGET                        EXCLUDE IF REACHED  ID\nSelectSection  absolute_value_plot_equality  no                  p1\nSelectSection                                no                  p2\n",
+		// The read model's order: by the conditions' order field.
+		"CONDITION  WEIGHT  ID\ncontrol    66.5    c1\nvariant    33.5    c2\n",
+		"SITE           TARGET                        EXCLUDE IF REACHED\nSelectSection  absolute_value_plot_equality  no\nSelectSection                                no\n",
 	} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("output lacks %q:\n%s", line, out.String())

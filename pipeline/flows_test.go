@@ -452,6 +452,25 @@ func TestYesFlagApprovesPending(t *testing.T) {
 	}
 }
 
+// TestYesFlagNeverOverridesTheWordsNo: with --yes, a message that begins
+// by refusing the pending action is read as the refusal it is.
+func TestYesFlagNeverOverridesTheWordsNo(t *testing.T) {
+	h := newHarness(t)
+	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
+	proposeDelete(h, e.ID, nil)
+	h.agent.Yes = true
+	res := h.ask("no, I changed my mind about deleting it",
+		analyze(IntentNeedsInfo, "refuses the delete", map[string]any{"user_confirmed": false}),
+		text("Cancelled: Math Hints stays."),
+	)
+	if len(h.experimentNames()) != 1 || len(res.Actions) != 0 {
+		t.Fatalf("--yes ran a delete the person refused: %+v", res)
+	}
+	if res.Status != StatusCompleted || !strings.Contains(res.Response, "Cancelled") {
+		t.Fatalf("got %+v", res)
+	}
+}
+
 func TestUnreachableUpgradeFailsTheTurn(t *testing.T) {
 	h := newHarness(t)
 	dead, err := upgrade.New(upgrade.Config{BaseURL: "http://127.0.0.1:1/api", MaxRetries: -1})

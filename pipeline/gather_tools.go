@@ -103,7 +103,7 @@ func gathererTools(extra ...*toolDef) *toolSet {
 				if err != nil {
 					return nil, err
 				}
-				e, err := t.a.API.Experiment(ctx, id)
+				e, err := upgrade.ExperimentWithLists(ctx, t.a.API, id)
 				if err != nil {
 					return nil, err
 				}
@@ -140,7 +140,7 @@ func gathererTools(extra ...*toolDef) *toolSet {
 				if m, ok := uniqueMatch(matches); ok {
 					// One experiment is meant: its details come along, so
 					// no second lookup is needed.
-					e, err := t.a.API.Experiment(ctx, m.ID)
+					e, err := upgrade.ExperimentWithLists(ctx, t.a.API, m.ID)
 					if err != nil {
 						return nil, err
 					}

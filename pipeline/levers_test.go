@@ -226,3 +226,26 @@ func TestToolErrorsLeaveOutTheUpGradeURL(t *testing.T) {
 		t.Errorf("a plain error changed: %q", got)
 	}
 }
+
+// TestKeyByKeyEndsWhenAReplyChangesNothing: a model building an action it
+// chose in this turn key by key is asked once more after the action is
+// complete (its optional keys may follow), and the loop ends at the first
+// such reply that changes nothing.
+func TestKeyByKeyEndsWhenAReplyChangesNothing(t *testing.T) {
+	h := newHarness(t)
+	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
+	upd := func(key string, v any) llmtest.Call {
+		return call("update_action_params", map[string]any{"key": key, "value": v})
+	}
+	res := h.ask("start Math Hints",
+		analyze(IntentNeedsInfo, "start Math Hints", map[string]any{"needs_action": true}),
+		calls(call("set_action_needed", map[string]any{"action": "update_experiment_status", "reasoning": "start"}),
+			upd("experiment_id", e.ID), upd("status", "enrolling")),
+		calls(upd("status", "enrolling")), // the one more round: it changes nothing
+		text("Starting it enrolls students."),
+	)
+	requireTrace(t, res, NodeAnalyzer, NodeGatherer, NodeConfirmation, NodeResponder)
+	if res.Status != StatusAwaitingConfirmation || res.Usage.LLMCalls != 4 {
+		t.Fatalf("got %s after %d calls, want a confirmation after 4", res.Status, res.Usage.LLMCalls)
+	}
+}

@@ -356,6 +356,12 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 		}
 	}
 	chosenBefore := t.st.ActionNeeded
+	draftHash := func() string {
+		if b := t.draft(); b != nil {
+			return b.Hash
+		}
+		return ""
+	}
 	for {
 		resp, err := t.chat(ctx, NodeGatherer, llm.Request{Messages: msgs, Tools: ts.llm, ToolChoice: llm.ToolChoice{Mode: llm.ToolChoiceAuto}})
 		if err != nil {
@@ -365,6 +371,7 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 			break // the model has nothing more to look up or set
 		}
 		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
+		hashBefore := draftHash()
 		for _, o := range ts.execute(ctx, t, resp.ToolCalls) {
 			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: o.call.ID, Name: o.call.Name, Content: o.content})
 		}
@@ -372,8 +379,10 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 		// gatherer is done. Unless the model is building an action it
 		// chose in this turn key by key: the required keys may come
 		// before the optional ones it was asked for (a mark's condition,
-		// a user's groups), so it is asked once more.
-		if t.draftReady() && !(t.st.ActionNeeded != chosenBefore && ts.keyByKey(resp.ToolCalls)) {
+		// a user's groups), so it is asked once more, for as long as each
+		// such reply changes the action: a reply that changes nothing ends
+		// the loop.
+		if t.draftReady() && (t.st.ActionNeeded == chosenBefore || !ts.keyByKey(resp.ToolCalls) || draftHash() == hashBefore) {
 			break
 		}
 		if t.takeStop() {

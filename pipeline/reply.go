@@ -261,8 +261,11 @@ func (a *Agent) replyHuman(ctx context.Context, rc *ReplyContext) (Reply, error)
 	case ans == answerDenied:
 		t.deny(false)
 		return a.runGraph(ctx, t, NodeResponder)
-	case a.Yes:
-		// --yes approves the pending confirmation of this run.
+	case a.Yes && !startsWithNo(rc.Message):
+		// --yes approves the pending confirmation of this run, unless the
+		// person's own words begin by refusing it ("no, use 60/40"): those
+		// go to the analyzer as a denial or a change, and a changed action
+		// shown in this run is approved by --yes in its turn.
 		t.approve(t.pending, "yes-flag")
 		return a.runGraph(ctx, t, NodeExecutor)
 	case ans == answerApproved:
@@ -358,6 +361,12 @@ func coveredBy(words []string, phrases [][]string) bool {
 }
 
 // matchPhrase returns the length of the longest phrase words starts with.
+// startsWithNo reports whether s begins with a no phrase ("no, use 60/40",
+// "don't, make it 40").
+func startsWithNo(s string) bool {
+	return matchPhrase(answerWords(s), noPhrases) > 0
+}
+
 func matchPhrase(words []string, phrases [][]string) int {
 	best := 0
 	for _, p := range phrases {

@@ -104,8 +104,32 @@ func (c *Client) Lists(ctx context.Context, id string) (inclusion, exclusion []E
 	return nil, nil, c.localError(http.MethodGet, "/experiments", CategoryNotFound, fmt.Sprintf("experiment %s not found", id))
 }
 
-// union merges the members of list rows.
-func union(rows []ExperimentList) Segment {
+// ListReader reads an experiment and its lists: the Client, or a fake.
+type ListReader interface {
+	Experiment(ctx context.Context, id string) (*Experiment, error)
+	Lists(ctx context.Context, id string) (inclusion, exclusion []ExperimentList, err error)
+}
+
+// ExperimentWithLists reads an experiment with its inclusion and exclusion
+// lists: what the server holds. UpGrade 6.5's single read shows no lists,
+// so every reader that shows or compares them (the executor's plans and
+// validation, the agent's lookups, experiments show) reads through here.
+func ExperimentWithLists(ctx context.Context, r ListReader, id string) (*Experiment, error) {
+	e, err := r.Experiment(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	inc, exc, err := r.Lists(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("reading the lists of experiment %s: %w", id, err)
+	}
+	e.Inclusion, e.Exclusion = MergeLists(inc), MergeLists(exc)
+	return e, nil
+}
+
+// MergeLists merges the members of list rows into one segment, the shape
+// Experiment.Inclusion and Exclusion hold.
+func MergeLists(rows []ExperimentList) Segment {
 	seg := Segment{Users: []string{}, Groups: []GroupRef{}}
 	for _, r := range rows {
 		seg.Users = append(seg.Users, r.Segment.Users...)
@@ -189,7 +213,7 @@ func (c *Client) SetLists(ctx context.Context, e *Experiment, inclusion, exclusi
 	if err != nil {
 		return err
 	}
-	if !sameMembers(union(inc), inclusion) || !sameMembers(union(exc), exclusion) {
+	if !sameMembers(MergeLists(inc), inclusion) || !sameMembers(MergeLists(exc), exclusion) {
 		return &Error{Category: CategoryAPI, Method: http.MethodPut, URL: c.baseRedacted + "/experiments/" + e.ID,
 			Message: "the server did not keep the experiment's lists"}
 	}
@@ -197,7 +221,7 @@ func (c *Client) SetLists(ctx context.Context, e *Experiment, inclusion, exclusi
 }
 
 func (c *Client) setList(ctx context.Context, e *Experiment, kind ListKind, rows []ExperimentList, want Segment) error {
-	if sameMembers(union(rows), want) {
+	if sameMembers(MergeLists(rows), want) {
 		return nil
 	}
 	base := "/experiments/" + string(kind) + "List"

@@ -148,30 +148,6 @@ func updateTouches(u UpdateExperimentParams) bool {
 		u.InclusionUsers != nil || u.InclusionGroups != nil || u.ExclusionUsers != nil || u.ExclusionGroups != nil
 }
 
-// current reads an experiment with its inclusion and exclusion lists: what
-// the server holds, as a design can be compared with it.
-func current(ctx context.Context, api API, id string) (*upgrade.Experiment, error) {
-	e, err := api.Experiment(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	inc, exc, err := api.Lists(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("reading the lists of experiment %s: %w", id, err)
-	}
-	e.Inclusion, e.Exclusion = unionLists(inc), unionLists(exc)
-	return e, nil
-}
-
-func unionLists(rows []upgrade.ExperimentList) upgrade.Segment {
-	seg := upgrade.Segment{Users: []string{}, Groups: []upgrade.GroupRef{}}
-	for _, r := range rows {
-		seg.Users = append(seg.Users, r.Segment.Users...)
-		seg.Groups = append(seg.Groups, r.Segment.Groups...)
-	}
-	return seg
-}
-
 // write makes the server hold design d for experiment e (as read by
 // current): the experiment with a PUT (with the server's ids, so a revertTo
 // names its condition), the lists through their own routes when they
@@ -201,7 +177,7 @@ func write(ctx context.Context, api API, e *upgrade.Experiment, d CreateExperime
 func hold(ctx context.Context, api API, id string, d CreateExperimentParams) (*upgrade.Experiment, error) {
 	want := effective(d)
 	for attempt := 0; ; attempt++ {
-		e, err := current(ctx, api, id)
+		e, err := upgrade.ExperimentWithLists(ctx, api, id)
 		if err != nil {
 			return nil, fmt.Errorf("reading it back failed: %w", err)
 		}

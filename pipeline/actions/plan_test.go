@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 

@@ -74,7 +74,7 @@ func simLifecycle(t *testing.T, c *upgrade.Client) {
 	}
 	_, raw := run(t, c, p)
 	created := decode[ExperimentResult](t, raw)
-	e, err := current(ctx, c, created.ID) // 6.5 keeps the lists apart from the experiment
+	e, err := upgrade.ExperimentWithLists(ctx, c, created.ID) // 6.5 keeps the lists apart from the experiment
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,4 +301,33 @@ func benchBalancePool(b *testing.B, delay time.Duration) {
 	b.ReportMetric(float64(seq.Milliseconds())/n, "ms-seq/op")
 	b.ReportMetric(float64(pool.Milliseconds())/n, "ms-pool16/op")
 	b.ReportMetric(seq.Seconds()/pool.Seconds(), "speedup")
+}
+
+// TestStartPlanSeesTheListsOn65: UpGrade 6.5's single read shows no lists,
+// so a start plan that read only it warned that an excludeAll experiment
+// with an inclusion list would enrol nobody.
+func TestStartPlanSeesTheListsOn65(t *testing.T) {
+	c := startSim(t, "6.5.0")
+	ctx := context.Background()
+	_, raw := run(t, c, CreateExperimentParams{
+		Name: "Only Listed", Context: "assign-prog",
+		DecisionPoints: []DecisionPointParam{{Site: "SelectSection", Target: "absolute_value_plot_equality"}},
+		Conditions:     []ConditionParam{{Code: "control", Weight: ptr(50.0)}, {Code: "variant", Weight: ptr(50.0)}},
+		FilterMode:     "excludeAll", InclusionUsers: []string{"student-1"},
+	})
+	id := decode[ExperimentResult](t, raw).ID
+	plan, err := BuildPlan(ctx, c, UpdateExperimentStatusParams{ExperimentID: id, Status: "enrolling"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range plan.Warnings {
+		if strings.Contains(w, "inclusion") {
+			t.Errorf("start plan warns of empty inclusion lists that are not empty: %q", w)
+		}
+	}
+	// The read every shower of lists uses sees it too.
+	e, err := upgrade.ExperimentWithLists(ctx, c, id)
+	if err != nil || !slices.Equal(e.Inclusion.Users, []string{"student-1"}) {
+		t.Fatalf("lists read back: %+v %v", e, err)
+	}
 }

@@ -87,9 +87,9 @@ func validateStatus(c *checker, p UpdateExperimentStatusParams) error {
 }
 
 func planStatus(b *planBuilder, p UpdateExperimentStatusParams) error {
-	e, err := b.experiment(p.ExperimentID)
+	e, err := upgrade.ExperimentWithLists(b.ctx, b.api, p.ExperimentID) // the lists decide the excludeAll warning
 	if err != nil {
-		return err
+		return fmt.Errorf("reading experiment %s: %w", p.ExperimentID, err)
 	}
 	b.pin(e)
 	target := upgrade.State(p.Status)

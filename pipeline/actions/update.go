@@ -109,7 +109,7 @@ func validateUpdate(c *checker, u UpdateExperimentParams) error {
 	if err != nil || e == nil {
 		return err
 	}
-	if e, err = current(c.ctx, c.api, e.ID); err != nil {
+	if e, err = upgrade.ExperimentWithLists(c.ctx, c.api, e.ID); err != nil {
 		return err
 	}
 	if !updateTouches(u) {
@@ -124,7 +124,7 @@ func validateUpdate(c *checker, u UpdateExperimentParams) error {
 }
 
 func planUpdate(b *planBuilder, p UpdateExperimentParams) error {
-	e, err := current(b.ctx, b.api, p.ExperimentID)
+	e, err := upgrade.ExperimentWithLists(b.ctx, b.api, p.ExperimentID)
 	if err != nil {
 		return fmt.Errorf("reading experiment %s: %w", p.ExperimentID, err)
 	}
@@ -166,7 +166,7 @@ func removedCodes(cur, next CreateExperimentParams) []string {
 }
 
 func executeUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ string) (Outcome, error) {
-	cur, err := current(ctx, env.API, p.ExperimentID)
+	cur, err := upgrade.ExperimentWithLists(ctx, env.API, p.ExperimentID)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -182,7 +182,7 @@ func executeUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ str
 }
 
 func reconcileUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ string, _ time.Time) (Reconciliation, error) {
-	e, err := current(ctx, env.API, p.ExperimentID)
+	e, err := upgrade.ExperimentWithLists(ctx, env.API, p.ExperimentID)
 	if err != nil {
 		if upgrade.CategoryOf(err) == upgrade.CategoryNotFound {
 			return Reconciliation{Outcome: OutcomeUnknown, Note: fmt.Sprintf("experiment %s no longer exists", p.ExperimentID)}, nil

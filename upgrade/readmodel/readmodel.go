@@ -44,6 +44,7 @@ type Summary struct {
 	PostRule       string             `json:"post_rule,omitempty"`
 	Conditions     []ConditionWeight  `json:"conditions"`
 	DecisionPoints []DecisionPointRef `json:"decision_points"`
+	CreatedAt      string             `json:"created_at,omitempty"`
 	UpdatedAt      string             `json:"updated_at,omitempty"`
 }
 
@@ -53,7 +54,7 @@ func Summarize(e *upgrade.Experiment) Summary {
 	s := Summary{
 		ID: e.ID, Name: e.Name, Context: e.ContextName(), Status: e.State,
 		Unit: e.AssignmentUnit, Consistency: e.ConsistencyRule, PostRule: e.PostExperimentRule,
-		Conditions: []ConditionWeight{}, DecisionPoints: []DecisionPointRef{}, UpdatedAt: e.UpdatedAt,
+		Conditions: []ConditionWeight{}, DecisionPoints: []DecisionPointRef{}, UpdatedAt: e.UpdatedAt, CreatedAt: e.CreatedAt,
 	}
 	for _, c := range conditions(e) {
 		s.Conditions = append(s.Conditions, ConditionWeight{Code: c.ConditionCode, Weight: c.AssignmentWeight})
@@ -93,6 +94,7 @@ type Details struct {
 	DecisionPoints []DetailsPoint     `json:"decision_points"`
 	Inclusion      upgrade.Segment    `json:"inclusion"`
 	Exclusion      upgrade.Segment    `json:"exclusion"`
+	CreatedAt      string             `json:"created_at,omitempty"`
 	UpdatedAt      string             `json:"updated_at,omitempty"`
 }
 
@@ -115,7 +117,7 @@ func DetailsOf(e *upgrade.Experiment) Details {
 	d := Details{
 		ID: e.ID, Name: e.Name, Description: e.Description, Context: e.ContextName(), Status: e.State,
 		Unit: e.AssignmentUnit, GroupType: e.Group, Consistency: e.ConsistencyRule, PostRule: e.PostExperimentRule,
-		FilterMode: e.FilterMode, Tags: e.Tags, Inclusion: e.Inclusion, Exclusion: e.Exclusion, UpdatedAt: e.UpdatedAt,
+		FilterMode: e.FilterMode, Tags: e.Tags, Inclusion: e.Inclusion, Exclusion: e.Exclusion, UpdatedAt: e.UpdatedAt, CreatedAt: e.CreatedAt,
 		Conditions: []DetailsCondition{}, DecisionPoints: []DetailsPoint{},
 	}
 	if e.RevertTo != nil {
