@@ -5,9 +5,9 @@
 //
 // It owns the wire: message and tool conversion, tool_choice, streaming
 // reassembly, bounded retries of transient failures, typed errors (*Error
-// with an ErrorKind the CLI maps to an exit code), token usage, and JSON
-// schemas for strict tool parameters. It is the only package that imports
-// go-openai.
+// with an ErrorKind the CLI maps to an exit code) and token usage. Tool
+// schemas come from actions.SchemaFor; this package sends them as given. It
+// is the only package that imports go-openai.
 //
 // It must not know about pipeline nodes beyond their name (a header and a
 // cassette field), must not decide what a tool call means, and must never

@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/safefile"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 )
 
@@ -44,9 +44,15 @@ type OutputConfig struct {
 	Enabled bool
 }
 
-// LoadOutputSchema reads and checks a JSON Schema file.
+// MaxOutputSchemaBytes bounds an output schema file: a real one is a few
+// KiB, and its text goes into a prompt.
+const MaxOutputSchemaBytes = 256 << 10
+
+// LoadOutputSchema reads and checks a JSON Schema file: a regular file of
+// at most MaxOutputSchemaBytes (a FIFO or a huge file is refused before it
+// is read).
 func LoadOutputSchema(path string) (*OutputSchema, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, MaxOutputSchemaBytes)
 	if err != nil {
 		return nil, badInput("output schema: %w", err)
 	}

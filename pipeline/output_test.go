@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -162,5 +163,25 @@ func TestOutputSchemaErrors(t *testing.T) {
 	}
 	if len(s.CustomFields()) != 0 {
 		t.Fatal("response_messages counted as custom")
+	}
+}
+
+// TestLoadOutputSchemaRefusesHugeFilesAndFIFOs: the file is checked before
+// it is read, and the error names it.
+func TestLoadOutputSchemaRefusesHugeFilesAndFIFOs(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, make([]byte, MaxOutputSchemaBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOutputSchema(big); err == nil || !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "big.json") {
+		t.Errorf("a schema over the limit: %v", err)
+	}
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	if _, err := LoadOutputSchema(fifo); err == nil || !errors.Is(err, ErrBadInput) {
+		t.Errorf("a FIFO: %v", err)
 	}
 }

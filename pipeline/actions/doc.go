@@ -1,29 +1,32 @@
 // Package actions holds everything about the nine executor actions of the
-// agent (spec/pipeline.md) that is plain Go: their typed params, strict
-// parsing, validation against UpGrade's rules, the deterministic
+// agent (spec/pipeline.md) that is plain Go: their typed params, lenient
+// but exact binding, validation against UpGrade's rules, the deterministic
 // confirmation text, execution, reconciliation after a crash, and the
 // condition-balance computation that the job runner drives.
 //
-// The pipeline uses it in this order:
+// Every action, built in or behind the pipeline's MCP adapter, is an
+// Action; one that may answer with a job is also a JobAction. The pipeline
+// uses them in this order:
 //
-//	p, err := actions.Parse(name, raw)        // shape errors: *ParseError, per field
-//	problems, err := actions.Validate(ctx, api, p)  // UpGrade's rules: []Problem
-//	plan, err := actions.BuildPlan(ctx, api, p)     // the confirmation; plan.Params is Canonical(p)
-//	... the person says yes (possibly in another process) ...
-//	p, _ = actions.Parse(plan.Action, plan.Params)
-//	stale, err := actions.IsStale(ctx, api, plan)   // refuse and re-ask when true
-//	result, err := actions.Execute(ctx, api, p)
+//	a, ok := actions.Lookup(name)
+//	b, err := a.Bind(raw)                    // typed params, canonical JSON, hash; *ParseError per field
+//	problems, err := a.Validate(ctx, env, b) // UpGrade's rules: []Problem
+//	plan, err := a.Plan(ctx, env, b)         // the confirmation text, deterministic
+//	... the person says yes to b.Hash (possibly in another process) ...
+//	out, err := a.Execute(ctx, env, b, key)  // key: the approved confirmation's id
 //
-// After a crash between "started" and "done" of an effect, Reconcile says
-// whether the write happened (done), did not (not_done) or cannot be told
-// (unknown). RequiresConfirmation applies the --confirm policy; Lookup gives
-// each action's Spec (destructive, long-running, what caches it
-// invalidates, the params type for schema generation). RunBalance and
-// SummarizeBalance are the resumable body of test_condition_balance.
+// Params that canonicalise alike bind to the same hash, so an approval
+// never depends on how a model spelled them. After a crash between
+// "started" and "done" of an effect, Reconcile says whether the write
+// happened (done), did not (not_done), cannot be told (unknown), or may be
+// run again with the same key (repeat). Spec says what an action declares:
+// destructive, long-running, which cached data it invalidates.
+// RunBalance and SummarizeBalance are the resumable body of
+// test_condition_balance. SchemaFor is the project's one schema generator.
 //
 // UpGrade is reached through the API interface (a subset of
 // *upgrade.Client). The package must not talk HTTP itself, call the LLM,
 // read or write checkpoints or job records, print, or decide about
-// confirmations: it only answers whether one is needed and what it says.
+// confirmations: it only says whether one is needed and what it says.
 // Execute trusts its caller to have validated and confirmed the params.
 package actions

@@ -12,8 +12,8 @@
 // both drive it.
 //
 // What it must not do: it must not reimplement any part of the agent (it
-// only calls Agent.Ask and Agent.ResumeJob), decide exit codes itself
-// (exitcode.ForTurn does), print (callers render Reports), or reach any
+// builds the agent with pipeline.New and only calls Agent.Ask and
+// Agent.Resume), decide exit codes itself (exitcode.Code does), print (callers render Reports), or reach any
 // network address but loopback unless a scenario says `backend: url` or an
 // `llm:` other than script.
 package scenario

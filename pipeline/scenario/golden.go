@@ -11,6 +11,7 @@ import (
 	"github.com/rogpeppe/go-internal/diff"
 
 	"github.com/upgrade-agent/upgrade-agent/internal/atomicfile"
+	"github.com/upgrade-agent/upgrade-agent/internal/safefile"
 )
 
 // GoldenByDefault is the golden: value of a scenario that sets none: true
@@ -58,11 +59,15 @@ func absPath(p string) string {
 	return p
 }
 
+// maxGoldenBytes bounds a golden transcript (the largest bundled one is a
+// few KiB); a FIFO or a huge file in its place is refused before reading.
+const maxGoldenBytes = 16 << 20
+
 // compareGolden compares (or, with update, rewrites) the golden file. It
 // returns the unified diff when they differ and whether the file was
 // written.
 func compareGolden(path string, transcript []byte, update bool) (diffText string, written bool, err error) {
-	old, rerr := os.ReadFile(path)
+	old, rerr := safefile.ReadFile(path, maxGoldenBytes)
 	missing := errors.Is(rerr, fs.ErrNotExist)
 	if rerr != nil && !missing {
 		return "", false, fmt.Errorf("read golden file: %w", rerr)

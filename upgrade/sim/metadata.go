@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/safefile"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
+
+// maxMetadataBytes bounds a context metadata file: UpGrade's own, with every
+// context of a large deployment, is tens of KiB.
+const maxMetadataBytes = 4 << 20
 
 // LoadMetadataFile reads context metadata in the form the real server takes
 // in its CONTEXT_METADATA setting:
@@ -22,7 +26,7 @@ import (
 // strict: unknown keys, wrong types and trailing data are errors that name
 // the file and the line.
 func LoadMetadataFile(path string) (upgrade.ContextMetadata, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, maxMetadataBytes)
 	if err != nil {
 		return nil, fmt.Errorf("context metadata %s: %w", path, err)
 	}
