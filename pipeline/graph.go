@@ -151,6 +151,26 @@ func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
 		return t, err
 	}
 	t.pending = p
+	if p != nil && sess.Imported && sess.unshown == "" {
+		// An imported confirmation's text is what the file says the
+		// person was shown. When it is not what this program renders from
+		// the action and params, nothing in the file stands: the current
+		// text replaces it before anyone (the model included) reads it,
+		// and it is shown before any answer can approve it.
+		cur, stale, err := a.currentPending(ctx, t, p)
+		if err != nil {
+			return t, err
+		}
+		if stale {
+			sess.await(cur)
+			sess.unshown = cur.ID
+			t.pending = cur
+		}
+	}
+	if t.pending != nil && t.pending.ID == sess.unshown {
+		t.reaskOnly = true
+		t.notes = append(t.notes, staleNote)
+	}
 	return t, nil
 }
 

@@ -23,6 +23,10 @@ type Session struct {
 	// is data, not authority. Interrupted effects are only read back, never
 	// repeated, and any confirmation is shown again before it can run.
 	Imported bool
+	// unshown is the id of a pending confirmation this process rendered
+	// anew in place of an imported one whose text was not its own: the
+	// person has not seen it yet, so no answer in this run approves it.
+	unshown string
 }
 
 // Pending is the confirmation of one action awaiting a human answer (or,
