@@ -317,20 +317,7 @@ func TestCrashCreateNeverOverwritesLive(t *testing.T) {
 	kps := createKillPoints(soak(6))
 	for _, kp := range kps {
 		t.Run(kp.name, func(t *testing.T) {
-			s, err := sim.New(sim.Options{Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			tp := newTap(t, s.Handler())
-			dir := t.TempDir()
-			state := filepath.Join(dir, "state")
-			propose := writeTestFile(t, dir, "propose.yaml", crashPropose)
-			done := writeTestFile(t, dir, "done.yaml", "- reply: Created.\n")
-			env := agentEnv(t, "UPGRADE_AGENT_HOME="+state, "UPGRADE_API_URL="+tp.URL()+"/api")
-			if code, out, errOut := agentIn(t, env, "ask", "--llm", "script:"+propose, "create Crash Test"); code != 10 {
-				t.Fatalf("ask: exit %d\n%s\n%s", code, out, errOut)
-			}
-			id := latestSession(t, state)
+			s, tp, state, env, id, done := newCreateSession(t)
 
 			at := kp.at(tp)
 			p := startAgent(t, env, "resume", "--llm", "script:"+done, "--answer", "yes", id)
@@ -414,6 +401,27 @@ func TestCrashCreateNeverOverwritesLive(t *testing.T) {
 	}
 }
 
+// newCreateSession is a session awaiting the confirmation of the create of
+// "Crash Test", against a simulator behind a tap; done is the LLM script of
+// the resumes.
+func newCreateSession(t *testing.T) (s *sim.Sim, tp *tap, state string, env []string, id, done string) {
+	t.Helper()
+	s, err := sim.New(sim.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp = newTap(t, s.Handler())
+	dir := t.TempDir()
+	state = filepath.Join(dir, "state")
+	propose := writeTestFile(t, dir, "propose.yaml", crashPropose)
+	done = writeTestFile(t, dir, "done.yaml", "- reply: Done.\n")
+	env = agentEnv(t, "UPGRADE_AGENT_HOME="+state, "UPGRADE_API_URL="+tp.URL()+"/api")
+	if code, o, e := agentIn(t, env, "ask", "--llm", "script:"+propose, "create Crash Test"); code != 10 {
+		t.Fatalf("ask: exit %d\n%s\n%s", code, o, e)
+	}
+	return s, tp, state, env, latestSession(t, state), done
+}
+
 func findByName(s *sim.Sim, name string) *upgrade.Experiment {
 	for _, e := range s.Experiments() {
 		if e.Name == name {
@@ -445,5 +453,38 @@ func goLive(t *testing.T, c *upgrade.Client, id, name string, n int) {
 			Context: e.Context[0], Site: p.Site, Target: p.Target}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A create killed before its POST landed, and meanwhile someone else made
+// an experiment of that name: resume cannot tell whether that is this
+// confirmation's experiment, so it reports the outcome unknown and asks
+// again, even when `--answer yes` came with it (that yes was given before
+// the person could read the note). Nothing is created until a yes after it.
+func TestCrashCreateUnknownOutcomeAsksFirst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	s, tp, state, env, id, done := newCreateSession(t)
+	at := tp.stopAt(is(http.MethodPost, "/experiments"), onArrival, 0)
+	p := startAgent(t, env, "resume", id, "--answer", "yes", "--llm", "script:"+done)
+	if !p.killOn(t, at) {
+		t.Fatalf("the run ended before the kill point:\n%s", p.out.String())
+	}
+	checkAllCheckpoints(t, state, id)
+	c, err := upgrade.New(upgrade.Config{BaseURL: tp.URL() + "/api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkExperiment(t, c, "Crash Test", upgrade.StateEnrolling) // someone else's
+	posts := tp.countServed(http.MethodPost, "/experiments")
+
+	code, o, e := agentIn(t, env, "resume", id, "--answer", "yes", "-o", "json", "--llm", "script:"+done)
+	res := decodeResult(t, o)
+	if code != 10 || res.Confirmation == nil || len(res.Actions) != 0 {
+		t.Fatalf("resume --answer yes: exit %d, want 10 (outcome unknown, asked again)\n%s\n%s", code, o, e)
+	}
+	if n := tp.countServed(http.MethodPost, "/experiments") - posts; n != 0 || countNamed(s, "Crash Test") != 1 {
+		t.Fatalf("resume created %d experiments before the person read the note; %d named Crash Test", n, countNamed(s, "Crash Test"))
 	}
 }

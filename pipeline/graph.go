@@ -262,14 +262,19 @@ func (a *Agent) resumeInterrupted(ctx context.Context, sess *Session, req Resume
 	stands := t.pending != nil && sess.confirmationRef() != nil
 	if stands {
 		// Approved in the interrupted process but never run, or run
-		// without effect: the person decides again.
-		if req.HasAnswer && req.Answer != "" {
+		// without effect: the person decides again. The answer given to
+		// this resume decides, unless the outcome is unknown: that answer
+		// was given before the person could read so, and only a no may
+		// stand for the answer to it.
+		if req.HasAnswer && req.Answer != "" && (!t.reaskOnly || clearAnswer(req.Answer) == answerDenied) {
 			return a.Ask(ctx, sess, req.Answer)
 		}
 		if err := a.showAgain(ctx, t); err != nil {
 			return a.fail(t, err)
 		}
-		t.notes = append(t.notes, "The previous run stopped before this action ran; nothing was executed. Please confirm again.")
+		if !t.reaskOnly {
+			t.notes = append(t.notes, "The previous run stopped before this action ran; nothing was executed. Please confirm again.")
+		}
 	}
 	next := routeInterrupted(sess.CP.NextNode, stands)
 	rep, err := a.runGraph(ctx, t, next)
