@@ -488,3 +488,53 @@ func TestCrashCreateUnknownOutcomeAsksFirst(t *testing.T) {
 		t.Fatalf("resume created %d experiments before the person read the note; %d named Crash Test", n, countNamed(s, "Crash Test"))
 	}
 }
+
+// A proposal killed after its confirmation was recorded but before the
+// reply that shows it: the person never read it, so the yes they give with
+// the next resume (they asked for the create, after all) does not run it.
+// It is shown first; only a yes after that runs it. (Found by the
+// interleaving test of pipeline.)
+func TestCrashBeforeConfirmationShown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	s, err := sim.New(sim.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := newTap(t, s.Handler())
+	ls := llmtest.NewServer(nil)
+	t.Cleanup(ls.Close)
+	lt := newTap(t, proxyTo(t, ls.URL()))
+	replies, err := llmtest.ParseScript([]byte(crashPropose), "propose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls.Enqueue(replies...)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	done := writeTestFile(t, dir, "done.yaml", "- reply: Done.\n")
+	env := agentEnv(t, "UPGRADE_AGENT_HOME="+state, "UPGRADE_API_URL="+tp.URL()+"/api", "OPENAI_API_KEY=sk-crash-test-key-0123456789")
+
+	at := lt.stopAt(llmNode("responder"), onArrival, 0)
+	p := startAgent(t, env, "ask", "--llm", "openai", "--llm-base-url", lt.URL()+"/v1", "--model", "m", "create Crash Test")
+	if !p.killOn(t, at) {
+		t.Fatalf("the run ended before the responder:\n%s", p.out.String())
+	}
+	id := latestSession(t, state)
+	if ic := loadCheckpoint(t, state, id).CP.Interrupt; ic == nil || ic.Confirmation == nil {
+		t.Fatalf("the kill left no confirmation: the test does not start where it should")
+	}
+
+	code, o, e := agentIn(t, env, "resume", id, "--answer", "yes", "-o", "json", "--llm", "script:"+done)
+	res := decodeResult(t, o)
+	if code != 10 || res.Confirmation == nil || !strings.Contains(res.Response, res.Confirmation.Message) || len(res.Actions) != 0 {
+		t.Fatalf("resume --answer yes of a confirmation never shown: exit %d, want 10 showing it\n%s\n%s", code, o, e)
+	}
+	if n := countNamed(s, "Crash Test"); n != 0 {
+		t.Fatalf("created before the person read the confirmation")
+	}
+	if code, o, e := agentIn(t, env, "resume", id, "--answer", "yes", "--llm", "script:"+done); code != 0 || countNamed(s, "Crash Test") != 1 {
+		t.Fatalf("yes after reading it: exit %d, %d created\n%s\n%s", code, countNamed(s, "Crash Test"), o, e)
+	}
+}

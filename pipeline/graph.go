@@ -151,25 +151,29 @@ func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
 		return t, err
 	}
 	t.pending = p
-	if p != nil && sess.Imported && sess.unshown == "" {
+	if p != nil && sess.Imported {
 		// An imported confirmation's text is what the file says the
 		// person was shown. When it is not what this program renders from
 		// the action and params, nothing in the file stands: the current
-		// text replaces it before anyone (the model included) reads it,
-		// and it is shown before any answer can approve it.
+		// text replaces it before anyone (the model included) reads it.
 		cur, stale, err := a.currentPending(ctx, t, p)
 		if err != nil {
 			return t, err
 		}
 		if stale {
 			sess.await(cur)
-			sess.unshown = cur.ID
 			t.pending = cur
+			t.notes = append(t.notes, staleNote)
 		}
 	}
-	if t.pending != nil && t.pending.ID == sess.unshown {
+	if t.pending != nil && !a.Yes && !sess.shown(t.pending) {
+		// Made by a turn that stopped before its reply, or replaced just
+		// now: the person has not read it, so no answer given before
+		// they do can approve it. It is shown first.
 		t.reaskOnly = true
-		t.notes = append(t.notes, staleNote)
+		if len(t.notes) == 0 {
+			t.notes = append(t.notes, unseenNote)
+		}
 	}
 	return t, nil
 }
@@ -263,9 +267,9 @@ func (a *Agent) resumeInterrupted(ctx context.Context, sess *Session, req Resume
 	if stands {
 		// Approved in the interrupted process but never run, or run
 		// without effect: the person decides again. The answer given to
-		// this resume decides, unless the outcome is unknown: that answer
-		// was given before the person could read so, and only a no may
-		// stand for the answer to it.
+		// this resume decides, unless the outcome is unknown or the person
+		// never read the confirmation: that answer was given before they
+		// could read what it answers, and only a no may stand for it.
 		if req.HasAnswer && req.Answer != "" && (!t.reaskOnly || clearAnswer(req.Answer) == answerDenied) {
 			return a.Ask(ctx, sess, req.Answer)
 		}
@@ -448,5 +452,7 @@ func (a *Agent) currentPending(ctx context.Context, t *turn, p *Pending) (cur *P
 	}
 	return &Pending{ID: a.newID(), Bound: p.Bound, Plan: fresh, CreatedAt: a.now(), NeedsHuman: true}, true, nil
 }
+
+const unseenNote = "The previous run stopped before showing this confirmation, so nothing ran. Please read it and confirm."
 
 const staleNote = "The action changed since it was shown (the experiment was modified, or the text shown was not this program's), so nothing ran. Please confirm the updated action."
