@@ -89,14 +89,15 @@ func jobWindow(t *testing.T) time.Duration {
 // record, no temp file in jobs/, and the server has exactly N synthetic
 // users of that job, N enrolled. The kill points are spread over the
 // window a run nobody kills spends between the executor's read and its
-// exit, and one lands when the worker's first request reaches UpGrade.
+// exit (3 points; UPGRADE_AGENT_CRASH_SOAK=N for N), and one lands when the
+// worker's first request reaches UpGrade.
 func TestCrashWhileStartingJob(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
 	window := jobWindow(t)
 	var kps []killPoint
-	for _, d := range spread(soak(5), window) {
+	for _, d := range spread(soak(3), window*3/4) { // the end of the window is the process's exit
 		kps = append(kps, killPoint{name: "plan read + " + d.String(), at: planRead, d: d})
 	}
 	kps = append(kps, killPoint{name: "worker's first request", at: func(tp *tap) *stop { return tp.watchFor(is(http.MethodPost, "/v6/init")) }})
