@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/pipeline/jobs"
-	"github.com/upgrade-agent/upgrade-agent/upgrade"
 	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
 )
 
@@ -32,15 +31,8 @@ const jobUsers = 30
 
 func newJobSession(t *testing.T) *jobSession {
 	t.Helper()
-	s, err := sim.New(sim.Options{Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	js := &jobSession{s: s, tp: newTap(t, s.Handler()), state: filepath.Join(t.TempDir(), "state")}
-	c, err := upgrade.New(upgrade.Config{BaseURL: js.tp.URL() + "/api"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, tp, c := simTap(t, 3)
+	js := &jobSession{s: s, tp: tp, state: filepath.Join(t.TempDir(), "state")}
 	js.expID = createBalanceExperiment(t, c)
 	js.env = agentEnv(t, "UPGRADE_AGENT_HOME="+js.state, "UPGRADE_API_URL="+js.tp.URL()+"/api")
 	askScript, resumeScript := balanceScripts(t, js.expID, jobUsers)

@@ -123,15 +123,7 @@ func TestCrashConfirmedWrites(t *testing.T) {
 }
 
 func crashWriteOnce(t *testing.T, w crashWrite, kp killPoint) {
-	s, err := sim.New(sim.Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := newTap(t, s.Handler())
-	c, err := upgrade.New(upgrade.Config{BaseURL: tp.URL() + "/api"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, tp, c := simTap(t, 1)
 	if w.setup != nil {
 		w.setup(t, c)
 	}
@@ -406,11 +398,7 @@ func TestCrashCreateNeverOverwritesLive(t *testing.T) {
 // the resumes.
 func newCreateSession(t *testing.T) (s *sim.Sim, tp *tap, state string, env []string, id, done string) {
 	t.Helper()
-	s, err := sim.New(sim.Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp = newTap(t, s.Handler())
+	s, tp, _ = simTap(t, 1)
 	dir := t.TempDir()
 	state = filepath.Join(dir, "state")
 	propose := writeTestFile(t, dir, "propose.yaml", crashPropose)
@@ -498,11 +486,7 @@ func TestCrashBeforeConfirmationShown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
-	s, err := sim.New(sim.Options{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := newTap(t, s.Handler())
+	s, tp, _ := simTap(t, 1)
 	ls := llmtest.NewServer(nil)
 	t.Cleanup(ls.Close)
 	lt := newTap(t, proxyTo(t, ls.URL()))

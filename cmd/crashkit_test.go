@@ -19,6 +19,8 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
 )
 
 // The kit of the crash tests: a loopback server that can hold a request at
@@ -230,6 +232,22 @@ func (tp *tap) watchFor(match func(*http.Request) bool) *stop {
 	s.watch = true
 	tp.mu.Unlock()
 	return s
+}
+
+// simTap serves a fresh simulator behind a tap, with a client for the test
+// to set the server up and change it as people would.
+func simTap(t *testing.T, seed int64) (*sim.Sim, *tap, *upgrade.Client) {
+	t.Helper()
+	s, err := sim.New(sim.Options{Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := newTap(t, s.Handler())
+	c, err := upgrade.New(upgrade.Config{BaseURL: tp.URL() + "/api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, tp, c
 }
 
 // is matches requests by method and a path suffix ("" matches any path).

@@ -1,9 +1,10 @@
+//go:build unix
+
 package cmd
 
 import (
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,19 +46,10 @@ type craftedSession struct {
 
 func newCraftedSession(t *testing.T, craft func(cp *checkpoint.Checkpoint, b *actions.Bound)) *craftedSession {
 	t.Helper()
-	s, err := sim.New(sim.Options{Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(hs.Close)
-	c, err := upgrade.New(upgrade.Config{BaseURL: hs.URL + "/api"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, tp, c := simTap(t, 5)
 	dir := t.TempDir()
 	cs := &craftedSession{s: s, victim: mkExperiment(t, c, "Running One", upgrade.StateEnrolling), state: filepath.Join(dir, "state")}
-	cs.env = agentEnv(t, "UPGRADE_AGENT_HOME="+cs.state, "UPGRADE_API_URL="+hs.URL+"/api")
+	cs.env = agentEnv(t, "UPGRADE_AGENT_HOME="+cs.state, "UPGRADE_API_URL="+tp.URL()+"/api")
 	cs.done = writeTestFile(t, dir, "done.yaml", "- reply: Done.\n")
 	propose := writeTestFile(t, dir, "propose.yaml", proposeHarmless)
 	if code, o, e := agentIn(t, cs.env, "ask", "--llm", "script:"+propose, "create harmless"); code != 10 {

@@ -9,9 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/upgrade-agent/upgrade-agent/upgrade"
-	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
 )
 
 // Cached server data goes once an action could have changed it
@@ -22,20 +19,11 @@ func TestEnrollmentCacheInvalidatedByJob(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
-	s, err := sim.New(sim.Options{Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(hs.Close)
-	c, err := upgrade.New(upgrade.Config{BaseURL: hs.URL + "/api"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tp, c := simTap(t, 3)
 	expID := createBalanceExperiment(t, c)
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
-	env := agentEnv(t, "UPGRADE_AGENT_HOME="+state, "UPGRADE_API_URL="+hs.URL+"/api")
+	env := agentEnv(t, "UPGRADE_AGENT_HOME="+state, "UPGRADE_API_URL="+tp.URL()+"/api")
 	ask := writeTestFile(t, dir, "ask.yaml", fmt.Sprintf(`- call:
     analyze_user_request: {intent_type: needs_info, confidence: 0.9, user_request_summary: enrollment then a balance test, reasoning: read then simulate}
 - call:
