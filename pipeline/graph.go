@@ -154,6 +154,30 @@ func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
 		return t, err
 	}
 	t.pending = p
+	if p != nil && sess.Imported {
+		// An imported confirmation's text is what the file says the
+		// person was shown. When it is not what this program renders from
+		// the action and params, nothing in the file stands: the current
+		// text replaces it before anyone (the model included) reads it.
+		cur, stale, err := a.currentPending(ctx, t, p)
+		if err != nil {
+			return t, err
+		}
+		if stale {
+			sess.await(cur)
+			t.pending = cur
+			t.notes = append(t.notes, staleNote)
+		}
+	}
+	if t.pending != nil && !a.Yes && !sess.shown(t.pending) {
+		// Made by a turn that stopped before its reply, or replaced just
+		// now: the person has not read it, so no answer given before
+		// they do can approve it. It is shown first.
+		t.reaskOnly = true
+		if len(t.notes) == 0 {
+			t.notes = append(t.notes, unseenNote)
+		}
+	}
 	return t, nil
 }
 
@@ -245,14 +269,19 @@ func (a *Agent) resumeInterrupted(ctx context.Context, sess *Session, req Resume
 	stands := t.pending != nil && sess.confirmationRef() != nil
 	if stands {
 		// Approved in the interrupted process but never run, or run
-		// without effect: the person decides again.
-		if req.HasAnswer && req.Answer != "" {
+		// without effect: the person decides again. The answer given to
+		// this resume decides, unless the outcome is unknown or the person
+		// never read the confirmation: that answer was given before they
+		// could read what it answers, and only a no may stand for it.
+		if req.HasAnswer && req.Answer != "" && (!t.reaskOnly || clearAnswer(req.Answer) == answerDenied) {
 			return a.Ask(ctx, sess, req.Answer)
 		}
 		if err := a.showAgain(ctx, t); err != nil {
 			return a.fail(t, err)
 		}
-		t.notes = append(t.notes, "The previous run stopped before this action ran; nothing was executed. Please confirm again.")
+		if !t.reaskOnly {
+			t.notes = append(t.notes, "The previous run stopped before this action ran; nothing was executed. Please confirm again.")
+		}
 	}
 	next := routeInterrupted(sess.CP.NextNode, stands)
 	rep, err := a.runGraph(ctx, t, next)
@@ -426,5 +455,7 @@ func (a *Agent) currentPending(ctx context.Context, t *turn, p *Pending) (cur *P
 	}
 	return &Pending{ID: a.newID(), Bound: p.Bound, Plan: fresh, CreatedAt: a.now(), NeedsHuman: true}, true, nil
 }
+
+const unseenNote = "The previous run stopped before showing this confirmation, so nothing ran. Please read it and confirm."
 
 const staleNote = "The action changed since it was shown (the experiment was modified, or the text shown was not this program's), so nothing ran. Please confirm the updated action."

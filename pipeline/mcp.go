@@ -172,7 +172,7 @@ func (x *mcpAction) Reconcile(_ context.Context, _ actions.Env, _ *actions.Bound
 }
 
 func (x *mcpAction) Poll(ctx context.Context, _ actions.Env, ref actions.JobRef, wait time.Duration) (actions.JobStatus, error) {
-	h, err := mcpHandle(ref)
+	h, err := x.handle(ref)
 	if err != nil {
 		return actions.JobStatus{}, err
 	}
@@ -184,7 +184,7 @@ func (x *mcpAction) Poll(ctx context.Context, _ actions.Env, ref actions.JobRef,
 }
 
 func (x *mcpAction) Fetch(ctx context.Context, _ actions.Env, ref actions.JobRef, _ actions.JobStatus) (json.RawMessage, error) {
-	h, err := mcpHandle(ref)
+	h, err := x.handle(ref)
 	if err != nil {
 		return nil, err
 	}
@@ -196,10 +196,17 @@ func (x *mcpAction) Fetch(ctx context.Context, _ actions.Env, ref actions.JobRef
 	return out.Result, err
 }
 
-func mcpHandle(ref actions.JobRef) (mcpclient.JobHandle, error) {
+// handle decodes the job handle of ref. A handle is data from a
+// checkpoint: one that names another server or tool than this action's is
+// refused, so a checkpoint cannot make a status check or a FETCH call a
+// tool nobody approved.
+func (x *mcpAction) handle(ref actions.JobRef) (mcpclient.JobHandle, error) {
 	var h mcpclient.JobHandle
 	if err := json.Unmarshal(ref.Handle, &h); err != nil {
 		return h, fmt.Errorf("job %s: its MCP handle is unreadable: %w", ref.ID, err)
+	}
+	if h.Server != x.tl.Server || h.Tool != x.tl.Name {
+		return h, badInput("job %s of %s: its handle names tool %q of server %q, not this action's", ref.ID, x.tl.QualifiedName, h.Tool, h.Server)
 	}
 	return h, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
@@ -127,6 +128,15 @@ func (s *Session) confirmationRef() *checkpoint.Interrupt {
 		return ic
 	}
 	return nil
+}
+
+// shown reports whether the person has read p: the reply of the latest
+// finished turn holds its text verbatim (a turn that pauses for a
+// confirmation always shows it). A confirmation made by a turn that
+// stopped before its reply (a crash, a failure) has not been read.
+func (s *Session) shown(p *Pending) bool {
+	h := s.State.ConversationHistory
+	return len(h) > 0 && p.Plan.Message != "" && strings.Contains(h[len(h)-1].Assistant, p.Plan.Message)
 }
 
 // jobRef is the job the session waits on, as the checkpoint holds it.

@@ -5,8 +5,8 @@
 // against an independent reading of the wire shapes.
 //
 // Tools: echo (plain), lookup (read-only), long_report (job-backed when the
-// call asks for a job or a task, blocking otherwise) and the reserved
-// job_status.
+// call asks for a job or a task, blocking otherwise), slow_lookup (read-only
+// and job-backed, with ReadJobs) and the reserved job_status.
 //
 // It must not be used in production code, and must not sleep: jobs advance
 // only when polled (or when a test calls Finish or Cancel).

@@ -42,6 +42,9 @@ type Options struct {
 	// install the wire adapter; not through MCP() alone.
 	Tasks       bool   `json:"tasks,omitempty"`
 	TaskSupport string `json:"task_support,omitempty"`
+	// ReadJobs lists slow_lookup: a read-only tool that, like long_report,
+	// runs as a job when the call carries the job _meta.
+	ReadJobs bool `json:"read_jobs,omitempty"`
 	// Polls is how many status polls a job takes to end when the call does
 	// not say; 0 means 2.
 	Polls int `json:"polls,omitempty"`
@@ -55,6 +58,7 @@ type Options struct {
 // Job is the server's record of a job or task.
 type Job struct {
 	Key            string    `json:"key"`
+	Tool           string    `json:"tool,omitempty"` // "" = long_report
 	IdempotencyKey string    `json:"idempotency_key,omitempty"`
 	Task           bool      `json:"task,omitempty"`
 	Topic          string    `json:"topic"`
@@ -333,6 +337,15 @@ func (s *Server) addTools() {
 			`"required":["topic"]}`),
 	}, s.longReport)
 
+	if s.opts.ReadJobs {
+		s.mcp.AddTool(&mcp.Tool{
+			Name:        "slow_lookup",
+			Description: "Look an item up by id in the archive; slow, so it runs as a job when the client can follow one.",
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`),
+		}, s.slowLookup)
+	}
+
 	if s.opts.Jobs {
 		s.mcp.AddTool(&mcp.Tool{
 			Name:        "job_status",
@@ -380,9 +393,41 @@ func (s *Server) longReport(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	return finalResult(a.Topic, a.Fail, a.Quiet), nil
 }
 
+// slowLookup is lookup as a job: started by a call with the job _meta,
+// fetched by a call with its key.
+func (s *Server) slowLookup(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(req.Params.Arguments, &a); err != nil || a.ID == "" {
+		return errorResult("slow_lookup needs an id"), nil
+	}
+	job, hasJob := req.Params.Meta[MetaKeyJob].(map[string]any)
+	if !hasJob || !s.opts.Jobs {
+		return lookupResult(a.ID), nil
+	}
+	if key, _ := job["key"].(string); key != "" {
+		return s.fetch(key)
+	}
+	idem, _ := job["idempotency_key"].(string)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.startLocked("slow_lookup", reportArgs{Topic: a.ID}, idem, false)
+}
+
+func lookupResult(id string) *mcp.CallToolResult {
+	item := map[string]any{"id": id, "name": "item " + id + " (from the archive)"}
+	b, _ := json.Marshal(item)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: item}
+}
+
 func (s *Server) start(a reportArgs, idem string, task bool) (*mcp.CallToolResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.startLocked("", a, idem, task)
+}
+
+func (s *Server) startLocked(tool string, a reportArgs, idem string, task bool) (*mcp.CallToolResult, error) {
 	if idem != "" {
 		s.st.StartRequests[idem]++
 		if key, ok := s.st.ByIdempotencyKey[idem]; ok {
@@ -395,6 +440,7 @@ func (s *Server) start(a reportArgs, idem string, task bool) (*mcp.CallToolResul
 	s.st.NextID++
 	now := s.opts.Now().UTC()
 	j := &Job{
+		Tool:           tool,
 		IdempotencyKey: idem,
 		Task:           task,
 		Topic:          a.Topic,
@@ -445,6 +491,9 @@ func (s *Server) fetch(key string) (*mcp.CallToolResult, error) {
 		return res, nil
 	case "cancelled":
 		return errorResult(j.Message), nil
+	}
+	if j.Tool == "slow_lookup" {
+		return lookupResult(j.Topic), nil
 	}
 	return finalResult(j.Topic, j.Fail, j.Quiet), nil
 }

@@ -200,12 +200,24 @@ func (r *Runner) spawn(ctx context.Context, id string) (int, error) {
 }
 
 // dead reports whether a job that should be running has lost its worker:
-// the worker's process is gone, or it has shown no life for StaleAfter.
+// the worker's process is gone, it has shown no life for StaleAfter, or no
+// worker was ever launched for it.
 func (r *Runner) dead(rec *Record) bool {
 	if rec.State != StateRunning && rec.State != StateQueued {
 		return false
 	}
 	if rec.PID > 0 && !r.alive(rec.PID) {
+		return true
+	}
+	if rec.State == StateQueued && rec.Attempts == 0 && rec.PID == 0 && rec.Worker == "" {
+		// Start writes the record, then launches the worker and counts the
+		// attempt. Only the process that holds the session started it, and
+		// it has returned (or died) by the time anyone else asks: a record
+		// left like this was never launched. Waiting StaleAfter for a
+		// heartbeat that cannot come would only stall the resume. (Should
+		// a worker have been spawned just before its starter died, its
+		// claim and the relaunched worker's fence each other off: only one
+		// commits.)
 		return true
 	}
 	return r.now().Sub(rec.lastSign()) > r.staleAfter()

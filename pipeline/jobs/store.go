@@ -355,7 +355,7 @@ func (s *Store) List() ([]*Record, error) {
 }
 
 // write replaces the record file atomically: a crash leaves the old or the
-// new record, never a torn one.
+// new record, never a torn one. It is only called under the job's lock.
 func (s *Store) write(r *Record) (err error) {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -363,8 +363,20 @@ func (s *Store) write(r *Record) (err error) {
 	}
 	data = append(data, '\n')
 	path := s.Path(r.ID)
+	s.removeStrays(path)
 	if err := atomicfile.WriteFile(path, data, filePerm); err != nil {
 		return fmt.Errorf("job record %s: %w", path, err)
 	}
 	return nil
+}
+
+// removeStrays deletes the temp files a writer killed in the middle of an
+// atomic write of path left behind. Every write of a record happens under
+// its lock, which the caller holds: any temp file of the record seen now
+// belongs to a writer that is gone.
+func (s *Store) removeStrays(path string) {
+	strays, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*"))
+	for _, f := range strays {
+		_ = os.Remove(f)
+	}
 }
