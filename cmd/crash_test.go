@@ -135,6 +135,12 @@ func crashWriteOnce(t *testing.T, w crashWrite, kp killPoint) {
 	propose := writeTestFile(t, dir, "propose.yaml", w.propose)
 	done := writeTestFile(t, dir, "done.yaml", "- reply: Done.\n")
 	env := agentEnv(t, "UPGRADE_AGENT_HOME="+state, "UPGRADE_API_URL="+tp.URL()+"/api", "OPENAI_API_KEY=sk-crash-test-key-0123456789")
+	if kp.llm {
+		// The reply after a yes is rendered in Go by default, with no LLM
+		// call between the executor and the last save; with the model
+		// wording it, the kill lands in that window.
+		env = append(env, "UPGRADE_AGENT_CONFIG="+writeTestFile(t, dir, "config.yaml", "reply_wording: llm\n"))
+	}
 	if code, out, errOut := agentIn(t, env, "ask", "--llm", "script:"+propose, "please"); code != 10 {
 		t.Fatalf("ask: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -306,7 +306,7 @@ func (c *Client) Experiment(ctx context.Context, id string) (*Experiment, error)
 	if strings.TrimSpace(id) == "" {
 		return nil, c.localError(http.MethodGet, "/experiments/single/", CategoryValidation, "experiment id is empty")
 	}
-	r := request{method: http.MethodGet, path: "/experiments/single/" + url.PathEscape(id), idempotent: true, experimentID: id}
+	r := request{method: http.MethodGet, path: "/experiments/single/" + url.PathEscape(id), idempotent: true, experimentID: id, emptyMeansNull: true}
 	var out *Experiment
 	if err := c.call(ctx, r, &out); err != nil {
 		return nil, err
@@ -559,6 +559,10 @@ type request struct {
 	idempotent bool
 	// experimentID, when set, lets a 400 be explained as a malformed id.
 	experimentID string
+	// emptyMeansNull: a 2xx answer with no body is a JSON null (older
+	// servers answer an unknown experiment id so). Everywhere else an
+	// empty answer is broken, never an empty list.
+	emptyMeansNull bool
 }
 
 func (c *Client) localError(method, path string, cat Category, msg string) *Error {
@@ -582,6 +586,10 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 
 func (c *Client) decode(r request, data []byte, out any) error {
 	if len(bytes.TrimSpace(data)) == 0 {
+		if !r.emptyMeansNull {
+			return &Error{Category: CategoryAPI, Method: r.method, URL: c.baseRedacted + r.path,
+				Message: fmt.Sprintf("UpGrade %s %s answered with an empty body where data was due", r.method, c.baseRedacted+r.path)}
+		}
 		data = []byte("null")
 	}
 	if err := json.Unmarshal(data, out); err != nil {

@@ -427,3 +427,21 @@ func TestSharedKeepAliveClient(t *testing.T) {
 		t.Error("Config.HTTPClient ignored")
 	}
 }
+
+// TestEmptyAnswerIsAnError: a 2xx answer with no body where data is due is
+// a broken answer (an API error), never an empty list; only the single
+// experiment read takes it as "not found", as older servers meant it.
+func TestEmptyAnswerIsAnError(t *testing.T) {
+	f := newFake(t, map[string][]reply{
+		"GET /api/experiments":          {{status: 200}},
+		"GET /api/experiments/single/x": {{status: 200}},
+	})
+	c, _ := newClient(t, f.url(), nil)
+	list, err := c.Experiments(t.Context())
+	if CategoryOf(err) != CategoryAPI || list != nil || !strings.Contains(err.Error(), "empty body") {
+		t.Errorf("Experiments on an empty answer = %v, %v; want an API error naming the empty body", list, err)
+	}
+	if _, err := c.Experiment(t.Context(), "x"); CategoryOf(err) != CategoryNotFound {
+		t.Errorf("Experiment on an empty answer: %v, want not found", err)
+	}
+}
