@@ -229,6 +229,11 @@ type ResumeRequest struct {
 func (a *Agent) Resume(ctx context.Context, sess *Session, req ResumeRequest) (*Result, error) {
 	switch {
 	case sess.jobRef() != nil:
+		if sess.Status() == checkpoint.StatusRunning && req.Wait == 0 {
+			// The turn stopped right after it suspended on the job, before
+			// its last save: it had not yet had its --wait-jobs wait.
+			req.Wait = a.WaitJobs
+		}
 		return a.resumeJob(ctx, sess, req)
 	case sess.Status() == checkpoint.StatusRunning:
 		return a.resumeInterrupted(ctx, sess, req)

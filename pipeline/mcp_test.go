@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -174,3 +175,33 @@ func TestMCPFailedJobIsAnError(t *testing.T) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// TestResumeOfATurnKilledAfterItSuspendedWaitsItsWaitJobs: a turn killed
+// between its "suspended on a job" save and its last save is left running
+// with the job; resume gives it the --wait-jobs wait it never had, instead
+// of one check.
+func TestResumeOfATurnKilledAfterItSuspendedWaitsItsWaitJobs(t *testing.T) {
+	h := newHarness(t)
+	withMCP(t, h, mcptest.Options{Jobs: true, Advertise: true, Polls: 3})
+	proposeReport(h, map[string]any{"topic": "weekly"})
+	if res := h.ask("yes"); res.Status != StatusWaitingJob {
+		t.Fatalf("got %+v", res)
+	}
+	h.sess.CP.Status = checkpoint.StatusRunning // the last save never happened
+	if err := h.store.Save(h.sess.CP); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := LoadSession(h.store, h.sess.CP.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.agent.WaitJobs = time.Minute
+	h.llm.Enqueue(text("The weekly report is ready."))
+	r, err := h.agent.Resume(context.Background(), sess, ResumeRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != StatusCompleted || len(r.Actions) != 1 || r.Actions[0].Status != "success" {
+		t.Fatalf("resume checked once instead of waiting --wait-jobs: %+v", r)
+	}
+}
