@@ -62,6 +62,11 @@ type FileStore struct {
 	// cycle skips reading and decoding it a second time.
 	mu       sync.Mutex
 	verified map[string]knownFile
+	// swept: sessions whose folder this store has cleaned (stray temp files of a
+	// crashed save, history past HistoryLimit) by listing it. Later saves in the
+	// same process need no listing: they make no strays, and the one history
+	// entry that falls out of the window is removed by name.
+	swept map[string]bool
 
 	// beforeRename, when set, runs after the new file is written and synced and before
 	// it replaces checkpoint.json; a test returns an error to simulate a crash there.
@@ -259,14 +264,23 @@ var errUnchanged = errors.New("unchanged")
 // commit atomically makes data (of seq newSeq) the session's checkpoint.json, after
 // check approved the current one (exists, its seq and checksum). The current one is
 // verified first: a corrupt file is never replaced or moved.
-func (s *FileStore) commit(id string, data []byte, newSeq int, check func(exists bool, diskSeq int, diskSum string) error) error {
+func (s *FileStore) commit(id string, data []byte, newSeq int, check func(exists bool, diskSeq int, diskSum string) error) (failed error) {
 	if len(data) > maxFileSize {
 		// Load would refuse the file: keep the session as it was rather than brick it.
 		return fmt.Errorf("save checkpoint of session %s: %d bytes, larger than a checkpoint may be (%d); nothing was written", id, len(data), maxFileSize)
 	}
 	dir := filepath.Join(s.dir, id)
-	if err := ensureDir(dir); err != nil {
-		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
+	sweep := s.firstSave(id)
+	defer func() {
+		if failed != nil {
+			s.forgetSweep(id) // a failed save may leave a temp file: the next one lists the folder
+		}
+	}()
+	if sweep {
+		// Later saves of this process find the folder made and its mode set.
+		if err := ensureDir(dir); err != nil {
+			return fmt.Errorf("save checkpoint of session %s: %w", id, err)
+		}
 	}
 	final := filepath.Join(dir, checkpointFile)
 	fi, err := os.Lstat(final)
@@ -295,7 +309,9 @@ func (s *FileStore) commit(id string, data []byte, newSeq int, check func(exists
 	if err := check(exists, oldSeq, oldSum); err != nil {
 		return err
 	}
-	removeStrayTemps(dir)
+	if sweep {
+		removeStrayTemps(dir)
+	}
 
 	tmp, err := writeTemp(dir, data)
 	if err != nil {
@@ -307,7 +323,7 @@ func (s *FileStore) commit(id string, data []byte, newSeq int, check func(exists
 		}
 	}
 	if exists {
-		if err := keepHistory(dir, final, oldSeq); err != nil {
+		if err := keepHistory(dir, final, oldSeq, sweep); err != nil {
 			_ = os.Remove(tmp)
 			return fmt.Errorf("save checkpoint of session %s: %w", id, err)
 		}
@@ -323,9 +339,35 @@ func (s *FileStore) commit(id string, data []byte, newSeq int, check func(exists
 		s.remember(id, &knownFile{seq: newSeq, sum: checksumOf(data), fi: fi})
 	}
 	if exists {
-		pruneHistory(filepath.Join(dir, historyDir), HistoryLimit)
+		hd := filepath.Join(dir, historyDir)
+		if sweep {
+			pruneHistory(hd, HistoryLimit)
+		} else if old := oldSeq - HistoryLimit; old > 0 {
+			_ = os.Remove(filepath.Join(hd, strconv.Itoa(old)+".json"))
+		}
 	}
 	return nil
+}
+
+func (s *FileStore) forgetSweep(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.swept, id)
+}
+
+// firstSave reports whether this is the store's first save of session id, and
+// records that it no longer is.
+func (s *FileStore) firstSave(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.swept[id] {
+		return false
+	}
+	if s.swept == nil {
+		s.swept = make(map[string]bool)
+	}
+	s.swept[id] = true
+	return true
 }
 
 // writeTemp writes data to a new temp file in dir (so the rename stays within one
@@ -362,17 +404,27 @@ func writeTemp(dir string, data []byte) (string, error) {
 // A hard link costs no copy; where links are not supported the file is copied.
 // History is for inspection, so its folder is not fsynced: a crash may lose the
 // newest history entry, never the checkpoint.
-func keepHistory(dir, final string, seq int) error {
+func keepHistory(dir, final string, seq int, mkdir bool) error {
 	hd := filepath.Join(dir, historyDir)
-	if err := ensureDir(hd); err != nil {
-		return err
+	if mkdir {
+		if err := ensureDir(hd); err != nil {
+			return err
+		}
 	}
 	target := filepath.Join(hd, strconv.Itoa(seq)+".json")
 	// A leftover from a save that crashed before its rename holds the same seq.
 	if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if err := os.Link(final, target); err == nil {
+	err := os.Link(final, target)
+	if errors.Is(err, fs.ErrNotExist) && !mkdir {
+		// The session's first history entry of this process: make the folder.
+		if err := ensureDir(hd); err != nil {
+			return err
+		}
+		err = os.Link(final, target)
+	}
+	if err == nil {
 		return nil
 	}
 	old, _, err := readFile(final)

@@ -83,8 +83,14 @@ func (a *Agent) runGraph(ctx context.Context, t *turn, start string) (Reply, err
 		if t.end.terminated != "" {
 			break
 		}
-		if err := t.sess.save(a.Store, checkpoint.StatusRunning, next, a.mcpCaps()); err != nil {
-			return Reply{}, err
+		// After each node the turn can be resumed from the next one. The
+		// responder's last step is the exception: the turn's final save
+		// follows at once, and a crash between the two only runs the
+		// responder again (it changes nothing on the server).
+		if node != NodeResponder || next != nodeEnd || err != nil {
+			if err := t.sess.save(a.Store, checkpoint.StatusRunning, next, a.mcpCaps()); err != nil {
+				return Reply{}, err
+			}
 		}
 		node = next
 	}

@@ -31,10 +31,10 @@ type analyzeArgs struct {
 	Confidence         float64 `json:"confidence" jsonschema:"0 to 1"`
 	UserRequestSummary string  `json:"user_request_summary"`
 	Reasoning          string  `json:"reasoning"`
-	UserConfirmed      *bool   `json:"user_confirmed,omitempty" jsonschema:"only when a confirmation is pending: true, false, or null when unclear"`
+	UserConfirmed      *bool   `json:"user_confirmed,omitempty" jsonschema:"pending confirmation only: false when refused, else null (only the person approves)"`
 	DirectResponse     string  `json:"direct_response,omitempty" jsonschema:"the full answer, for direct_answer only"`
-	ChangeRequested    *bool   `json:"change_requested,omitempty" jsonschema:"with user_confirmed false: true when the message asks for a changed action instead (no, use 60/40)"`
-	NeedsAction        *bool   `json:"needs_action,omitempty" jsonschema:"needs_info only: true when the person asks to change something on the server, false for a question"`
+	ChangeRequested    *bool   `json:"change_requested,omitempty" jsonschema:"with user_confirmed false: true when a changed action is asked for (no, use 60/40)"`
+	NeedsAction        *bool   `json:"needs_action,omitempty" jsonschema:"needs_info only: true to change something on the server, false for a question"`
 }
 
 var analyzeTool = newTool("analyze_user_request", "Classify the person's message.", false,
