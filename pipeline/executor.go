@@ -178,16 +178,8 @@ func (a *Agent) recover(ctx context.Context, t *turn) error {
 		case actions.OutcomeRepeat:
 			t.pending = nil
 			_, err := a.execute(ctx, t, p, e.EffectID)
-			var suspend *suspendOnJob
-			if errors.As(err, &suspend) {
-				if err := sess.suspend(suspend.w, a.newID(), a.now()); err != nil {
-					return err
-				}
-				st := suspend.st
-				t.job = &st
-				t.st.FinalResponse = suspendText(sess.CP.SessionID, st)
-				a.respond(t, t.st.FinalResponse)
-				return nil
+			if _, paused, perr := a.pause(t, err); paused {
+				return perr // re-attached to the job: the turn is suspended on it
 			}
 			if err != nil {
 				return err

@@ -12,9 +12,9 @@ import (
 )
 
 // A turn is a small state machine: each node returns the next node, or an
-// interrupt as an error value. runGraph is the one place that recognises
-// interrupts, records them on the Session and saves. Adding an interrupt
-// kind is one type here plus one case in runGraph.
+// interrupt as an error value. Agent.pause is the one place that
+// recognises interrupts and records them on the Session; runGraph saves.
+// Adding an interrupt kind is one type here plus one case in pause.
 
 // awaitConfirmation: show the confirmation and pause the turn.
 type awaitConfirmation struct {
@@ -56,25 +56,12 @@ func (a *Agent) runGraph(ctx context.Context, t *turn, start string) (Reply, err
 		next, err := a.runNode(ctx, t, node)
 		a.logger().Debug("node", "session", t.sess.CP.SessionID, "node", node, "took", time.Since(began).Round(time.Microsecond),
 			"llm_calls", t.llmCalls-calls, "err", err)
-		var await *awaitConfirmation
-		var suspend *suspendOnJob
+		pauseNext, paused, perr := a.pause(t, err)
 		switch {
-		case errors.As(err, &await):
-			t.sess.await(await.p)
-			t.showing = await.p
-			if await.note != "" {
-				t.notes = append(t.notes, await.note)
-			}
-			next = NodeResponder
-		case errors.As(err, &suspend):
-			if err := t.sess.suspend(suspend.w, a.newID(), a.now()); err != nil {
-				return Reply{}, err
-			}
-			st := suspend.st
-			t.job = &st
-			t.st.FinalResponse = suspendText(t.sess.CP.SessionID, st)
-			a.respond(t, t.st.FinalResponse)
-			next = nodeEnd
+		case perr != nil:
+			return Reply{}, perr
+		case paused:
+			next = pauseNext
 		case errors.Is(err, errBudget):
 			t.end.terminated = fmt.Sprintf("LLM call limit (%d) reached in this turn", a.maxCalls())
 		case err != nil:
@@ -105,6 +92,36 @@ func (a *Agent) runGraph(ctx context.Context, t *turn, start string) (Reply, err
 		return StopWith(t.end.terminated, text), nil
 	}
 	return ReplyWith(t.st.FinalResponse), nil
+}
+
+// pause is the one place an interrupt becomes a pause: it records
+// awaitConfirmation or suspendOnJob on the session and says which node
+// comes next (the responder shows a confirmation; a suspended turn ends).
+// paused is false when err is no interrupt. runGraph calls it for what a
+// node returns; showing a pending confirmation again and re-attaching to a
+// job during crash recovery produce the same values and come here too.
+func (a *Agent) pause(t *turn, err error) (next string, paused bool, ferr error) {
+	var await *awaitConfirmation
+	var suspend *suspendOnJob
+	switch {
+	case errors.As(err, &await):
+		t.sess.await(await.p)
+		t.showing = await.p
+		if await.note != "" {
+			t.notes = append(t.notes, await.note)
+		}
+		return NodeResponder, true, nil
+	case errors.As(err, &suspend):
+		if err := t.sess.suspend(suspend.w, a.newID(), a.now()); err != nil {
+			return nodeEnd, true, err
+		}
+		st := suspend.st
+		t.job = &st
+		t.st.FinalResponse = suspendText(t.sess.CP.SessionID, st)
+		a.respond(t, t.st.FinalResponse)
+		return nodeEnd, true, nil
+	}
+	return "", false, nil
 }
 
 func (a *Agent) runNode(ctx context.Context, t *turn, node string) (string, error) {

@@ -282,12 +282,12 @@ func (a *Agent) showAgain(ctx context.Context, t *turn) error {
 	if err != nil {
 		return err
 	}
+	i := &awaitConfirmation{p: cur}
 	if stale {
-		t.notes = append(t.notes, staleNote)
+		i.note = staleNote
 	}
-	t.sess.await(cur)
-	t.showing = cur
-	return nil
+	_, _, err = a.pause(t, i)
+	return err
 }
 
 // replyLLM is the LLM pipeline: the graph from the analyzer.
