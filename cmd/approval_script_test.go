@@ -17,15 +17,7 @@ func init() {
 			ts.Fatalf("usage: describe NAME TEXT")
 		}
 		withSimClient(ts, func(ctx context.Context, c *upgrade.Client) error {
-			names, err := c.ExperimentNames(ctx)
-			if err != nil {
-				return err
-			}
-			id, err := upgrade.ResolveExperiment(names, args[0])
-			if err != nil {
-				return err
-			}
-			e, err := c.Experiment(ctx, id)
+			e, err := fetchExperiment(ctx, c, args[0])
 			if err != nil {
 				return err
 			}

@@ -163,21 +163,13 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 		n, err := strconv.Atoi(args[1])
 		ts.Check(err)
 		withSimClient(ts, func(ctx context.Context, c *upgrade.Client) error {
-			names, err := c.ExperimentNames(ctx)
-			if err != nil {
-				return err
-			}
-			id, err := upgrade.ResolveExperiment(names, args[0])
-			if err != nil {
-				return err
-			}
-			e, err := c.Experiment(ctx, id)
+			e, err := fetchExperiment(ctx, c, args[0])
 			if err != nil {
 				return err
 			}
 			p := e.Partitions[0]
 			for i := range n {
-				user := fmt.Sprintf("user-%s-%d", id[:8], i)
+				user := fmt.Sprintf("user-%s-%d", e.ID[:8], i)
 				if _, err := c.Init(ctx, user, upgrade.InitRequest{}); err != nil {
 					return err
 				}
@@ -195,7 +187,7 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 					return fmt.Errorf("user %s got no condition at %s/%s", user, p.Site, p.Target)
 				}
 				_, err = c.Mark(ctx, user, upgrade.MarkRequest{
-					Data:   upgrade.MarkData{Site: p.Site, Target: p.Target, AssignedCondition: &upgrade.MarkCondition{ID: cond.ID, ConditionCode: cond.ConditionCode, ExperimentID: id}},
+					Data:   upgrade.MarkData{Site: p.Site, Target: p.Target, AssignedCondition: &upgrade.MarkCondition{ID: cond.ID, ConditionCode: cond.ConditionCode, ExperimentID: e.ID}},
 					Status: upgrade.MarkConditionApplied,
 				})
 				if err != nil {

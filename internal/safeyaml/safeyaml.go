@@ -78,14 +78,18 @@ type Error struct {
 	Msg  string
 }
 
-func (e *Error) Error() string {
+func (e *Error) Error() string { return At(e.File, e.Line, e.Col, e.Msg) }
+
+// At formats a message about a place in a file as file:line:col: msg,
+// leaving out a line or column of 0.
+func At(file string, line, col int, msg string) string {
 	switch {
-	case e.Line > 0 && e.Col > 0:
-		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
-	case e.Line > 0:
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	case line > 0 && col > 0:
+		return fmt.Sprintf("%s:%d:%d: %s", file, line, col, msg)
+	case line > 0:
+		return fmt.Sprintf("%s:%d: %s", file, line, msg)
 	}
-	return e.File + ": " + e.Msg
+	return file + ": " + msg
 }
 
 func (e *Error) Unwrap() error { return ErrLimit }

@@ -29,15 +29,7 @@ type ParseError struct {
 	Msg  string
 }
 
-func (e *ParseError) Error() string {
-	switch {
-	case e.Line > 0 && e.Col > 0:
-		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Col, e.Msg)
-	case e.Line > 0:
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-	return e.File + ": " + e.Msg
-}
+func (e *ParseError) Error() string { return safeyaml.At(e.File, e.Line, e.Col, e.Msg) }
 
 // ErrInvalid marks every error of Parse and Load (errors.Is), so callers
 // can tell an invalid file (exit 2) from a failed run.
