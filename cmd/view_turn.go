@@ -212,7 +212,7 @@ func (p *jobProgress) update(st pipeline.JobStatus) {
 	}
 	line := fmt.Sprintf("job %s: %d/%d", p.id, st.Done, st.Total)
 	if st.Terminal() {
-		line += " " + st.State
+		line += " " + string(st.State)
 	}
 	now := p.now()
 	switch {

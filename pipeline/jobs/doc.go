@@ -11,7 +11,7 @@
 //     and changed only under a per-job file lock, so the worker's
 //     heartbeats, its commits and a concurrent `jobs cancel` never lose each
 //     other's updates.
-//   - Runner implements pipeline.JobRunner: Start writes the record and
+//   - Runner implements actions.JobRunner: Start writes the record and
 //     launches a worker; Wait polls the record and restarts a worker whose
 //     heartbeat went stale or whose process is gone; Cancel marks the job
 //     cancelled and signals the worker.
