@@ -342,6 +342,55 @@ func decodeJSON(data []byte) (any, error) {
 	return v, nil
 }
 
+// isItem reports whether every key of obj names a field of the list's
+// element type: then it is one item where a list belongs, not a keyed list.
+func isItem(obj map[string]any, list reflect.Type) bool {
+	for list.Kind() == reflect.Pointer || list.Kind() == reflect.Slice {
+		list = list.Elem()
+	}
+	if list.Kind() != reflect.Struct || len(obj) == 0 {
+		return false
+	}
+	fields := jsonFields(list)
+	for k := range obj {
+		if _, _, ok := matchField(fields, k); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// keyedList reads an object written where a list of objects belongs as
+// that list, when the field declares the object's form with a `keyed`
+// tag ("code,weight"): {"variant": 50, "control": 50} is
+// [{code: control, weight: 50}, {code: variant, weight: 50}], and
+// {"control": {"weight": 50}} is [{code: control, weight: 50}]. The items
+// come sorted by key: the params reach Bind as a Go map on the agent's
+// way (set_action_params, update_action_params), which keeps no order, so
+// no order written could be kept anyway. An object whose keys are all
+// fields of the item ({"code": "c", "weight": 100}) stays one item.
+func keyedList(v any, f reflect.StructField) any {
+	keyField, valField, ok := strings.Cut(f.Tag.Get("keyed"), ",")
+	obj, isObj := asObject(v)
+	if !ok || !isObj || isItem(obj, f.Type) {
+		return v
+	}
+	list := make([]any, 0, len(obj))
+	for _, k := range sortedKeys(obj) {
+		item := map[string]any{}
+		if inner, ok := asObject(obj[k]); ok {
+			for ik, iv := range inner {
+				item[ik] = iv
+			}
+		} else {
+			item[valField] = obj[k]
+		}
+		item[keyField] = strings.TrimSpace(k)
+		list = append(list, item)
+	}
+	return list
+}
+
 func jsonErrorText(err error) string {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
@@ -386,7 +435,7 @@ func coerce(v any, t reflect.Type, path string, out *[]Problem) any {
 				continue
 			}
 			from[name] = k
-			res[name] = coerce(obj[k], f.Type, join(path, name), out)
+			res[name] = coerce(keyedList(obj[k], f), f.Type, join(path, name), out)
 		}
 		return res
 	case reflect.Map:

@@ -42,6 +42,8 @@ func TestParseRejects(t *testing.T) {
 			[]Problem{{Value: "a list", Message: "expected an object"}}},
 		{"broken JSON", "delete_experiment", `{"experiment_id":`,
 			[]Problem{{Message: "arguments are not valid JSON: the JSON ends too early"}}},
+		{"conditions as a map with a word for a weight", "create_experiment", `{"conditions":{"control":"half","variant":50}}`,
+			[]Problem{{Field: "conditions[0].weight", Value: `"half"`, Message: "expected a number"}}},
 		{"trailing data", "delete_experiment", `{"experiment_id":"x"} {}`,
 			[]Problem{{Message: "arguments are not valid JSON: unexpected data after the value"}}},
 	}
@@ -76,7 +78,7 @@ func TestParseRejects(t *testing.T) {
 // TestParseAcceptsWhatModelsWrite: values with one meaning are taken as
 // meant, however a model spells them.
 func TestParseAcceptsWhatModelsWrite(t *testing.T) {
-	w50, w100 := 50.0, 100.0
+	w30, w40, w50, w60, w70, w100 := 30.0, 40.0, 50.0, 60.0, 70.0, 100.0
 	tests := []struct {
 		name, action, raw string
 		want              Params
@@ -95,6 +97,16 @@ func TestParseAcceptsWhatModelsWrite(t *testing.T) {
 		{"keys in another case", "delete_experiment", `{"ExperimentId":" x "}`, DeleteExperimentParams{ExperimentID: "x"}},
 		{"params encoded twice", "delete_experiment", `"{\"experiment_id\":\"x\"}"`, DeleteExperimentParams{ExperimentID: "x"}},
 		{"a list encoded twice", "create_experiment", `{"tags":"[\"a\", \" b \"]"}`, withDefaults(CreateExperimentParams{Tags: []string{"a", "b"}})},
+		{"conditions as a map, sorted by code", "create_experiment", `{"conditions":{"variant":70,"control":30}}`,
+			withDefaults(CreateExperimentParams{Conditions: []ConditionParam{{Code: "control", Weight: &w30}, {Code: "variant", Weight: &w70}}})},
+		{"conditions as a map with weights as strings", "create_experiment", `{"conditions":{" control ":"50","variant":"50%"}}`,
+			withDefaults(CreateExperimentParams{Conditions: []ConditionParam{{Code: "control", Weight: &w50}, {Code: "variant", Weight: &w50}}})},
+		{"conditions as a map of objects", "create_experiment", `{"conditions":{"control":{"weight":50},"variant":{"Weight":50}}}`,
+			withDefaults(CreateExperimentParams{Conditions: []ConditionParam{{Code: "control", Weight: &w50}, {Code: "variant", Weight: &w50}}})},
+		{"conditions as a map encoded twice", "create_experiment", `{"conditions":"{\"control\": 50, \"variant\": 50}"}`,
+			withDefaults(CreateExperimentParams{Conditions: []ConditionParam{{Code: "control", Weight: &w50}, {Code: "variant", Weight: &w50}}})},
+		{"an update's conditions as a map", "update_experiment", `{"experiment_id":"x","conditions":{"control":40,"variant":60}}`,
+			UpdateExperimentParams{ExperimentID: "x", Conditions: &[]ConditionParam{{Code: "control", Weight: &w40}, {Code: "variant", Weight: &w60}}}},
 		{"nulls and empties", "create_experiment", `{"description":"","tags":[],"post_experiment_rule":null,"inclusion_users":null,"group_type":""}`,
 			withDefaults(CreateExperimentParams{})},
 	}

@@ -20,7 +20,7 @@ type UpdateExperimentParams struct {
 	Name               *string               `json:"name,omitempty"`
 	Context            *string               `json:"context,omitempty"`
 	DecisionPoints     *[]DecisionPointParam `json:"decision_points,omitempty" jsonschema:"the complete new list; existing ones are matched by site+target"`
-	Conditions         *[]ConditionParam     `json:"conditions,omitempty" jsonschema:"the complete new list; existing ones are matched by code"`
+	Conditions         *[]ConditionParam     `json:"conditions,omitempty" jsonschema:"the complete new list; existing ones are matched by code" keyed:"code,weight"`
 	Description        *string               `json:"description,omitempty"`
 	Tags               *[]string             `json:"tags,omitempty"`
 	AssignmentUnit     *string               `json:"assignment_unit,omitempty"`
