@@ -48,9 +48,9 @@ reports the cancellation as the action's result on its next resume.`,
 
 // JobRow is one job in `jobs list`.
 type JobRow struct {
-	ID        string        `json:"id" yaml:"id"`
-	SessionID string        `json:"session_id" yaml:"session_id"`
-	Action    string        `json:"action" yaml:"action"`
+	ID        string           `json:"id" yaml:"id"`
+	SessionID string           `json:"session_id" yaml:"session_id"`
+	Action    string           `json:"action" yaml:"action"`
 	State     actions.JobState `json:"state" yaml:"state"`
 	Progress  actions.Progress `json:"progress" yaml:"progress"`
 	// Stale: the job should be running but its worker is gone; the next
