@@ -3,7 +3,6 @@ package actions
 import (
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 
@@ -267,21 +266,14 @@ func TestEssential(t *testing.T) {
 	}
 }
 
+// TestSpecs: every registered action can be looked up, names itself, has
+// a schema and takes empty params. What each declares (destructive,
+// long-running, invalidates) is checked against docs/actions.md by
+// TestDocsActionTable.
 func TestSpecs(t *testing.T) {
 	names := Names()
-	if len(names) != 9 {
-		t.Fatalf("Names() has %d actions, want 9", len(names))
-	}
-	want := map[Name][4]bool{ // destructive, long-running, invalidates experiments, invalidates enrollment
-		CreateExperiment:            {false, false, true, false},
-		UpdateExperiment:            {false, false, true, false},
-		UpdateExperimentStatus:      {true, false, true, true},
-		DeleteExperiment:            {true, false, true, true},
-		InitExperimentUser:          {false, false, false, false},
-		GetDecisionPointAssignments: {false, false, false, false},
-		MarkDecisionPoint:           {true, false, false, true},
-		VisitDecisionPoint:          {true, false, false, true},
-		TestConditionBalance:        {true, true, false, true},
+	if len(names) == 0 {
+		t.Fatal("no action is registered")
 	}
 	for _, n := range names {
 		a, ok := Lookup(string(n))
@@ -289,10 +281,6 @@ func TestSpecs(t *testing.T) {
 			t.Fatalf("Lookup(%s) failed", n)
 		}
 		s := a.Spec()
-		got := [4]bool{s.Destructive, s.LongRunning, slices.Contains(s.Invalidates, CacheExperiments), slices.Contains(s.Invalidates, CacheEnrollment)}
-		if got != want[n] {
-			t.Errorf("%s: destructive/long-running/invalidates = %v, want %v", n, got, want[n])
-		}
 		if s.Name != string(n) || len(s.Schema) == 0 {
 			t.Errorf("%s: spec %+v does not name its action or has no schema", n, s)
 		}
