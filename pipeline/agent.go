@@ -46,15 +46,6 @@ type JobRunner = actions.JobRunner
 // JobStatus is a job as the pipeline sees it.
 type JobStatus = actions.JobStatus
 
-// Job states.
-const (
-	JobQueued    = actions.JobQueued
-	JobRunning   = actions.JobRunning
-	JobSucceeded = actions.JobSucceeded
-	JobFailed    = actions.JobFailed
-	JobCancelled = actions.JobCancelled
-)
-
 // Deps are what an agent talks to. LLM and API are required.
 type Deps struct {
 	LLM   llm.Client
