@@ -22,7 +22,8 @@ import (
 // P is the params type. Its JSON field names are the contract the model
 // writes; fields without omitempty are required in the schema; a field
 // tagged `ref:"experiment"` names an experiment by id (RefKind), so that
-// the gatherer resolves a name written there to the id.
+// the gatherer resolves a name written there to the id; a list field
+// tagged `keyed:"code,weight"` also accepts the map form {"control": 50}.
 type Def[P any] struct {
 	// Name is the tool-level name (snake_case): the model names it,
 	// checkpoints store it.
