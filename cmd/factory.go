@@ -245,7 +245,7 @@ func newLogger(w io.Writer, verbose bool, secrets []string) *slog.Logger {
 		level = slog.LevelDebug
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
-		Level: level,
+		Level:       level,
 		ReplaceAttr: redact.New(secrets...).Attr,
 	}))
 }
