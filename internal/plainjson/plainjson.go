@@ -2,6 +2,8 @@
 // '>' and '&' stay as they are (encoding/json escapes them for HTML) and
 // there is no trailing newline. The tools' results and the scenario
 // transcripts use it, so both show the same text for the same value.
+// (checkpoint keeps a copy of its own: it imports nothing of the project,
+// which its TestNoProjectImports enforces.)
 package plainjson
 
 import (
