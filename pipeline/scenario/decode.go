@@ -444,11 +444,11 @@ func (d *decoder) expect(x *expectYAML, step int, what string, e *Expect) {
 	}
 	if x.Errors != nil {
 		list := []ExpectError{}
-		for j, x := range *x.Errors {
+		for j, xe := range *x.Errors {
 			ew := fmt.Sprintf("%s[%d]", w("errors"), j)
 			var ee ExpectError
-			set(d, &ee.Type, &x.Type, ew+".type", d.oneOf(errorTypes...))
-			set(d, &ee.MessageContains, &x.MessageContains, ew+".message_contains", d.str)
+			set(d, &ee.Type, &xe.Type, ew+".type", d.oneOf(errorTypes...))
+			set(d, &ee.MessageContains, &xe.MessageContains, ew+".message_contains", d.str)
 			if d.err == nil && ee.Type == "" {
 				d.fail(d.at("steps", step, "expect", "errors", j), "%s: type is required", ew)
 			}
