@@ -160,10 +160,83 @@ var yamlTypes = func() map[string]reflect.Type {
 	return m
 }()
 
-// The values of the enumerations a scenario may name.
+var nodeType = reflect.TypeFor[yaml.Node]()
+
+// nulls refuses `key:` with no value (or null) where a mapping or a list
+// belongs, which the decoder would take for a key not written at all.
+// `- resume:` is the exception: a resume without options.
+func (d *decoder) nulls(n *yaml.Node, v reflect.Value, path []any) error {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			return d.nulls(n, v.Elem(), path)
+		}
+	case reflect.Slice:
+		if n.Kind == yaml.SequenceNode {
+			for i := 0; i < v.Len() && i < len(n.Content); i++ {
+				if err := d.nulls(resolve(n.Content[i]), v.Index(i), append(slices.Clip(path), any(i))); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Struct:
+		if v.Type() == nodeType {
+			return nil
+		}
+		for i, key := range yamlKeys(v.Type()) {
+			c := child(n, key)
+			if c == nil || key == "resume" {
+				continue
+			}
+			p := append(slices.Clip(path), any(key))
+			if isNull(c) && v.Field(i).Type() != nodeType {
+				want, ft := "a mapping (key: value)", v.Field(i).Type()
+				if ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if ft.Kind() == reflect.Slice {
+					want = wantList(ft.String())
+				}
+				return d.errf(c, "%s: want %s, got nothing (null)", label(p), want)
+			}
+			if err := d.nulls(c, v.Field(i), p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// wantList says which list a slice type of decode.go ("[]scenario.stepYAML")
+// holds, for messages.
+func wantList(goType string) string {
+	switch goType {
+	case reflect.TypeFor[[]stepYAML]().String():
+		return "a list of steps (- say: ...)"
+	case reflect.TypeFor[[]expectActionYAML]().String(), reflect.TypeFor[[]expectErrorYAML]().String():
+		return "a list ([] for none)"
+	}
+	return "a list"
+}
+
+// yamlKeys are the keys of a struct of decode.go: its yaml tags in field
+// order (every field has one).
+func yamlKeys(t reflect.Type) []string {
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	keys := make([]string, t.NumField())
+	for i := range keys {
+		keys[i], _, _ = strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+	}
+	return keys
+}
+
+// turnStatuses are the statuses a turn ends with (expect.status).
+var turnStatuses = []string{"completed", "awaiting_confirmation", "waiting_job", "terminated", "failed"}
+
+// The values of the other enumerations a scenario may name.
 var (
-	// turnStatuses are the statuses a turn ends with (expect.status).
-	turnStatuses = []string{"completed", "awaiting_confirmation", "waiting_job", "terminated", "failed"}
 	jobStates    = []string{"queued", "running", "succeeded", "failed", "cancelled"}
 	actionStates = []string{"success", "error", "cancelled"}
 	errorTypes   = []string{"api", "auth", "validation", "not_found", "unknown"}

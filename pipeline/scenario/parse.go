@@ -155,7 +155,7 @@ func (d *decoder) decodeError(err error) error {
 	}
 	msg := te.Errors[0]
 	if m := unknownFieldRE.FindStringSubmatch(msg); m != nil {
-		if k, path := d.findKey(atoi(m[1]), m[2]); k != nil {
+		if k, path := d.findKey(atoi(m[1]), named(m[2])); k != nil {
 			known := yamlKeys(yamlTypes[strings.TrimPrefix(m[3], "*")])
 			hint := ""
 			if s := textdist.Closest(k.Value, known, 3); s != "" {
@@ -169,22 +169,22 @@ func (d *decoder) decodeError(err error) error {
 		if m[3] != "" {
 			name, _ = strconv.Unquote(m[3])
 		}
-		if k, path := d.findKey(atoi(m[1]), name); k != nil {
+		if k, path := d.findKey(atoi(m[1]), named(name)); k != nil {
 			return d.errf(k, "key %q appears twice in %s", k.Value, label(path))
 		}
 	}
 	if m := mismatchRE.FindStringSubmatch(msg); m != nil {
 		if m[3] == "string" { // the decoder reads into a string only the keys of a mapping
-			if k, path := d.findKeyTagged(atoi(m[1]), "!!"+m[2]); k != nil {
+			if k, path := d.findKey(atoi(m[1]), tagged("!!"+m[2])); k != nil {
 				return d.errf(k, "%s: keys must be plain words, got %s", label(path), kindName(k))
 			}
 		}
-		if n, path := d.findValue(atoi(m[1]), "!!"+m[2]); n != nil {
-			switch into := m[3]; {
-			case strings.HasPrefix(into, "[]"):
-				return d.errf(n, "%s: want %s, got %s", label(path), wantList(into), kindName(n))
+		if n, path := d.findValue(atoi(m[1]), tagged("!!"+m[2])); n != nil {
+			want := "a mapping (key: value)"
+			if strings.HasPrefix(m[3], "[]") {
+				want = wantList(m[3])
 			}
-			return d.errf(n, "%s: want a mapping (key: value), got %s", label(path), kindName(n))
+			return d.errf(n, "%s: want %s, got %s", label(path), want, kindName(n))
 		}
 	}
 	line, rest, _ := strings.Cut(strings.TrimPrefix(msg, "line "), ": ")
@@ -196,11 +196,11 @@ func atoi(s string) int {
 	return n
 }
 
-// findKey is the mapping key called name on line, and the path of the
-// mapping that holds it.
-func (d *decoder) findKey(line int, name string) (key *yaml.Node, parent []any) {
+// findKey is the first mapping key on line that match accepts, and the
+// path of the mapping that holds it.
+func (d *decoder) findKey(line int, match func(k *yaml.Node) bool) (key *yaml.Node, parent []any) {
 	walk(d.root, nil, func(path []any, k, _ *yaml.Node) bool {
-		if k != nil && k.Line == line && k.Value == name {
+		if k != nil && k.Line == line && match(k) {
 			key, parent = k, path[:len(path)-1]
 			return true
 		}
@@ -209,25 +209,18 @@ func (d *decoder) findKey(line int, name string) (key *yaml.Node, parent []any) 
 	return key, parent
 }
 
-// findKeyTagged is the first mapping key on line with the tag, and the
-// path of the mapping that holds it.
-func (d *decoder) findKeyTagged(line int, tag string) (key *yaml.Node, parent []any) {
-	var found *yaml.Node
-	walk(d.root, nil, func(path []any, k, _ *yaml.Node) bool {
-		if k != nil && k.Line == line && k.ShortTag() == tag {
-			found, parent = k, path[:len(path)-1]
-			return true
-		}
-		return false
-	})
-	return found, parent
+// named and tagged match a key by its text or its tag (!!seq).
+func named(name string) func(*yaml.Node) bool {
+	return func(k *yaml.Node) bool { return k.Value == name }
+}
+func tagged(tag string) func(*yaml.Node) bool {
+	return func(n *yaml.Node) bool { return n.ShortTag() == tag }
 }
 
-// findValue is the first value on line with the tag (!!map, !!seq, !!str)
-// that the decoder could not use, and its path.
-func (d *decoder) findValue(line int, tag string) (value *yaml.Node, at []any) {
+// findValue is the first value on line that match accepts, and its path.
+func (d *decoder) findValue(line int, match func(v *yaml.Node) bool) (value *yaml.Node, at []any) {
 	walk(d.root, nil, func(path []any, _, v *yaml.Node) bool {
-		if v.Line == line && v.ShortTag() == tag {
+		if v.Line == line && match(v) {
 			value, at = v, path
 			return true
 		}
@@ -340,78 +333,6 @@ func (d *decoder) noMergeKeys(n *yaml.Node) error {
 		}
 	}
 	return nil
-}
-
-var nodeType = reflect.TypeFor[yaml.Node]()
-
-// nulls refuses `key:` with no value (or null) where a mapping or a list
-// belongs, which the decoder would take for a key not written at all.
-// `- resume:` is the exception: a resume without options.
-func (d *decoder) nulls(n *yaml.Node, v reflect.Value, path []any) error {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if !v.IsNil() {
-			return d.nulls(n, v.Elem(), path)
-		}
-	case reflect.Slice:
-		if n.Kind == yaml.SequenceNode {
-			for i := 0; i < v.Len() && i < len(n.Content); i++ {
-				if err := d.nulls(resolve(n.Content[i]), v.Index(i), append(slices.Clip(path), any(i))); err != nil {
-					return err
-				}
-			}
-		}
-	case reflect.Struct:
-		if v.Type() == nodeType {
-			return nil
-		}
-		for i, key := range yamlKeys(v.Type()) {
-			c := child(n, key)
-			if c == nil || key == "resume" {
-				continue
-			}
-			p := append(slices.Clip(path), any(key))
-			if isNull(c) && v.Field(i).Type() != nodeType {
-				want, ft := "a mapping (key: value)", v.Field(i).Type()
-				if ft.Kind() == reflect.Pointer {
-					ft = ft.Elem()
-				}
-				if ft.Kind() == reflect.Slice {
-					want = wantList(ft.String())
-				}
-				return d.errf(c, "%s: want %s, got nothing (null)", label(p), want)
-			}
-			if err := d.nulls(c, v.Field(i), p); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// wantList says which list a slice type of decode.go ("[]scenario.stepYAML")
-// holds, for messages.
-func wantList(goType string) string {
-	switch goType {
-	case reflect.TypeFor[[]stepYAML]().String():
-		return "a list of steps (- say: ...)"
-	case reflect.TypeFor[[]expectActionYAML]().String(), reflect.TypeFor[[]expectErrorYAML]().String():
-		return "a list ([] for none)"
-	}
-	return "a list"
-}
-
-// yamlKeys are the keys of a struct of decode.go: its yaml tags in field
-// order (every field has one).
-func yamlKeys(t reflect.Type) []string {
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil
-	}
-	keys := make([]string, t.NumField())
-	for i := range keys {
-		keys[i], _, _ = strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-	}
-	return keys
 }
 
 func resolve(n *yaml.Node) *yaml.Node {
