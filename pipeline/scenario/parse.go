@@ -98,7 +98,7 @@ func (o ParseOptions) Parse(data []byte, path string) (*Scenario, error) {
 	if d.root.Kind != yaml.MappingNode {
 		return nil, d.errf(d.root, "the scenario: want a mapping (key: value), got %s", kindName(d.root))
 	}
-	if err := d.noMergeKeys(d.root); err != nil {
+	if err := d.plainKeys(d.root); err != nil {
 		return nil, err
 	}
 	var f fileYAML
@@ -141,8 +141,8 @@ func (d *decoder) errf(n *yaml.Node, format string, args ...any) error {
 // The messages of yaml.v3's strict decoder, which name a line but no
 // column and a Go type rather than a place in the file.
 var (
-	unknownFieldRE = regexp.MustCompile(`^line (\d+): field (.+) not found in type (\S+)$`)
-	repeatedRE     = regexp.MustCompile(`^line (\d+): (?:field (.+) already set in type \S+|mapping key (".*") already defined at line \d+)$`)
+	unknownFieldRE = regexp.MustCompile(`^line (\d+): field (.*) not found in type (\S+)$`)
+	repeatedRE     = regexp.MustCompile(`^line (\d+): (?:field (.*) already set in type \S+|mapping key (".*") already defined at line \d+)$`)
 	mismatchRE     = regexp.MustCompile("^line (\\d+): cannot unmarshal !!(\\w+)(?: `.*`)? into (.+)$")
 )
 
@@ -174,11 +174,6 @@ func (d *decoder) decodeError(err error) error {
 		}
 	}
 	if m := mismatchRE.FindStringSubmatch(msg); m != nil {
-		if m[3] == "string" { // the decoder reads into a string only the keys of a mapping
-			if k, path := d.findKey(atoi(m[1]), tagged("!!"+m[2])); k != nil {
-				return d.errf(k, "%s: keys must be plain words, got %s", label(path), kindName(k))
-			}
-		}
 		if n, path := d.findValue(atoi(m[1]), tagged("!!"+m[2])); n != nil {
 			want := "a mapping (key: value)"
 			if strings.HasPrefix(m[3], "[]") {
@@ -209,7 +204,7 @@ func (d *decoder) findKey(line int, match func(k *yaml.Node) bool) (key *yaml.No
 	return key, parent
 }
 
-// named and tagged match a key by its text or its tag (!!seq).
+// named matches a key by its text, tagged a value by its tag (!!seq).
 func named(name string) func(*yaml.Node) bool {
 	return func(k *yaml.Node) bool { return k.Value == name }
 }
@@ -317,18 +312,25 @@ func label(path []any) string {
 	return b.String()
 }
 
-// noMergeKeys refuses YAML merge keys anywhere: yaml.v3 would merge them
-// into the structs silently, and a scenario should say what it means.
-func (d *decoder) noMergeKeys(n *yaml.Node) error {
+// plainKeys refuses, anywhere in the document, a key that is not a plain
+// word: yaml.v3 would merge a merge key (<<) into the structs and skip a
+// null key (~) without a word, and a scenario should say what it means.
+// It visits the tree as parsed (an alias is checked where its anchor is).
+func (d *decoder) plainKeys(n *yaml.Node) error {
 	if n.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "<<" {
+			k := resolve(n.Content[i])
+			switch {
+			case k.Kind == yaml.ScalarNode && k.Value == "<<":
 				return d.errf(k, "YAML merge keys (<<) are not supported")
+			case k.Kind != yaml.ScalarNode || isNull(k):
+				_, path := d.findKey(k.Line, func(x *yaml.Node) bool { return x == k })
+				return d.errf(k, "%s: keys must be plain words, got %s", label(path), kindName(k))
 			}
 		}
 	}
 	for _, c := range n.Content {
-		if err := d.noMergeKeys(c); err != nil {
+		if err := d.plainKeys(c); err != nil {
 			return err
 		}
 	}

@@ -193,6 +193,8 @@ func TestParseErrors(t *testing.T) {
 		{"null say", "name: x\nsteps:\n  - say: ~\n", "f.yaml:3:10: step 1.say: want text, got nothing (null)"},
 		{"merge key", "name: x\nbase: &b {say: hi}\nsteps:\n  - <<: *b\n", "f.yaml:4:5: YAML merge keys (<<) are not supported"},
 		{"key not a word", "name: x\n[a]: b\nsteps:\n  - say: hi\n", "f.yaml:2:1: the scenario: keys must be plain words, got a list"},
+		{"key not a word, deeper", "name: x\nsteps:\n  - say: hi\n    expect: {output: {[a]: 1}}\n", "f.yaml:4:23: step 1.expect.output: keys must be plain words, got a list"},
+		{"null key", "name: x\n~: y\nsteps:\n  - say: hi\n", "f.yaml:2:1: the scenario: keys must be plain words, got nothing (null)"},
 		{"root not a mapping", "- a\n", "f.yaml:1:1: the scenario: want a mapping (key: value), got a list"},
 		{"user group", "name: x\nsetup: {users: [{id: a, group: x}]}\nsteps:\n  - say: hi\n", `f.yaml:2:32: setup.users[0].group: want {group type: [ids]}, got "x"`},
 		{"backend user without id", "name: x\nsteps:\n  - say: hi\n    expect: {backend: {users: [{group: x}]}}\n", "f.yaml:4:32: step 1.expect.backend.users[0]: id is required"},
