@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/textdist"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
@@ -564,7 +565,7 @@ func findExperiments(names []upgrade.ExperimentName, q string, limit int) []matc
 		case strings.Contains(nl, ql):
 			all = append(all, scored{match{n.ID, n.Name, "contains"}, 2})
 		default:
-			d := levenshtein(nl, ql)
+			d := textdist.Levenshtein(nl, ql)
 			if d <= max(2, len(ql)/3) {
 				all = append(all, scored{match{n.ID, n.Name, "fuzzy"}, 3 + d})
 			}
@@ -581,25 +582,4 @@ func findExperiments(names []upgrade.ExperimentName, q string, limit int) []matc
 		out = append(out, all[i].m)
 	}
 	return out
-}
-
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
