@@ -237,9 +237,9 @@ var turnStatuses = []string{"completed", "awaiting_confirmation", "waiting_job",
 
 // The values of the other enumerations a scenario may name.
 var (
-	jobStates    = []string{"queued", "running", "succeeded", "failed", "cancelled"}
+	jobStates    = actions.JobStates()
 	actionStates = []string{"success", "error", "cancelled"}
-	errorTypes   = []string{"api", "auth", "validation", "not_found", "unknown"}
+	errorTypes   = actions.ErrTypes()
 )
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
