@@ -166,7 +166,11 @@ func (s *Sim) createLocked(body []byte) (*upgrade.Experiment, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	return s.insertLocked(e, payloads)
+	created, aerr := s.insertLocked(e, payloads)
+	if aerr == nil {
+		s.keepCreateSubSegmentsLocked(created, body)
+	}
+	return created, aerr
 }
 
 func (s *Sim) insertLocked(e *upgrade.Experiment, payloads []conditionPayload) (*upgrade.Experiment, *apiError) {
@@ -425,6 +429,7 @@ func (s *Sim) handleCreate(c *call) {
 		if aerr != nil {
 			return false, aerr
 		}
+		s.keepCreateSubSegmentsLocked(created, c.body)
 		out = s.render(created, viewCreate)
 		return true, nil
 	})
