@@ -87,7 +87,7 @@ func gathererTools(extra ...*toolDef) *toolSet {
 	defs := []*toolDef{
 		newTool("check_upgrade_health", "Server name and version.", true,
 			func(ctx context.Context, t *turn, _ noArgs) (any, error) {
-				info, err := t.a.API.Health(ctx)
+				info, err := t.a.deps.API.Health(ctx)
 				if err != nil {
 					return nil, err
 				}
@@ -103,7 +103,7 @@ func gathererTools(extra ...*toolDef) *toolSet {
 				if err != nil {
 					return nil, err
 				}
-				e, err := upgrade.ExperimentWithLists(ctx, t.a.API, id)
+				e, err := upgrade.ExperimentWithLists(ctx, t.a.deps.API, id)
 				if err != nil {
 					return nil, err
 				}
@@ -117,11 +117,11 @@ func gathererTools(extra ...*toolDef) *toolSet {
 				if err != nil {
 					return nil, err
 				}
-				e, err := t.a.API.Experiment(ctx, id)
+				e, err := t.a.deps.API.Experiment(ctx, id)
 				if err != nil {
 					return nil, err
 				}
-				st, err := t.a.API.EnrollmentStats(ctx, id)
+				st, err := t.a.deps.API.EnrollmentStats(ctx, id)
 				if err != nil {
 					return nil, err
 				}
@@ -140,7 +140,7 @@ func gathererTools(extra ...*toolDef) *toolSet {
 				if m, ok := uniqueMatch(matches); ok {
 					// One experiment is meant: its details come along, so
 					// no second lookup is needed.
-					e, err := upgrade.ExperimentWithLists(ctx, t.a.API, m.ID)
+					e, err := upgrade.ExperimentWithLists(ctx, t.a.deps.API, m.ID)
 					if err != nil {
 						return nil, err
 					}
@@ -340,7 +340,7 @@ func (t *turn) setParams(ctx context.Context, params map[string]any) (any, error
 	if b, err = t.resolveRefs(ctx, act, b); err != nil {
 		return nil, err
 	}
-	problems, err := b.Validate(ctx, t.a.env(t.api(), t.sess.CP.SessionID))
+	problems, err := b.Validate(ctx, t.a.env(t.api(), t.sess.cp.SessionID))
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func (a *Agent) runGraph(ctx context.Context, t *turn, start string) (Reply, err
 		t.trace = append(t.trace, node)
 		began, calls := time.Now(), t.llmCalls
 		next, err := a.runNode(ctx, t, node)
-		a.logger().Debug("node", "session", t.sess.CP.SessionID, "node", node, "took", time.Since(began).Round(time.Microsecond),
+		a.logger().Debug("node", "session", t.sess.cp.SessionID, "node", node, "took", time.Since(began).Round(time.Microsecond),
 			"llm_calls", t.llmCalls-calls, "err", err)
 		pauseNext, paused, perr := a.pause(t, err)
 		switch {
@@ -75,7 +75,7 @@ func (a *Agent) runGraph(ctx context.Context, t *turn, start string) (Reply, err
 		// follows at once, and a crash between the two only runs the
 		// responder again (it changes nothing on the server).
 		if node != NodeResponder || next != nodeEnd || err != nil {
-			if err := t.sess.save(a.Store, checkpoint.StatusRunning, next, a.mcpCaps()); err != nil {
+			if err := t.sess.save(a.deps.Store, checkpoint.StatusRunning, next, a.mcpCaps()); err != nil {
 				return Reply{}, err
 			}
 		}
@@ -117,7 +117,7 @@ func (a *Agent) pause(t *turn, err error) (next string, paused bool, ferr error)
 		}
 		st := suspend.st
 		t.job = &st
-		t.st.FinalResponse = suspendText(t.sess.CP.SessionID, st)
+		t.st.FinalResponse = suspendText(t.sess.cp.SessionID, st)
 		a.respond(t, t.st.FinalResponse)
 		return nodeEnd, true, nil
 	}
@@ -153,12 +153,12 @@ func (t *turn) chat(ctx context.Context, node string, req llm.Request) (*llm.Res
 		return nil, errBudget
 	}
 	t.llmCalls++
-	req.Model = t.a.Model
+	req.Model = t.a.set.Model
 	req.Node = node
 	if req.Temperature == nil {
-		req.Temperature = t.a.Temperature
+		req.Temperature = t.a.set.Temperature
 	}
-	resp, err := t.a.LLM.Chat(llm.WithNode(ctx, node), req)
+	resp, err := t.a.deps.LLM.Chat(llm.WithNode(ctx, node), req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", node, err)
 	}
@@ -171,13 +171,13 @@ func (t *turn) chat(ctx context.Context, node string, req llm.Request) (*llm.Res
 // begin starts a turn on a session: the pending confirmation of an earlier
 // turn, and the settling of effects an earlier process left started.
 func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
-	t := &turn{a: a, sess: sess, st: sess.State}
+	t := &turn{a: a, sess: sess, st: sess.st}
 	p, err := a.loadPending(sess)
 	if err != nil {
 		return t, err
 	}
 	t.pending = p
-	if p != nil && sess.Imported {
+	if p != nil && sess.imported {
 		// An imported confirmation's text is what the file says the
 		// person was shown. When it is not what this program renders from
 		// the action and params, nothing in the file stands: the current
@@ -192,7 +192,7 @@ func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
 			t.notes = append(t.notes, staleNote)
 		}
 	}
-	if t.pending != nil && !a.Yes && !sess.shown(t.pending) {
+	if t.pending != nil && !a.set.Yes && !sess.shown(t.pending) {
 		// Made by a turn that stopped before its reply, or replaced just
 		// now: the person has not read it, so no answer given before
 		// they do can approve it. It is shown first.
@@ -208,13 +208,13 @@ func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
 // message is the human's answer.
 func (a *Agent) Ask(ctx context.Context, sess *Session, message string) (*Result, error) {
 	if ic := sess.jobRef(); ic != nil {
-		return nil, badInput("%w (job %s): run `upgrade-agent resume %s` to check on it", ErrJobPending, ic.Job.ID, sess.CP.SessionID)
+		return nil, badInput("%w (job %s): run `upgrade-agent resume %s` to check on it", ErrJobPending, ic.Job.ID, sess.cp.SessionID)
 	}
 	t, err := a.begin(ctx, sess)
 	if err != nil {
 		return nil, err
 	}
-	sess.CP.Counters.Turns++
+	sess.cp.Counters.Turns++
 	rc := a.prepare(t, message)
 	t.input, t.messages, t.extra = rc.Message, rc.Messages, rc.Extra
 	t.st.resetTurn(t.input)
@@ -255,23 +255,23 @@ func (a *Agent) Resume(ctx context.Context, sess *Session, req ResumeRequest) (*
 		if sess.Status() == checkpoint.StatusRunning && req.Wait == 0 {
 			// The turn stopped right after it suspended on the job, before
 			// its last save: it had not yet had its --wait-jobs wait.
-			req.Wait = a.WaitJobs
+			req.Wait = a.set.WaitJobs
 		}
 		return a.resumeJob(ctx, sess, req)
 	case sess.Status() == checkpoint.StatusRunning:
 		return a.resumeInterrupted(ctx, sess, req)
 	case sess.confirmationRef() != nil:
-		if !req.HasAnswer && a.Yes {
+		if !req.HasAnswer && a.set.Yes {
 			req.Answer, req.HasAnswer = "yes", true
 		}
 		if !req.HasAnswer || req.Answer == "" {
-			return nil, badInput("session %s %w: pass --answer yes, --answer no, or --answer TEXT", sess.CP.SessionID, ErrAnswerRequired)
+			return nil, badInput("session %s %w: pass --answer yes, --answer no, or --answer TEXT", sess.cp.SessionID, ErrAnswerRequired)
 		}
 		return a.Ask(ctx, sess, req.Answer)
 	case sess.RetryInput() != "":
 		return a.Ask(ctx, sess, sess.RetryInput())
 	}
-	return nil, badInput("session %s: %w: it is %s", sess.CP.SessionID, ErrNothingToResume, sess.Status())
+	return nil, badInput("session %s: %w: it is %s", sess.cp.SessionID, ErrNothingToResume, sess.Status())
 }
 
 // resumeInterrupted finishes a turn that stopped between two nodes (status
@@ -284,8 +284,8 @@ func (a *Agent) resumeInterrupted(ctx context.Context, sess *Session, req Resume
 	if err != nil {
 		return nil, err
 	}
-	rc := a.prepare(t, sess.State.UserInput)
-	t.input, t.messages, t.extra = sess.State.UserInput, rc.Messages, rc.Extra
+	rc := a.prepare(t, sess.st.UserInput)
+	t.input, t.messages, t.extra = sess.st.UserInput, rc.Messages, rc.Extra
 	t.st.Errors = []ErrorEntry{}
 	if err := a.recover(ctx, t); err != nil {
 		return a.fail(t, err)
@@ -311,7 +311,7 @@ func (a *Agent) resumeInterrupted(ctx context.Context, sess *Session, req Resume
 			t.notes = append(t.notes, "The previous run stopped before this action ran; nothing was executed. Please confirm again.")
 		}
 	}
-	next := routeInterrupted(sess.CP.NextNode, stands)
+	next := routeInterrupted(sess.cp.NextNode, stands)
 	rep, err := a.runGraph(ctx, t, next)
 	if err != nil {
 		return a.fail(t, err)
@@ -324,8 +324,8 @@ func (a *Agent) resumeInterrupted(ctx context.Context, sess *Session, req Resume
 func (a *Agent) fail(t *turn, err error) (*Result, error) {
 	t.st.RetryInput = t.input
 	t.recordError(err)
-	t.sess.CP.Usage = t.sess.CP.Usage.Add(a.usageOf(t))
-	if serr := t.sess.save(a.Store, t.sess.statusAtRest(false), "", a.mcpCaps()); serr != nil {
+	t.sess.cp.Usage = t.sess.cp.Usage.Add(a.usageOf(t))
+	if serr := t.sess.save(a.deps.Store, t.sess.statusAtRest(false), "", a.mcpCaps()); serr != nil {
 		err = errors.Join(err, serr)
 	}
 	return a.result(t, StatusFailed), err
@@ -340,7 +340,7 @@ func (a *Agent) usageOf(t *turn) checkpoint.Usage {
 // The turn's status comes from the Session's interrupt and the ending.
 func (a *Agent) finish(t *turn, rep Reply) (*Result, error) {
 	st := t.st
-	cp := t.sess.CP
+	cp := t.sess.cp
 	if rep.Kind == KindStop {
 		t.end.terminated = rep.Reason
 	}
@@ -371,7 +371,7 @@ func (a *Agent) finish(t *turn, rep Reply) (*Result, error) {
 	case t.end.failure != nil:
 		status = StatusFailed
 	}
-	if err := t.sess.save(a.Store, rest, "", a.mcpCaps()); err != nil {
+	if err := t.sess.save(a.deps.Store, rest, "", a.mcpCaps()); err != nil {
 		return nil, err
 	}
 	res := a.result(t, status)
@@ -382,7 +382,7 @@ func (a *Agent) finish(t *turn, rep Reply) (*Result, error) {
 }
 
 func (a *Agent) result(t *turn, status string) *Result {
-	cp := t.sess.CP
+	cp := t.sess.cp
 	res := &Result{
 		SessionID: cp.SessionID, Turn: cp.Counters.Turns, Status: status, Response: t.st.FinalResponse,
 		Actions: append([]ActionOut(nil), t.st.TurnActions...), Trace: t.trace, TerminationReason: t.end.terminated, Output: t.output,
@@ -428,8 +428,8 @@ func (a *Agent) respond(t *turn, text string) {
 		return
 	}
 	t.responded = true
-	if a.OnResponse != nil {
-		a.OnResponse(text)
+	if a.onResponse != nil {
+		a.onResponse(text)
 	}
 }
 
@@ -454,14 +454,14 @@ func (a *Agent) loadPending(sess *Session) (*Pending, error) {
 	c := ic.Confirmation
 	act, ok := a.action(c.Action)
 	if !ok {
-		return nil, badInput("session %s awaits a confirmation of %q, which is no action here (an MCP server that is not configured?)", sess.CP.SessionID, c.Action)
+		return nil, badInput("session %s awaits a confirmation of %q, which is no action here (an MCP server that is not configured?)", sess.cp.SessionID, c.Action)
 	}
 	b, err := act.Bind(c.Params)
 	if err != nil {
-		return nil, badInput("session %s: interrupt.confirmation.params: %v", sess.CP.SessionID, err)
+		return nil, badInput("session %s: interrupt.confirmation.params: %v", sess.cp.SessionID, err)
 	}
 	if b.Hash != c.ParamsHash {
-		return nil, badInput("session %s: interrupt.confirmation.params_hash does not match its params: the checkpoint was altered", sess.CP.SessionID)
+		return nil, badInput("session %s: interrupt.confirmation.params_hash does not match its params: the checkpoint was altered", sess.cp.SessionID)
 	}
 	plan := &actions.Plan{Action: actions.Name(b.Name), Params: b.Params, Message: c.Message,
 		Destructive: b.Spec().Destructive, ExperimentID: c.ExperimentID, ExperimentVersion: c.ExperimentVersion}
@@ -474,7 +474,7 @@ func (a *Agent) loadPending(sess *Session) (*Pending, error) {
 // with the current text and stale set: no approval given to the old text
 // may run it.
 func (a *Agent) currentPending(ctx context.Context, t *turn, p *Pending) (cur *Pending, stale bool, err error) {
-	fresh, err := p.Bound.Plan(ctx, a.env(t.api(), t.sess.CP.SessionID))
+	fresh, err := p.Bound.Plan(ctx, a.env(t.api(), t.sess.cp.SessionID))
 	if err != nil {
 		return nil, false, err
 	}

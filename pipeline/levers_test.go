@@ -102,7 +102,7 @@ func TestFindExperimentBringsTheDetailsOfItsOneMatch(t *testing.T) {
 
 func TestRepliesAfterAClearYesOrNoAreRenderedInGo(t *testing.T) {
 	h := newHarness(t)
-	h.agent.ReplyWording = WordingGo
+	h.agent.set.ReplyWording = WordingGo
 	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
 	proposeDelete(h, e.ID, nil)
 	res := h.ask("no thanks")
@@ -128,7 +128,7 @@ func TestReplyWordingLLMKeepsTheResponder(t *testing.T) {
 
 func TestNewRejectsAnUnknownWording(t *testing.T) {
 	h := newHarness(t)
-	_, err := New(Deps{LLM: h.agent.LLM, API: h.api}, Settings{ReplyWording: "poetry"})
+	_, err := New(Deps{LLM: h.agent.deps.LLM, API: h.api}, Settings{ReplyWording: "poetry"})
 	if err == nil || !strings.Contains(err.Error(), "reply_wording") {
 		t.Fatalf("err = %v", err)
 	}
@@ -173,7 +173,7 @@ func (s *scriptedJob) Poll(_ context.Context, _ actions.Env, _ actions.JobRef, d
 // about once a second, reports every status, and stops at the deadline.
 func TestPollJobChecksAtOnceThenEverySecond(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	a := &Agent{Deps: Deps{Now: func() time.Time { return now }}}
+	a := &Agent{deps: Deps{Now: func() time.Time { return now }}}
 	running := func(done int) JobStatus { return JobStatus{ID: "j1", State: JobRunning, Done: done, Total: 300} }
 	job := &scriptedJob{now: &now, states: []JobStatus{running(0), running(50), running(200), {ID: "j1", State: JobSucceeded, Done: 300, Total: 300}}}
 	var seen []int

@@ -426,13 +426,13 @@ func (a *Agent) confirmation(ctx context.Context, t *turn) (string, error) {
 	if b == nil || !t.draftReady() {
 		return NodeResponder, errors.New("confirmation reached without a complete, valid action")
 	}
-	plan, err := b.Plan(ctx, a.env(t.api(), t.sess.CP.SessionID))
+	plan, err := b.Plan(ctx, a.env(t.api(), t.sess.cp.SessionID))
 	if err != nil {
 		t.recordError(err)
 		return NodeResponder, nil
 	}
-	needsHuman := b.Spec().NeedsConfirmation(a.policy()) && !a.Yes
-	if a.policy() == PolicyNever && !a.Yes {
+	needsHuman := b.Spec().NeedsConfirmation(a.policy()) && !a.set.Yes
+	if a.policy() == PolicyNever && !a.set.Yes {
 		needsHuman = true // never is only honoured together with --yes (New refuses it; this holds anyway)
 	}
 	p := &Pending{ID: a.newID(), Bound: b, Plan: plan, CreatedAt: a.now(), NeedsHuman: needsHuman}
@@ -443,7 +443,7 @@ func (a *Agent) confirmation(ctx context.Context, t *turn) (string, error) {
 	// are reconciled against it after a crash.
 	t.sess.await(p)
 	by := "policy"
-	if a.Yes {
+	if a.set.Yes {
 		by = "yes-flag"
 	}
 	t.approve(p, by)
@@ -466,9 +466,9 @@ func (a *Agent) responder(ctx context.Context, t *turn) (string, error) {
 	var text string
 	for round := 0; ; round++ {
 		req := llm.Request{Messages: msgs, Tools: ts.llm, ToolChoice: llm.ToolChoice{Mode: llm.ToolChoiceAuto}}
-		if a.StreamText != nil {
+		if a.streamText != nil {
 			req.Stream = true
-			req.OnText = a.StreamText
+			req.OnText = a.streamText
 		}
 		if round >= 3 {
 			req.Tools, req.ToolChoice = nil, llm.ToolChoice{}
@@ -640,7 +640,7 @@ func (a *Agent) validateDraft(ctx context.Context, t *turn) error {
 		})
 		return nil
 	}
-	problems, err := b.Validate(ctx, a.env(t.api(), t.sess.CP.SessionID))
+	problems, err := b.Validate(ctx, a.env(t.api(), t.sess.cp.SessionID))
 	if err != nil {
 		return err
 	}
@@ -699,4 +699,4 @@ func (x turnAPI) ContextMetadata(ctx context.Context) (upgrade.ContextMetadata, 
 	return x.t.metadata(ctx)
 }
 
-func (t *turn) api() turnAPI { return turnAPI{Backend: t.a.API, t: t} }
+func (t *turn) api() turnAPI { return turnAPI{Backend: t.a.deps.API, t: t} }

@@ -16,7 +16,7 @@ import (
 // shown, or errors besides the actions' own need explaining. With
 // reply_wording llm the responder always writes.
 func (a *Agent) goReply(t *turn) (string, bool) {
-	if a.ReplyWording == WordingLLM || t.showing != nil || len(t.toolResults) > 0 || slices.Contains(t.trace, NodeAnalyzer) {
+	if a.set.ReplyWording == WordingLLM || t.showing != nil || len(t.toolResults) > 0 || slices.Contains(t.trace, NodeAnalyzer) {
 		return "", false
 	}
 	acts := t.st.TurnActions

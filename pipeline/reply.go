@@ -144,7 +144,7 @@ func (a *Agent) ensureChain() {
 		{name: "termination", fn: a.replyTermination},
 		{name: "human_reply", fn: a.replyHuman},
 	}
-	for _, p := range a.PatternReplies {
+	for _, p := range a.set.PatternReplies {
 		a.replies = append(a.replies, registeredReply{name: "pattern:" + p.Pattern.String(),
 			trigger: func(rc *ReplyContext) bool { return p.Pattern.MatchString(rc.Message) },
 			fn:      func(context.Context, *ReplyContext) (Reply, error) { return ReplyWith(p.Reply), nil }})
@@ -159,14 +159,14 @@ func (a *Agent) prepare(t *turn, message string) *ReplyContext {
 	for _, ex := range hist {
 		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: ex.User}, llm.Message{Role: llm.RoleAssistant, Content: ex.Assistant})
 	}
-	rc := &ReplyContext{turn: t, ConsecutiveAutoReplies: t.sess.CP.Counters.ConsecutiveAutoReplies}
+	rc := &ReplyContext{turn: t, ConsecutiveAutoReplies: t.sess.cp.Counters.ConsecutiveAutoReplies}
 	if t.pending != nil {
 		rc.PendingAction = t.pending.Bound.Name
 	}
 	for _, h := range a.hooks.state {
 		h(rc)
 	}
-	msg := redact.String(message, a.Secrets...) // never reaches the model, the history or a checkpoint
+	msg := redact.String(message, a.set.Secrets...) // never reaches the model, the history or a checkpoint
 	for _, h := range a.hooks.last {
 		msg = h(msg)
 	}
@@ -218,7 +218,7 @@ var defaultTerminationWords = []string{"exit", "quit", "bye"}
 // consecutive auto-reply limit is reached.
 func (a *Agent) replyTermination(_ context.Context, rc *ReplyContext) (Reply, error) {
 	w := normalizeAnswer(rc.Message)
-	words := a.TerminationWords
+	words := a.set.TerminationWords
 	if len(words) == 0 {
 		words = defaultTerminationWords
 	}
@@ -228,9 +228,9 @@ func (a *Agent) replyTermination(_ context.Context, rc *ReplyContext) (Reply, er
 			return StopWith(fmt.Sprintf("termination word %q", tw), "Goodbye. Nothing further will run in this session."), nil
 		}
 	}
-	if a.MaxConsecutiveAutoReplies > 0 && rc.ConsecutiveAutoReplies >= a.MaxConsecutiveAutoReplies {
+	if a.set.MaxConsecutiveAutoReplies > 0 && rc.ConsecutiveAutoReplies >= a.set.MaxConsecutiveAutoReplies {
 		rc.turn.end.resetAutoReplies = true
-		return StopWith(fmt.Sprintf("consecutive auto-reply limit (%d) reached", a.MaxConsecutiveAutoReplies),
+		return StopWith(fmt.Sprintf("consecutive auto-reply limit (%d) reached", a.set.MaxConsecutiveAutoReplies),
 			fmt.Sprintf("I have answered %d messages in a row without a human decision, so I stopped here. Send your next message to continue.", rc.ConsecutiveAutoReplies)), nil
 	}
 	return Pass(), nil
@@ -261,7 +261,7 @@ func (a *Agent) replyHuman(ctx context.Context, rc *ReplyContext) (Reply, error)
 	case ans == answerDenied:
 		t.deny(false)
 		return a.runGraph(ctx, t, NodeResponder)
-	case a.Yes && !startsWithNo(rc.Message):
+	case a.set.Yes && !startsWithNo(rc.Message):
 		// --yes approves the pending confirmation of this run, unless the
 		// person's own words begin by refusing it ("no, use 60/40"): those
 		// go to the analyzer as a denial or a change, and a changed action

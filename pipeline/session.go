@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,12 +19,12 @@ import (
 // confirmation_message, the pending action's draft): every change goes
 // through one of its methods, so the facts cannot drift apart.
 type Session struct {
-	CP    *checkpoint.Checkpoint
-	State *State
-	// Imported is set for a checkpoint taken from a file (resume FILE): it
+	cp *checkpoint.Checkpoint
+	st *State
+	// imported is set for a checkpoint taken from a file (resume FILE): it
 	// is data, not authority. Interrupted effects are only read back, never
 	// repeated, and any confirmation is shown again before it can run.
-	Imported bool
+	imported bool
 }
 
 // Pending is the confirmation of one action awaiting a human answer (or,
@@ -90,11 +91,11 @@ func badInput(format string, args ...any) error {
 // NewSession starts an empty session.
 func NewSession(id string, now time.Time) *Session {
 	return &Session{
-		CP: &checkpoint.Checkpoint{
+		cp: &checkpoint.Checkpoint{
 			FormatVersion: checkpoint.FormatVersion, SessionID: id, CreatedAt: now.UTC(), UpdatedAt: now.UTC(),
 			Status: checkpoint.StatusIdle, Effects: []checkpoint.Effect{},
 		},
-		State: NewState(),
+		st: NewState(),
 	}
 }
 
@@ -104,27 +105,81 @@ func LoadSession(store checkpoint.Store, id string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	st, err := DecodeState(cp)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{cp: cp, st: st}, nil
+}
+
+// LoadImportedSession reads a session whose checkpoint was taken from a
+// file (resume FILE): it is data, not authority. Interrupted effects are
+// only read back, never repeated, and any confirmation is shown again
+// before it can run.
+func LoadImportedSession(store checkpoint.Store, id string) (*Session, error) {
+	s, err := LoadSession(store, id)
+	if err != nil {
+		return nil, err
+	}
+	s.imported = true
+	return s, nil
+}
+
+// DecodeState decodes the pipeline's state a checkpoint holds (for
+// readers such as `sessions show`; a turn loads a Session).
+func DecodeState(cp *checkpoint.Checkpoint) (*State, error) {
 	st := NewState()
 	if len(cp.State) > 0 && string(cp.State) != "null" {
 		dec := json.NewDecoder(bytes.NewReader(cp.State))
 		if err := dec.Decode(st); err != nil {
-			return nil, fmt.Errorf("session %s: state: %w", id, errors.Join(checkpoint.ErrCorrupt, err))
+			return nil, fmt.Errorf("session %s: state: %w", cp.SessionID, errors.Join(checkpoint.ErrCorrupt, err))
 		}
 	}
 	st.normalize()
-	return &Session{CP: cp, State: st}, nil
+	return st, nil
 }
+
+// ID is the session's id.
+func (s *Session) ID() string { return s.cp.SessionID }
+
+// Interrupt is a copy of what stopped the session's last turn (nil:
+// nothing): a confirmation to answer or a job to wait on.
+func (s *Session) Interrupt() *checkpoint.Interrupt {
+	ic := s.cp.Interrupt
+	if ic == nil {
+		return nil
+	}
+	c := *ic
+	if ic.Confirmation != nil {
+		cf := *ic.Confirmation
+		cf.Params = bytes.Clone(cf.Params)
+		c.Confirmation = &cf
+	}
+	if ic.Job != nil {
+		j := *ic.Job
+		j.Handle = bytes.Clone(j.Handle)
+		c.Job = &j
+	}
+	return &c
+}
+
+// MCPCapabilities are the MCP capabilities negotiated in earlier runs of
+// the session (JSON, as stored; nil: none).
+func (s *Session) MCPCapabilities() json.RawMessage { return bytes.Clone(s.cp.MCP) }
+
+// History is a copy of the session's recent exchanges.
+func (s *Session) History() []Exchange { return slices.Clone(s.st.ConversationHistory) }
 
 // RetryInput returns the message of a turn that failed and can be run
 // again, or "". It was stored after the hooks (redacted).
-func (s *Session) RetryInput() string { return s.State.RetryInput }
+func (s *Session) RetryInput() string { return s.st.RetryInput }
 
 // Status is the session's status between runs.
-func (s *Session) Status() checkpoint.Status { return s.CP.Status }
+func (s *Session) Status() checkpoint.Status { return s.cp.Status }
 
 // confirmationRef is the pending confirmation as the checkpoint holds it.
 func (s *Session) confirmationRef() *checkpoint.Interrupt {
-	if ic := s.CP.Interrupt; ic != nil && ic.Kind == checkpoint.KindConfirmation && ic.Confirmation != nil {
+	if ic := s.cp.Interrupt; ic != nil && ic.Kind == checkpoint.KindConfirmation && ic.Confirmation != nil {
 		return ic
 	}
 	return nil
@@ -135,13 +190,13 @@ func (s *Session) confirmationRef() *checkpoint.Interrupt {
 // confirmation always shows it). A confirmation made by a turn that
 // stopped before its reply (a crash, a failure) has not been read.
 func (s *Session) shown(p *Pending) bool {
-	h := s.State.ConversationHistory
+	h := s.st.ConversationHistory
 	return len(h) > 0 && p.Plan.Message != "" && strings.Contains(h[len(h)-1].Assistant, p.Plan.Message)
 }
 
 // jobRef is the job the session waits on, as the checkpoint holds it.
 func (s *Session) jobRef() *checkpoint.Interrupt {
-	if ic := s.CP.Interrupt; ic != nil && ic.Kind == checkpoint.KindJob && ic.Job != nil {
+	if ic := s.cp.Interrupt; ic != nil && ic.Kind == checkpoint.KindJob && ic.Job != nil {
 		return ic
 	}
 	return nil
@@ -149,13 +204,13 @@ func (s *Session) jobRef() *checkpoint.Interrupt {
 
 // await records p as the pending confirmation.
 func (s *Session) await(p *Pending) {
-	s.CP.Interrupt = &checkpoint.Interrupt{
+	s.cp.Interrupt = &checkpoint.Interrupt{
 		ID: p.ID, Kind: checkpoint.KindConfirmation, CreatedAt: p.CreatedAt,
 		Confirmation: &checkpoint.Confirmation{Action: p.Bound.Name, Params: p.Bound.Params, ParamsHash: p.Bound.Hash,
 			Message: p.Plan.Message, Destructive: p.Plan.Destructive,
 			ExperimentID: p.Plan.ExperimentID, ExperimentVersion: p.Plan.ExperimentVersion},
 	}
-	st := s.State
+	st := s.st
 	st.ActionNeeded = p.Bound.Name
 	st.ActionParams = p.Bound.Map()
 	st.MissingParams = []string{}
@@ -167,19 +222,19 @@ func (s *Session) await(p *Pending) {
 // stays for the gatherer to change (a denial that carries a correction);
 // otherwise the next turn starts clean.
 func (s *Session) deny(keepDraft bool) {
-	s.CP.Interrupt = nil
+	s.cp.Interrupt = nil
 	if keepDraft {
-		s.State.NeedsConfirmation = false
-		s.State.ConfirmationMessage = ""
+		s.st.NeedsConfirmation = false
+		s.st.ConfirmationMessage = ""
 		return
 	}
-	s.State.clearPending()
+	s.st.clearPending()
 }
 
 // done ends the pending action: it ran (or its outcome is settled).
 func (s *Session) done() {
-	s.CP.Interrupt = nil
-	s.State.clearPending()
+	s.cp.Interrupt = nil
+	s.st.clearPending()
 }
 
 // suspend records that the turn waits on a job.
@@ -188,9 +243,9 @@ func (s *Session) suspend(w *JobWait, id string, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	s.CP.Interrupt = &checkpoint.Interrupt{ID: id, Kind: checkpoint.KindJob, CreatedAt: now,
+	s.cp.Interrupt = &checkpoint.Interrupt{ID: id, Kind: checkpoint.KindJob, CreatedAt: now,
 		Job: &checkpoint.JobRef{ID: w.Ref.ID, Action: w.Action, Handle: h}}
-	s.State.clearPending()
+	s.st.clearPending()
 	return nil
 }
 
@@ -203,7 +258,7 @@ func (s *Session) jobWait() (*JobWait, error) {
 	var h jobHandle
 	if len(ic.Job.Handle) > 0 {
 		if err := json.Unmarshal(ic.Job.Handle, &h); err != nil {
-			return nil, badInput("session %s: interrupt.job.handle: %v", s.CP.SessionID, err)
+			return nil, badInput("session %s: interrupt.job.handle: %v", s.cp.SessionID, err)
 		}
 	}
 	ref := actions.JobRef{ID: ic.Job.ID, Handle: h.Handle}
@@ -218,18 +273,18 @@ func (s *Session) jobWait() (*JobWait, error) {
 }
 
 // resumed clears the job interrupt once the job's result is recorded.
-func (s *Session) resumed() { s.CP.Interrupt = nil }
+func (s *Session) resumed() { s.cp.Interrupt = nil }
 
 // startEffect appends a started effect; the caller saves before the call.
 func (s *Session) startEffect(id string, b *actions.Bound, now time.Time) error {
-	return s.CP.StartEffect(id, b.Name, b.Hash, now)
+	return s.cp.StartEffect(id, b.Name, b.Hash, now)
 }
 
 // finishEffect records an effect's outcome. An effect that is not (or no
 // longer) started is left alone: recording twice must not fail a turn.
 func (s *Session) finishEffect(id string, result json.RawMessage, errMsg string, now time.Time) {
-	if e := s.CP.Effect(id); e != nil && e.State == checkpoint.EffectStarted {
-		_ = s.CP.FinishEffect(id, result, errMsg, now)
+	if e := s.cp.Effect(id); e != nil && e.State == checkpoint.EffectStarted {
+		_ = s.cp.FinishEffect(id, result, errMsg, now)
 	}
 }
 
@@ -253,18 +308,18 @@ func (s *Session) save(store checkpoint.Store, status checkpoint.Status, next st
 	if store == nil {
 		return nil
 	}
-	raw, err := json.Marshal(s.State)
+	raw, err := json.Marshal(s.st)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
-	cp := s.CP
+	cp := s.cp
 	cp.State = raw
 	cp.Status = status
 	cp.NextNode = next
 	if status != checkpoint.StatusRunning {
 		cp.NextNode = ""
 	}
-	last := s.State.UserInput
+	last := s.st.UserInput
 	cp.Summary = &checkpoint.SessionSummary{LastMessage: truncate(last, 80), Turns: cp.Counters.Turns}
 	if len(caps) > 0 {
 		cp.MCP = caps

@@ -148,7 +148,7 @@ func scenarioFlows(ctx context.Context, dir string, tools toolSizes, steps io.Wr
 			outs[i] = outcome{rep: rep, err: err}
 			if store, serr := checkpoint.OpenFileStore(stateDir); serr == nil {
 				if sess, lerr := pipeline.LoadSession(store, scenario.SessionID); lerr == nil {
-					outs[i].history = sess.State.ConversationHistory
+					outs[i].history = sess.History()
 				}
 			}
 		}()
