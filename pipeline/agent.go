@@ -95,9 +95,10 @@ type Settings struct {
 	// TrustedMCPServers are the MCP servers marked trusted: true in the
 	// config, whose annotations may relax confirmation.
 	TrustedMCPServers []string
-	// ReplyWording says who words the reply after a confirmed action, a
-	// denial or a finished job: "go" (default: rendered from the result,
-	// no LLM call) or "llm" (the responder writes it).
+	// ReplyWording says who words the reply that shows a confirmation and
+	// the reply after a confirmed action, a denial or a finished job: "go"
+	// (default: rendered from the plan or the result, no LLM call) or
+	// "llm" (the responder writes it).
 	ReplyWording string
 }
 

@@ -104,15 +104,34 @@ func TestRepliesAfterAClearYesOrNoAreRenderedInGo(t *testing.T) {
 	h := newHarness(t)
 	h.agent.set.ReplyWording = WordingGo
 	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
-	proposeDelete(h, e.ID, nil)
+	proposeDeleteInGo(t, h, e.ID)
 	res := h.ask("no thanks")
 	if res.Usage.LLMCalls != 0 || !strings.Contains(res.Response, `Cancelled, nothing was run: delete experiment "Math Hints"`) {
 		t.Fatalf("a denial's reply: %d calls, %q", res.Usage.LLMCalls, res.Response)
 	}
-	proposeDelete(h, e.ID, nil)
+	proposeDeleteInGo(t, h, e.ID)
 	res = h.ask("yes please")
 	if res.Usage.LLMCalls != 0 || !strings.Contains(res.Response, `Deleted experiment "Math Hints" (id `+e.ID+`)`) {
 		t.Fatalf("a yes's reply: %d calls, %q", res.Usage.LLMCalls, res.Response)
+	}
+}
+
+// proposeDeleteInGo proposes a delete with reply_wording go: two LLM calls
+// (analyzer, gatherer); the reply is the confirmation Go rendered, led by
+// the facts that help the decision, with no responder call.
+func proposeDeleteInGo(t *testing.T, h *harness, id string) {
+	t.Helper()
+	res := h.ask("delete Math Hints",
+		analyze(IntentNeedsInfo, "delete Math Hints", nil),
+		calls(call("set_action_needed", map[string]any{"action": "delete_experiment", "reasoning": "asked"}),
+			call("set_action_params", map[string]any{"action_params": map[string]any{"experiment_id": id}})),
+	)
+	requireTrace(t, res, NodeAnalyzer, NodeGatherer, NodeConfirmation, NodeResponder)
+	if res.Usage.LLMCalls != 2 || res.Confirmation == nil {
+		t.Fatalf("a proposal: %d calls, %+v", res.Usage.LLMCalls, res.Confirmation)
+	}
+	if want := "Currently: 0 users are enrolled.\n\n" + res.Confirmation.Message; res.Response != want {
+		t.Fatalf("a proposal's reply:\n%s\nwant:\n%s", res.Response, want)
 	}
 }
 

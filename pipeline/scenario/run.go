@@ -158,6 +158,9 @@ type run struct {
 	store *checkpoint.FileStore
 	sim   *sim.Server
 	llmS  *llmtest.Server // nil unless llm: script
+	// seen counts the requests of llmS measured by earlier steps: the
+	// server records every request of the scenario.
+	seen int
 	count *countingLLM
 	res   *resolver
 	norm  *normalizer
@@ -483,9 +486,11 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 	sr.Result, sr.Err = o.res, o.err
 
 	if r.llmS != nil {
-		for _, req := range r.llmS.Requests() {
+		reqs := r.llmS.Requests()
+		for _, req := range reqs[min(r.seen, len(reqs)):] {
 			sr.PromptChars += req.PromptChars()
 		}
+		r.seen = len(reqs)
 		if err := r.llmS.Verify(); err != nil {
 			sr.Failures = append(sr.Failures, "scripted LLM: "+err.Error())
 		}
