@@ -160,7 +160,7 @@ type run struct {
 	llmS  *llmtest.Server // nil unless llm: script
 	// seen counts the requests of llmS measured by earlier steps: the
 	// server records every request of the scenario.
-	seen int
+	seen  int
 	count *countingLLM
 	res   *resolver
 	norm  *normalizer
