@@ -153,7 +153,7 @@ func renderTurn(v TurnView, res *pipeline.Result, turnErr error, newSession bool
 
 // statusError is the silent error that makes a paused or suspended turn
 // exit 10 or 11 (nil for a completed one).
-func statusError(status string) error {
+func statusError(status pipeline.Status) error {
 	switch status {
 	case pipeline.StatusAwaitingConfirmation, pipeline.StatusWaitingJob, pipeline.StatusFailed:
 		return &turnStatus{status: status}
@@ -162,7 +162,7 @@ func statusError(status string) error {
 }
 
 // turnStatus carries a turn's status to the exit code; it prints nothing.
-type turnStatus struct{ status string }
+type turnStatus struct{ status pipeline.Status }
 
 func (e *turnStatus) Error() string { return "" }
 

@@ -31,14 +31,44 @@ const (
 	PolicyNever       = actions.PolicyNever
 )
 
+// Status is how a turn ended (the JSON output's status) and where a
+// session stands between runs: one type with the checkpoint.
+type Status = checkpoint.Status
+
 // Turn statuses of the JSON output.
 const (
-	StatusCompleted            = "completed"
-	StatusAwaitingConfirmation = "awaiting_confirmation"
-	StatusWaitingJob           = "waiting_job"
-	StatusTerminated           = "terminated"
-	StatusFailed               = "failed"
+	StatusCompleted            = checkpoint.StatusCompleted
+	StatusAwaitingConfirmation = checkpoint.StatusAwaitingConfirmation
+	StatusWaitingJob           = checkpoint.StatusWaitingJob
+	StatusTerminated           = checkpoint.StatusTerminated
+	StatusFailed               = checkpoint.StatusFailed
 )
+
+// TurnStatusNames are the statuses a turn's result may have, as text (for
+// readers that check a status someone wrote, such as a scenario's expect).
+func TurnStatusNames() []string {
+	names := make([]string, len(checkpoint.TurnStatuses))
+	for i, s := range checkpoint.TurnStatuses {
+		names[i] = string(s)
+	}
+	return names
+}
+
+// DefaultReason is the termination_reason of a turn that ended as usual
+// with status s ("" for a terminated turn, whose reason is its own).
+func DefaultReason(s Status) string {
+	switch s {
+	case StatusCompleted:
+		return "turn completed"
+	case StatusAwaitingConfirmation:
+		return "awaiting confirmation"
+	case StatusWaitingJob:
+		return "waiting on a job"
+	case StatusFailed:
+		return "failed"
+	}
+	return ""
+}
 
 // JobRunner runs long actions outside the turn (pipeline/jobs).
 type JobRunner = actions.JobRunner
@@ -189,7 +219,7 @@ func New(d Deps, s Settings, opts ...Option) (*Agent, error) {
 type Result struct {
 	SessionID         string           `json:"session_id"`
 	Turn              int              `json:"turn"`
-	Status            string           `json:"status"`
+	Status            Status           `json:"status"`
 	Response          string           `json:"response"`
 	Confirmation      *ConfirmationOut `json:"confirmation,omitempty"`
 	Job               *JobOut          `json:"job,omitempty"`

@@ -360,16 +360,16 @@ func (a *Agent) finish(t *turn, rep Reply) (*Result, error) {
 	st.CurrentState = StateAnalyzing
 
 	rest := t.sess.statusAtRest(t.end.terminateSession)
-	status := StatusCompleted
-	switch {
-	case rest == checkpoint.StatusWaitingJob:
-		status = StatusWaitingJob
-	case rest == checkpoint.StatusAwaitingConfirmation:
-		status = StatusAwaitingConfirmation
-	case t.end.terminated != "":
-		status = StatusTerminated
-	case t.end.failure != nil:
-		status = StatusFailed
+	status := rest // waiting_job, awaiting_confirmation, terminated
+	if rest == checkpoint.StatusIdle {
+		switch {
+		case t.end.terminated != "":
+			status = StatusTerminated
+		case t.end.failure != nil:
+			status = StatusFailed
+		default:
+			status = StatusCompleted
+		}
 	}
 	if err := t.sess.save(a.deps.Store, rest, "", a.mcpCaps()); err != nil {
 		return nil, err
@@ -381,7 +381,7 @@ func (a *Agent) finish(t *turn, rep Reply) (*Result, error) {
 	return res, nil
 }
 
-func (a *Agent) result(t *turn, status string) *Result {
+func (a *Agent) result(t *turn, status Status) *Result {
 	cp := t.sess.cp
 	res := &Result{
 		SessionID: cp.SessionID, Turn: cp.Counters.Turns, Status: status, Response: t.st.FinalResponse,
@@ -408,16 +408,7 @@ func (a *Agent) result(t *turn, status string) *Result {
 		}
 	}
 	if res.TerminationReason == "" {
-		switch status {
-		case StatusCompleted:
-			res.TerminationReason = "turn completed"
-		case StatusAwaitingConfirmation:
-			res.TerminationReason = "awaiting confirmation"
-		case StatusWaitingJob:
-			res.TerminationReason = "waiting on a job"
-		case StatusFailed:
-			res.TerminationReason = "failed"
-		}
+		res.TerminationReason = DefaultReason(status)
 	}
 	return res
 }

@@ -57,7 +57,7 @@ type turnStep struct {
 // turnWant is what one turn's JSON output must show. The zero value is a
 // completed turn that ran nothing.
 type turnWant struct {
-	status string // default completed
+	status pipeline.Status // default completed
 	// confirm is the action of the confirmation shown; params a JSON object
 	// its params contain (the template is filled in); exact the params, in
 	// any spelling the binder accepts, that must canonicalise to exactly
@@ -263,7 +263,7 @@ func playCase(t *testing.T, tc behaviourCase) {
 }
 
 // exitFor is the exit code of a turn status (spec/cli.md).
-var exitFor = map[string]int{pipeline.StatusCompleted: 0, pipeline.StatusAwaitingConfirmation: 10, pipeline.StatusWaitingJob: 11}
+var exitFor = map[pipeline.Status]int{pipeline.StatusCompleted: 0, pipeline.StatusAwaitingConfirmation: 10, pipeline.StatusWaitingJob: 11}
 
 // toolLog lists the tool results the model was sent, for failures.
 func toolLog(reqs []llmtest.RecordedRequest) string {

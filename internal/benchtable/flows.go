@@ -175,7 +175,7 @@ func scenarioFlows(ctx context.Context, dir string, tools toolSizes, steps io.Wr
 			f := classify(st, sr)
 			if steps != nil {
 				var trace []string
-				var status string
+				var status pipeline.Status
 				if sr.Result != nil {
 					trace, status = sr.Result.Trace, sr.Result.Status
 				}

@@ -669,7 +669,7 @@ func (d *decoder) replies(n *yaml.Node, what string) ([]llmtest.Reply, error) {
 var expectKeys = []string{"status", "exit_code", "trace", "llm_calls", "response_contains", "response_matches",
 	"confirmation", "actions", "errors", "output", "job", "backend", "termination_reason"}
 
-var turnStatuses = []string{"completed", "awaiting_confirmation", "waiting_job", "terminated", "failed"}
+var turnStatuses = pipeline.TurnStatusNames()
 
 func (d *decoder) expect(n *yaml.Node, step string, e *Expect) error {
 	what := step + ".expect"

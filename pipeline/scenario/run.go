@@ -506,7 +506,7 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 			sr.Failures = append(sr.Failures, fmt.Sprintf("reload the checkpoint: %v", lerr))
 		}
 	}
-	status := ""
+	var status pipeline.Status
 	if o.res != nil {
 		status = o.res.Status
 		if o.res.Job != nil {
