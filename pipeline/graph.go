@@ -205,10 +205,14 @@ func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
 }
 
 // Ask runs one turn for a message. When a confirmation is pending the
-// message is the human's answer.
+// message is the human's answer: a clear yes or no is a Decision, and
+// anything else goes to the analyzer.
 func (a *Agent) Ask(ctx context.Context, sess *Session, message string) (*Result, error) {
 	if ic := sess.jobRef(); ic != nil {
 		return nil, badInput("%w (job %s): run `upgrade-agent resume %s` to check on it", ErrJobPending, ic.Job.ID, sess.cp.SessionID)
+	}
+	if d, ok := ParseDecision(message); ok && sess.confirmationRef() != nil {
+		return a.Decide(ctx, sess, d, message)
 	}
 	t, err := a.begin(ctx, sess)
 	if err != nil {
@@ -227,6 +231,50 @@ func (a *Agent) Ask(ctx context.Context, sess *Session, message string) (*Result
 		return a.finish(t, ReplyWith(t.st.FinalResponse))
 	}
 	rep, err := a.generateReply(ctx, rc)
+	if err != nil {
+		return a.fail(t, err)
+	}
+	return a.finish(t, rep)
+}
+
+// Decide answers the session's pending confirmation with a decision (text
+// is the person's words, kept in the history; "" for a flag). The turn
+// goes from the decision straight to the executor or the responder: the
+// words are not read again, the reply chain and its termination words are
+// not asked, and the turn counter stays: a decision completes the turn
+// that asked for it. Effects an earlier process left started are settled
+// first.
+func (a *Agent) Decide(ctx context.Context, sess *Session, d Decision, text string) (*Result, error) {
+	if sess.confirmationRef() == nil {
+		return nil, badInput("session %s: %w: no confirmation is pending (it is %s)", sess.cp.SessionID, ErrNothingToResume, sess.Status())
+	}
+	by := "human"
+	if text == "" {
+		text, by = "yes", "yes-flag"
+		if d == Deny {
+			text = "no"
+		}
+	}
+	t, err := a.begin(ctx, sess)
+	if err != nil {
+		return nil, err
+	}
+	rc := a.prepare(t, text)
+	t.input, t.messages, t.extra = rc.Message, rc.Messages, rc.Extra
+	t.st.resetTurn(t.input)
+	t.st.RetryInput = ""
+	if err := a.recover(ctx, t); err != nil {
+		return a.fail(t, err)
+	}
+	if sess.jobRef() != nil {
+		// Crash recovery re-attached to the interrupted action's job.
+		return a.finish(t, ReplyWith(t.st.FinalResponse))
+	}
+	next, err := a.decide(ctx, t, d, by)
+	if err != nil {
+		return a.fail(t, err)
+	}
+	rep, err := a.runGraph(ctx, t, next)
 	if err != nil {
 		return a.fail(t, err)
 	}
@@ -262,7 +310,7 @@ func (a *Agent) Resume(ctx context.Context, sess *Session, req ResumeRequest) (*
 		return a.resumeInterrupted(ctx, sess, req)
 	case sess.confirmationRef() != nil:
 		if !req.HasAnswer && a.set.Yes {
-			req.Answer, req.HasAnswer = "yes", true
+			return a.Decide(ctx, sess, Approve, "")
 		}
 		if !req.HasAnswer || req.Answer == "" {
 			return nil, badInput("session %s %w: pass --answer yes, --answer no, or --answer TEXT", sess.cp.SessionID, ErrAnswerRequired)

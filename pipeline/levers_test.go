@@ -268,3 +268,49 @@ func TestKeyByKeyEndsWhenAReplyChangesNothing(t *testing.T) {
 		t.Fatalf("got %s after %d calls, want a confirmation after 4", res.Status, res.Usage.LLMCalls)
 	}
 }
+
+// TestADecisionResumesTheGraph: resume --answer yes is a Decision that
+// enters the graph at the executor: the reply chain is not asked (neither
+// a registered reply function nor the termination words, here "yes"), the
+// words are not read again, and the turn counter stays at the turn that
+// asked.
+func TestADecisionResumesTheGraph(t *testing.T) {
+	h := newHarness(t)
+	h.agent.set.ReplyWording = WordingGo
+	h.agent.set.TerminationWords = []string{"yes", "no"}
+	pending := func(rc *ReplyContext) bool { return rc.PendingAction != "" }
+	h.agent.RegisterReply("must-not-run", pending, func(context.Context, *ReplyContext) (Reply, error) {
+		t.Error("a decision went through the reply chain")
+		return Pass(), nil
+	}, 0)
+	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
+	proposeDeleteInGo(t, h, e.ID)
+	res, err := h.agent.Resume(context.Background(), h.sess, ResumeRequest{Answer: "yes", HasAnswer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireTrace(t, res, NodeExecutor, NodeResponder)
+	if res.Turn != 1 || res.Usage.LLMCalls != 0 || res.Status != StatusCompleted || len(res.Actions) != 1 || res.Actions[0].Status != "success" {
+		t.Fatalf("decision: turn %d, %d calls, %s, %+v", res.Turn, res.Usage.LLMCalls, res.Status, res.Actions)
+	}
+	if hist := h.sess.History(); len(hist) != 2 || hist[1].User != "yes" {
+		t.Fatalf("history: %+v", hist)
+	}
+	if names := h.experimentNames(); len(names) != 0 {
+		t.Fatalf("experiments left: %v", names)
+	}
+	// Nothing is pending any more: a decision has nothing to answer.
+	if _, err := h.agent.Decide(context.Background(), h.sess, Approve, ""); !errors.Is(err, ErrNothingToResume) {
+		t.Fatalf("a decision with nothing pending: %v", err)
+	}
+}
+
+func TestParseDecision(t *testing.T) {
+	for text, want := range map[string]Decision{"yes": Approve, "Yes, go ahead please.": Approve, "no thanks": Deny, "nope": Deny,
+		"yes, but what about the students?": 0, "no, use 60/40": 0, "": 0} {
+		got, ok := ParseDecision(text)
+		if got != want || ok != (want != 0) {
+			t.Errorf("ParseDecision(%q) = %v, %v; want %v", text, got, ok, want)
+		}
+	}
+}

@@ -236,43 +236,74 @@ func (a *Agent) replyTermination(_ context.Context, rc *ReplyContext) (Reply, er
 	return Pass(), nil
 }
 
-// replyHuman decides a pending confirmation when the answer is clear,
-// without the LLM. This and --yes (and the never policy) are the only ways
-// an action gets approved.
+// replyHuman decides what the chat path must not send to the analyzer: a
+// confirmation the person has not read is shown again, whatever the words;
+// under --yes, the pending confirmation is approved unless the person's
+// own words begin by refusing it ("no, use 60/40": those go to the
+// analyzer as a denial or a change, and a changed action shown in this run
+// is approved by --yes in its turn); and an answer given while crash
+// recovery settled the interrupted action gets that report. A clear yes
+// or no never comes here: Ask reads it as a Decision first.
 func (a *Agent) replyHuman(ctx context.Context, rc *ReplyContext) (Reply, error) {
 	t := rc.turn
-	ans := clearAnswer(rc.Message)
-	if t.pending == nil {
-		if len(t.recovered) > 0 && ans != answerUnclear {
-			// The interrupted action was settled with the server: report
-			// it instead of treating the answer as a new request.
-			return a.runGraph(ctx, t, NodeResponder)
-		}
-		return Pass(), nil
-	}
-	if t.reaskOnly && ans != answerDenied {
-		t.answer = answerUnclear
-		if err := a.showAgain(ctx, t); err != nil {
+	switch {
+	case t.pending == nil && len(t.recovered) > 0 && clearAnswer(rc.Message) != answerUnclear:
+		// The interrupted action was settled with the server: report it
+		// instead of treating the answer as a new request.
+		return a.runGraph(ctx, t, NodeResponder)
+	case t.pending != nil && (t.reaskOnly || a.set.Yes && !startsWithNo(rc.Message)):
+		// An unread confirmation is shown again whatever the words say.
+		next, err := a.decide(ctx, t, Approve, "yes-flag")
+		if err != nil {
 			return Reply{}, err
 		}
-		return a.runGraph(ctx, t, NodeResponder)
-	}
-	switch {
-	case ans == answerDenied:
-		t.deny(false)
-		return a.runGraph(ctx, t, NodeResponder)
-	case a.set.Yes && !startsWithNo(rc.Message):
-		// --yes approves the pending confirmation of this run, unless the
-		// person's own words begin by refusing it ("no, use 60/40"): those
-		// go to the analyzer as a denial or a change, and a changed action
-		// shown in this run is approved by --yes in its turn.
-		t.approve(t.pending, "yes-flag")
-		return a.runGraph(ctx, t, NodeExecutor)
-	case ans == answerApproved:
-		t.approve(t.pending, "human")
-		return a.runGraph(ctx, t, NodeExecutor)
+		return a.runGraph(ctx, t, next)
 	}
 	return Pass(), nil
+}
+
+// Decision is a person's clear answer to a pending confirmation: the
+// words of pipeline.md's clear answers, `resume --answer yes|no`, or
+// --yes. It enters the graph at the executor or the responder directly;
+// only free text goes to the analyzer.
+type Decision int
+
+// Decisions.
+const (
+	Approve Decision = iota + 1
+	Deny
+)
+
+// ParseDecision reads a clear yes or no ("yes please", "no thanks"); ok is
+// false for anything else, which is free text for the analyzer.
+func ParseDecision(text string) (d Decision, ok bool) {
+	switch clearAnswer(text) {
+	case answerApproved:
+		return Approve, true
+	case answerDenied:
+		return Deny, true
+	}
+	return 0, false
+}
+
+// decide applies a decision to the turn's pending confirmation and says
+// which node the graph goes on from: the executor runs an approved action;
+// the responder reports a denial, or shows the confirmation again when the
+// person has not read it yet (only a no may stand for an answer given
+// before that) or when crash recovery already settled it.
+func (a *Agent) decide(ctx context.Context, t *turn, d Decision, by string) (string, error) {
+	switch {
+	case t.pending == nil:
+		return NodeResponder, nil
+	case t.reaskOnly && d != Deny:
+		t.answer = answerUnclear
+		return NodeResponder, a.showAgain(ctx, t)
+	case d == Deny:
+		t.deny(false)
+		return NodeResponder, nil
+	}
+	t.approve(t.pending, by)
+	return NodeExecutor, nil
 }
 
 // showAgain makes the turn show the pending confirmation again, with its
