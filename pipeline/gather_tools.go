@@ -212,12 +212,10 @@ func gathererTools(extra ...*toolDef) *toolSet {
 				}
 				name = act.Spec().Name
 				t.update(func(s *State) {
-					if s.ActionNeeded != name {
-						s.ActionParams = nil
-						s.MissingParams = []string{}
+					if t.sess.draft.name != name {
 						t.declared = nil
 					}
-					s.ActionNeeded = name
+					t.sess.chooseAction(name)
 					s.ActionReasoning = a.Reasoning
 					s.NextStep = strings.TrimSpace(a.NextStep)
 					t.problems = nil
@@ -243,7 +241,7 @@ func gathererTools(extra ...*toolDef) *toolSet {
 					params = b.Essential()
 				} else {
 					t.mu.Lock()
-					params = deepCopy(t.st.ActionParams)
+					params = deepCopy(t.sess.draft.params)
 					t.mu.Unlock()
 				}
 				if err := setPath(params, strings.TrimSpace(a.Key), a.Value); err != nil {
@@ -253,20 +251,21 @@ func gathererTools(extra ...*toolDef) *toolSet {
 			}),
 		newTool("set_missing_params", "Name the required parameters only the person can give.", false,
 			func(_ context.Context, t *turn, a setMissingArgs) (any, error) {
-				t.update(func(s *State) {
+				t.update(func(*State) {
 					t.declared = map[string]bool{}
 					for _, m := range a.MissingParams {
 						if m = strings.TrimSpace(m); m != "" {
 							t.declared[m] = true
 						}
 					}
-					s.MissingParams = []string{}
+					missing := []string{}
 					for m := range t.declared {
-						s.MissingParams = append(s.MissingParams, m)
+						missing = append(missing, m)
 					}
-					slices.Sort(s.MissingParams)
+					slices.Sort(missing)
+					t.sess.setMissing(missing)
 					if t.problems != nil {
-						t.setProblems(s, t.problems)
+						t.setProblems(t.problems)
 					}
 					if len(t.declared) > 0 {
 						t.stop = true
@@ -320,9 +319,7 @@ func schemaTool(name actions.Name) *toolDef {
 // canonical params (or, when they cannot be bound at all, the last good
 // ones).
 func (t *turn) setParams(ctx context.Context, params map[string]any) (any, error) {
-	t.mu.Lock()
-	name := t.st.ActionNeeded
-	t.mu.Unlock()
+	name := t.action()
 	if name == "" {
 		return nil, inputErrorf("call set_action_needed first")
 	}
@@ -345,10 +342,10 @@ func (t *turn) setParams(ctx context.Context, params map[string]any) (any, error
 		return nil, err
 	}
 	var missing []string
-	t.update(func(s *State) {
-		s.ActionParams = b.Map()
-		t.setProblems(s, problems)
-		missing = s.MissingParams
+	t.update(func(*State) {
+		t.sess.setDraftParams(b)
+		t.setProblems(problems)
+		missing = t.sess.draft.missing
 	})
 	res := map[string]any{"action": name, "params": json.RawMessage(b.Params)}
 	if len(problems) == 0 && len(missing) == 0 {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 	"github.com/upgrade-agent/upgrade-agent/llm"
-	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
 
 // A turn is a small state machine: each node returns the next node, or an
@@ -86,7 +85,7 @@ func (a *Agent) runGraph(ctx context.Context, t *turn, start string) (Reply, err
 		if text == "" {
 			text = fmt.Sprintf("I stopped this turn: %s. Nothing else was run; send a message to continue.", t.end.terminated)
 			if t.showing != nil {
-				text += "\n\n" + t.showing.Plan.Message
+				text += "\n\n" + t.showing.Message
 			}
 		}
 		return StopWith(t.end.terminated, text), nil
@@ -172,10 +171,10 @@ func (t *turn) chat(ctx context.Context, node string, req llm.Request) (*llm.Res
 // turn, and the settling of effects an earlier process left started.
 func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
 	t := &turn{a: a, sess: sess, st: sess.st}
-	p, err := a.loadPending(sess)
-	if err != nil {
+	if err := sess.bind(a.action); err != nil {
 		return t, err
 	}
+	p := sess.pending
 	t.pending = p
 	if p != nil && sess.imported {
 		// An imported confirmation's text is what the file says the
@@ -479,34 +478,6 @@ func suspendText(session string, s JobStatus) string {
 
 // ---- the pending confirmation ----
 
-// loadPending reads the checkpoint's pending confirmation as one value.
-// The checkpoint is data: the params are bound again (their hash must be
-// the stored params_hash), the destructive flag comes from the action's
-// declaration, and the stored text is only what the person was shown:
-// before anything runs or is shown again, the plan is rendered anew and
-// compared (currentPending).
-func (a *Agent) loadPending(sess *Session) (*Pending, error) {
-	ic := sess.confirmationRef()
-	if ic == nil {
-		return nil, nil
-	}
-	c := ic.Confirmation
-	act, ok := a.action(c.Action)
-	if !ok {
-		return nil, badInput("session %s awaits a confirmation of %q, which is no action here (an MCP server that is not configured?)", sess.cp.SessionID, c.Action)
-	}
-	b, err := act.Bind(c.Params)
-	if err != nil {
-		return nil, badInput("session %s: interrupt.confirmation.params: %v", sess.cp.SessionID, err)
-	}
-	if b.Hash != c.ParamsHash {
-		return nil, badInput("session %s: interrupt.confirmation.params_hash does not match its params: the checkpoint was altered", sess.cp.SessionID)
-	}
-	plan := &actions.Plan{Action: actions.Name(b.Name), Params: b.Params, Message: c.Message,
-		Destructive: b.Spec().Destructive, ExperimentID: c.ExperimentID, ExperimentVersion: c.ExperimentVersion}
-	return &Pending{ID: ic.ID, Bound: b, Plan: plan, CreatedAt: ic.CreatedAt, NeedsHuman: true}, nil
-}
-
 // currentPending renders the pending confirmation's plan again. When the
 // text differs from what was shown (the experiment changed, or the stored
 // text was never this program's), it returns a new pending confirmation
@@ -517,10 +488,10 @@ func (a *Agent) currentPending(ctx context.Context, t *turn, p *Pending) (cur *P
 	if err != nil {
 		return nil, false, err
 	}
-	if fresh.Same(p.Plan) {
+	if p.shows(fresh) {
 		return p, false, nil
 	}
-	return &Pending{ID: a.newID(), Bound: p.Bound, Plan: fresh, CreatedAt: a.now(), NeedsHuman: true}, true, nil
+	return newPending(a.newID(), p.Bound, fresh, a.now(), true), true, nil
 }
 
 const unseenNote = "The previous run stopped before showing this confirmation, so nothing ran. Please read it and confirm."

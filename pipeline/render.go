@@ -51,7 +51,7 @@ func (a *Agent) goReply(t *turn) (string, bool) {
 		lines = append(lines, fmt.Sprintf("The previous run was interrupted during %v: %v.", n["action"], strings.TrimSuffix(fmt.Sprint(n["note"]), ".")))
 	}
 	if p := t.denied; p != nil {
-		lines = append(lines, "Cancelled, nothing was run: "+planHeadline(p.Plan))
+		lines = append(lines, "Cancelled, nothing was run: "+planHeadline(p.Message))
 	}
 	for _, ao := range acts {
 		lines = append(lines, a.actionReport(ao))
@@ -75,10 +75,10 @@ func confirmationReply(t *turn, p *Pending) string {
 	for _, e := range t.st.Errors {
 		lines = append(lines, fmt.Sprintf("Note: %s error: %s", e.Type, e.Message))
 	}
-	for _, f := range p.Plan.Facts {
+	for _, f := range p.Facts {
 		lines = append(lines, "Currently: "+f+".")
 	}
-	lines = append(lines, p.Plan.Message)
+	lines = append(lines, p.Message)
 	return strings.Join(lines, "\n\n")
 }
 
@@ -101,7 +101,7 @@ func (a *Agent) actionReport(ao ActionOut) string {
 }
 
 // planHeadline is the first line of a confirmation: what was dropped.
-func planHeadline(p *actions.Plan) string {
-	line, _, _ := strings.Cut(strings.TrimPrefix(p.Message, actions.DestructiveMarker), "\n")
+func planHeadline(message string) string {
+	line, _, _ := strings.Cut(strings.TrimPrefix(message, actions.DestructiveMarker), "\n")
 	return strings.TrimSpace(line)
 }

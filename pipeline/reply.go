@@ -246,20 +246,22 @@ func (a *Agent) replyTermination(_ context.Context, rc *ReplyContext) (Reply, er
 // or no never comes here: Ask reads it as a Decision first.
 func (a *Agent) replyHuman(ctx context.Context, rc *ReplyContext) (Reply, error) {
 	t := rc.turn
+	var next string
 	switch {
 	case t.pending == nil && len(t.recovered) > 0 && clearAnswer(rc.Message) != answerUnclear:
 		// The interrupted action was settled with the server: report it
 		// instead of treating the answer as a new request.
-		return a.runGraph(ctx, t, NodeResponder)
+		next = NodeResponder
 	case t.pending != nil && (t.reaskOnly || a.set.Yes && !startsWithNo(rc.Message)):
 		// An unread confirmation is shown again whatever the words say.
-		next, err := a.decide(ctx, t, Approve, "yes-flag")
-		if err != nil {
+		var err error
+		if next, err = a.decide(ctx, t, Approve, "yes-flag"); err != nil {
 			return Reply{}, err
 		}
-		return a.runGraph(ctx, t, next)
+	default:
+		return Pass(), nil
 	}
-	return Pass(), nil
+	return a.runGraph(ctx, t, next)
 }
 
 // Decision is a person's clear answer to a pending confirmation: the

@@ -167,18 +167,6 @@ func (s *State) resetTurn(input string) {
 	s.TurnActions = nil
 }
 
-// clearPending drops the pending action, its params, its confirmation and
-// the missing-param list: after a denial, an execution or a replacement.
-func (s *State) clearPending() {
-	s.ActionNeeded = ""
-	s.ActionParams = nil
-	s.MissingParams = []string{}
-	s.NextStep = ""
-	s.ActionReasoning = ""
-	s.NeedsConfirmation = false
-	s.ConfirmationMessage = ""
-}
-
 func (s *State) addError(typ, msg string) {
 	s.Errors = append(s.Errors, ErrorEntry{Type: typ, Message: msg})
 }
