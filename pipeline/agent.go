@@ -322,8 +322,12 @@ func (a *Agent) rTools() *toolSet {
 	return a.rtools
 }
 
-// action finds the action of a name: a built-in one, or an MCP tool behind
-// its adapter. It is the only place that tells them apart.
+// action finds the action of a name: a built-in one first, then an MCP
+// tool behind its adapter. Nodes, the executor and resume look actions up
+// through it and never ask where one comes from; only the gatherer's tool
+// list (a schema tool per built-in action, the MCP actions listed in the
+// prompt's context) and set_action_needed's forgiving spelling of a
+// built-in name go to the registry themselves.
 func (a *Agent) action(name string) (actions.Action, bool) {
 	if act, ok := actions.Lookup(name); ok {
 		return act, true

@@ -393,13 +393,13 @@ func coveredBy(words []string, phrases [][]string) bool {
 	return seen
 }
 
-// matchPhrase returns the length of the longest phrase words starts with.
 // startsWithNo reports whether s begins with a no phrase ("no, use 60/40",
 // "don't, make it 40").
 func startsWithNo(s string) bool {
 	return matchPhrase(answerWords(s), noPhrases) > 0
 }
 
+// matchPhrase returns the length of the longest phrase words starts with.
 func matchPhrase(words []string, phrases [][]string) int {
 	best := 0
 	for _, p := range phrases {
