@@ -109,17 +109,20 @@ func TestRepliesAfterAClearYesOrNoAreRenderedInGo(t *testing.T) {
 	if res.Usage.LLMCalls != 0 || !strings.Contains(res.Response, `Cancelled, nothing was run: delete experiment "Math Hints"`) {
 		t.Fatalf("a denial's reply: %d calls, %q", res.Usage.LLMCalls, res.Response)
 	}
-	proposeDeleteInGo(t, h, e.ID)
+	asked := proposeDeleteInGo(t, h, e.ID)
 	res = h.ask("yes please")
 	if res.Usage.LLMCalls != 0 || !strings.Contains(res.Response, `Deleted experiment "Math Hints" (id `+e.ID+`)`) {
 		t.Fatalf("a yes's reply: %d calls, %q", res.Usage.LLMCalls, res.Response)
+	}
+	if res.Turn != asked.Turn {
+		t.Fatalf("the yes counted as turn %d; the decision completes turn %d", res.Turn, asked.Turn)
 	}
 }
 
 // proposeDeleteInGo proposes a delete with reply_wording go: two LLM calls
 // (analyzer, gatherer); the reply is the confirmation Go rendered, led by
 // the facts that help the decision, with no responder call.
-func proposeDeleteInGo(t *testing.T, h *harness, id string) {
+func proposeDeleteInGo(t *testing.T, h *harness, id string) *Result {
 	t.Helper()
 	res := h.ask("delete Math Hints",
 		analyze(IntentNeedsInfo, "delete Math Hints", nil),
@@ -133,13 +136,17 @@ func proposeDeleteInGo(t *testing.T, h *harness, id string) {
 	if want := "Currently: 0 users are enrolled.\n\n" + res.Confirmation.Message; res.Response != want {
 		t.Fatalf("a proposal's reply:\n%s\nwant:\n%s", res.Response, want)
 	}
+	return res
 }
 
 func TestReplyWordingLLMKeepsTheResponder(t *testing.T) {
 	h := newHarness(t) // the harness words replies with the LLM
 	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
-	proposeDelete(h, e.ID, nil)
-	res := h.ask("yes", text("Math Hints is gone."))
+	res := proposeDelete(h, e.ID, nil)
+	if res.Usage.LLMCalls != 3 || !strings.HasPrefix(res.Response, "About to delete Math Hints.\n\n") || !strings.Contains(res.Response, res.Confirmation.Message) {
+		t.Fatalf("a proposal worded by the responder: %d calls, %q", res.Usage.LLMCalls, res.Response)
+	}
+	res = h.ask("yes", text("Math Hints is gone."))
 	if res.Usage.LLMCalls != 1 || res.Response != "Math Hints is gone." {
 		t.Fatalf("got %d calls, %q", res.Usage.LLMCalls, res.Response)
 	}
