@@ -71,7 +71,10 @@ type ErrorEntry struct {
 
 // State is the session state of pipeline.md, stored as JSON in the
 // checkpoint. The names of the spec are kept; fields after the blank line are
-// additions.
+// additions. action_needed, action_params, missing_params,
+// needs_confirmation and confirmation_message are the stored form of the
+// Session's draft and pending confirmation: Session.sync writes them, and
+// a turn reads the typed values instead.
 type State struct {
 	UserInput            string                   `json:"user_input"`
 	ConversationHistory  []Exchange               `json:"conversation_history"`
