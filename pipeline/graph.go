@@ -213,11 +213,24 @@ func (a *Agent) Ask(ctx context.Context, sess *Session, message string) (*Result
 	if d, ok := ParseDecision(message); ok && sess.confirmationRef() != nil {
 		return a.Decide(ctx, sess, d, message)
 	}
+	return a.runTurn(ctx, sess, message, true, func(_ *turn, rc *ReplyContext) (Reply, error) {
+		return a.generateReply(ctx, rc)
+	})
+}
+
+// runTurn runs a turn for a message: the hooks prepare it, the per-turn
+// fields are reset and the effects an earlier process left started are
+// settled; then reply gives the turn's reply, and the turn is finished
+// and saved. counts says whether the turn counter goes up (a new message
+// does; a decision completes the turn that asked for it).
+func (a *Agent) runTurn(ctx context.Context, sess *Session, message string, counts bool, reply func(t *turn, rc *ReplyContext) (Reply, error)) (*Result, error) {
 	t, err := a.begin(ctx, sess)
 	if err != nil {
 		return nil, err
 	}
-	sess.cp.Counters.Turns++
+	if counts {
+		sess.cp.Counters.Turns++
+	}
 	rc := a.prepare(t, message)
 	t.input, t.messages, t.extra = rc.Message, rc.Messages, rc.Extra
 	t.st.resetTurn(t.input)
@@ -229,7 +242,7 @@ func (a *Agent) Ask(ctx context.Context, sess *Session, message string) (*Result
 		// Crash recovery re-attached to the interrupted action's job.
 		return a.finish(t, ReplyWith(t.st.FinalResponse))
 	}
-	rep, err := a.generateReply(ctx, rc)
+	rep, err := reply(t, rc)
 	if err != nil {
 		return a.fail(t, err)
 	}
@@ -254,30 +267,13 @@ func (a *Agent) Decide(ctx context.Context, sess *Session, d Decision, text stri
 			text = "no"
 		}
 	}
-	t, err := a.begin(ctx, sess)
-	if err != nil {
-		return nil, err
-	}
-	rc := a.prepare(t, text)
-	t.input, t.messages, t.extra = rc.Message, rc.Messages, rc.Extra
-	t.st.resetTurn(t.input)
-	t.st.RetryInput = ""
-	if err := a.recover(ctx, t); err != nil {
-		return a.fail(t, err)
-	}
-	if sess.jobRef() != nil {
-		// Crash recovery re-attached to the interrupted action's job.
-		return a.finish(t, ReplyWith(t.st.FinalResponse))
-	}
-	next, err := a.decide(ctx, t, d, by)
-	if err != nil {
-		return a.fail(t, err)
-	}
-	rep, err := a.runGraph(ctx, t, next)
-	if err != nil {
-		return a.fail(t, err)
-	}
-	return a.finish(t, rep)
+	return a.runTurn(ctx, sess, text, false, func(t *turn, _ *ReplyContext) (Reply, error) {
+		next, err := a.decide(ctx, t, d, by)
+		if err != nil {
+			return Reply{}, err
+		}
+		return a.runGraph(ctx, t, next)
+	})
 }
 
 // ResumeRequest says how to continue a session.
