@@ -1,10 +1,14 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
 // The differential sequences of feature flags, segments, flag evaluation,
@@ -25,6 +29,7 @@ func flagScenarios() []scenario {
 		{"history", scenarioHistory},
 		{"audit", scenarioAudit},
 		{"explists", scenarioExperimentListReads},
+		{"flagclient", scenarioFlagClient},
 	}
 }
 
@@ -682,4 +687,152 @@ func scenarioExperimentListReads(p *party) {
 		"#nodes.1.experimentSegmentInclusion", "#nodes.2.experimentSegmentInclusion"))
 	p.call("GET single non-UUID", "GET", "/experiments/single/xyz", nil, values("name", "message", "type", "errorCode"))
 	p.call("DELETE non-UUID", "DELETE", "/experiments/xyz", nil, values("name", "message", "type", "errorCode"))
+}
+
+// scenarioFlagClient runs the agent's own flag, segment and history client
+// methods and compares what they made of the answers: results and error
+// categories.
+func scenarioFlagClient(p *party) {
+	ctx := context.Background()
+	cl, err := upgrade.New(upgrade.Config{BaseURL: p.base, MaxRetries: -1})
+	if err != nil {
+		p.tb.Fatal(err)
+	}
+	f := &upgrade.FeatureFlag{Name: p.named("cf"), Key: p.key("cf"), Context: []string{diffContext}, Tags: []string{},
+		Status: upgrade.FlagEnabled, FilterMode: "excludeAll"}
+	made, err := cl.CreateFlag(ctx, f)
+	p.fact("CreateFlag", errText(err))
+	if err != nil {
+		return
+	}
+	p.madeFlags = append(p.madeFlags, made.ID)
+	_, err = cl.CreateFlag(ctx, f)
+	p.fact("CreateFlag same key", errText(err))
+	got, err := cl.Flag(ctx, made.ID)
+	p.fact("Flag", fmt.Sprintf("%s %s", errText(err), flagSummary(got)))
+	_, err = cl.Flag(ctx, p.id("nobody"))
+	p.fact("Flag unknown", errText(err))
+	_, err = cl.Flag(ctx, "xyz")
+	p.fact("Flag non-UUID", errText(err))
+	all, err := cl.Flags(ctx)
+	n := 0
+	for _, x := range all {
+		if x.ID == made.ID {
+			n++
+		}
+	}
+	p.fact("Flags holds it", fmt.Sprintf("%s %d", errText(err), n))
+	page, err := cl.FlagsPage(ctx, upgrade.PageRequest{Take: 5, SearchParams: &upgrade.SearchParams{Key: "name", String: p.run + " flagclient"}})
+	if page != nil {
+		p.fact("FlagsPage", fmt.Sprintf("%s %d", errText(err), page.Total))
+	} else {
+		p.fact("FlagsPage", errText(err))
+	}
+	u := p.user("u1")
+	p.initUser("init u1", u, nil)
+	pilot, err := cl.UpsertSegment(ctx, upgrade.SegmentInput{Name: p.named("pilot"), Context: diffContext, Type: upgrade.SegmentPublic,
+		UserIDs: []string{u}})
+	p.fact("UpsertSegment", errText(err))
+	if err == nil {
+		p.madeSegs = append(p.madeSegs, pilot.ID)
+		l, err := cl.AddFlagList(ctx, upgrade.ListInclusion, upgrade.FlagListInput{FlagID: made.ID, Enabled: true, ListType: "Segment",
+			Segment: upgrade.SegmentInput{Name: p.named("cf list"), Context: diffContext, SubSegmentIDs: []string{pilot.ID}}})
+		p.fact("AddFlagList", errText(err))
+		keys, err := cl.FeatureFlagKeys(ctx, u, upgrade.FeatureFlagRequest{Context: diffContext})
+		p.fact("FeatureFlagKeys", fmt.Sprintf("%s %v", errText(err), slices.Contains(keys, p.key("cf"))))
+		if l != nil {
+			in := upgrade.FlagListInput{FlagID: made.ID, Enabled: false, ListType: "Segment",
+				Segment: upgrade.SegmentInput{ID: l.ID(), Name: p.named("cf list"), Context: diffContext, SubSegmentIDs: []string{pilot.ID}}}
+			_, err = cl.UpdateFlagList(ctx, upgrade.ListInclusion, in)
+			p.fact("UpdateFlagList", errText(err))
+			_, err = cl.UpdateFlagList(ctx, upgrade.ListExclusion, in)
+			p.fact("UpdateFlagList other kind", errText(err))
+			st, err := cl.SegmentStatus(ctx, pilot.ID)
+			if st != nil {
+				p.fact("SegmentStatus", fmt.Sprintf("%s %s", errText(err), st.Segment.Status))
+			} else {
+				p.fact("SegmentStatus", errText(err))
+			}
+			_, err = cl.DeleteFlagList(ctx, upgrade.ListInclusion, l.ID())
+			p.fact("DeleteFlagList", errText(err))
+			_, err = cl.DeleteFlagList(ctx, upgrade.ListInclusion, l.ID())
+			p.fact("DeleteFlagList again", errText(err))
+		}
+		seg, err := cl.Segment(ctx, pilot.ID)
+		p.fact("Segment", fmt.Sprintf("%s %v", errText(err), seg != nil && len(seg.Users) == 1))
+		_, err = cl.Segment(ctx, p.id("nobody"))
+		p.fact("Segment unknown", errText(err))
+		segs, err := cl.Segments(ctx)
+		p.fact("Segments", fmt.Sprintf("%s %v", errText(err), segs != nil))
+		sp, err := cl.SegmentsPage(ctx, upgrade.PageRequest{Take: 5, SearchParams: &upgrade.SearchParams{Key: "name", String: p.run + " flagclient"}})
+		if sp != nil {
+			p.fact("SegmentsPage", fmt.Sprintf("%s %d", errText(err), sp.Total))
+		} else {
+			p.fact("SegmentsPage", errText(err))
+		}
+		_, err = cl.DeleteSegment(ctx, pilot.ID)
+		p.fact("DeleteSegment", errText(err))
+		_, err = cl.DeleteSegment(ctx, pilot.ID)
+		p.fact("DeleteSegment again", errText(err))
+	}
+	glob, err := cl.GlobalSegments(ctx)
+	p.fact("GlobalSegments", fmt.Sprintf("%s %d", errText(err), len(glob)))
+	st, err := cl.SetFlagStatus(ctx, made.ID, upgrade.FlagDisabled)
+	p.fact("SetFlagStatus", fmt.Sprintf("%s %s", errText(err), flagSummary(st)))
+	_, err = cl.SetFlagStatus(ctx, p.id("nobody"), upgrade.FlagDisabled)
+	p.fact("SetFlagStatus unknown", errText(err))
+	fm, err := cl.SetFlagFilterMode(ctx, made.ID, "includeAll")
+	p.fact("SetFlagFilterMode", fmt.Sprintf("%s %s", errText(err), flagSummary(fm)))
+	made.Description = "by the client"
+	up, err := cl.UpdateFlag(ctx, made)
+	p.fact("UpdateFlag", fmt.Sprintf("%s %s", errText(err), flagSummary(up)))
+	ghost := *made
+	ghost.ID, ghost.Key = p.id("nobody"), p.key("ghost")
+	_, err = cl.UpdateFlag(ctx, &ghost)
+	p.fact("UpdateFlag unknown", errText(err))
+	audit, err := cl.Audit(ctx, upgrade.AuditRequest{Take: 10, FlagID: made.ID})
+	if audit != nil {
+		var types []string
+		for _, e := range audit.Nodes {
+			types = append(types, e.Type)
+		}
+		p.fact("Audit", fmt.Sprintf("%s %v", errText(err), types))
+	} else {
+		p.fact("Audit", errText(err))
+	}
+	_, err = cl.DeleteFlag(ctx, made.ID)
+	p.fact("DeleteFlag", errText(err))
+	_, err = cl.DeleteFlag(ctx, made.ID)
+	p.fact("DeleteFlag again", errText(err))
+
+	e := upgrade.Experiment{Name: p.named("history"), Context: []string{diffContext}, State: upgrade.StateInactive,
+		ConsistencyRule: upgrade.ConsistencyIndividual, AssignmentUnit: upgrade.UnitIndividual,
+		PostExperimentRule: upgrade.PostRuleContinue, Tags: []string{}, FilterMode: upgrade.FilterIncludeAll,
+		Type: upgrade.TypeSimple, AssignmentAlgorithm: upgrade.AlgorithmRandom,
+		Conditions: []upgrade.Condition{{ConditionCode: "control", AssignmentWeight: 100, Order: 1}},
+		Partitions: []upgrade.DecisionPoint{{Site: "SelectSection", Target: p.target("t1"), Order: 1}}}
+	created, err := cl.CreateExperiment(ctx, &e)
+	p.fact("CreateExperiment", errText(err))
+	if err != nil {
+		return
+	}
+	p.made = append(p.made, created.ID)
+	p.state("start", created.ID, "enrolling")
+	p.state("pause", created.ID, "enrollmentComplete")
+	h, err := cl.StateHistory(ctx, created.ID)
+	var steps []string
+	for _, l := range upgrade.SortedHistory(h) {
+		steps = append(steps, string(l.FromState)+">"+string(l.ToState))
+	}
+	p.fact("StateHistory", fmt.Sprintf("%s %v", errText(err), steps))
+	_, err = cl.StateHistory(ctx, p.id("nobody"))
+	p.fact("StateHistory unknown", errText(err))
+}
+
+func flagSummary(f *upgrade.FeatureFlag) string {
+	if f == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%v/%s/%s/%s in=%d ex=%d", strings.Contains(f.Key, "_flagclient_"), f.Status, f.FilterMode,
+		f.Description, len(f.Inclusion), len(f.Exclusion))
 }
