@@ -636,14 +636,17 @@ func scenarioAudit(p *party) {
 	p.state("start", id, "enrolling")
 	p.state("pause", id, "enrollmentComplete")
 	a := p.call("[audit: types newest first]", "POST", "/audit", map[string]any{"skip": 0, "take": 10, "experimentId": id},
-		values("total", "#nodes", "nodes.0.type", "nodes.1.type", "nodes.2.type", "nodes.0.data.previousState", "nodes.0.data.newState",
-			"nodes.1.data.previousState", "nodes.1.data.newState", "skip", "take", "experimentId"))
+		values("total", "#nodes", "nodes.0.type", "nodes.1.type", "nodes.2.type", "nodes.3.type", "nodes.4.type",
+			"nodes.0.data.previousState", "nodes.0.data.newState", "nodes.1.data.previousState", "nodes.1.data.newState",
+			"nodes.2.data.list.filterType", "nodes.2.data.list.operation", "nodes.3.data.list.filterType", "skip", "take"))
+	p.fact("audit echoes the experiment id", a.str("experimentId") == id)
 	p.fact("audit names the experiment", lookup(a.body, "nodes.2.data.experimentName") == p.named("au"))
 	f := p.newFlag("create flag", "af")
 	p.call("flag status", "PATCH", "/flags/status", map[string]any{"flagId": f, "status": "disabled"}, values("status"))
 	p.call("flag update", "PUT", "/flags/"+f, p.flag("af", fset("status", "disabled"), fset("description", "x")), values("description"))
-	p.call("flag audit", "POST", "/audit", map[string]any{"skip": 0, "take": 10, "flagId": f},
-		values("total", "#nodes", "nodes.0.type", "nodes.1.type", "nodes.2.type", "flagId"))
+	fa := p.call("flag audit", "POST", "/audit", map[string]any{"skip": 0, "take": 10, "flagId": f},
+		values("total", "#nodes", "nodes.0.type", "nodes.1.type", "nodes.2.type"))
+	p.fact("audit echoes the flag id", fa.str("flagId") == f)
 	p.call("flag delete", "DELETE", "/flags/"+f, nil, values("#"))
 	p.call("flag audit after delete", "POST", "/audit", map[string]any{"skip": 0, "take": 10, "flagId": f}, values("total", "#nodes"))
 	all := p.call("[flag audit: delete log]", "POST", "/audit", map[string]any{"skip": 0, "take": 20, "filter": "featureFlagDeleted"},

@@ -248,15 +248,19 @@ func (s *Sim) typedSegmentsView(e *upgrade.Experiment, kind string) []any {
 
 // inferListType names a list's kind as the 6.5 single read does: the stored
 // listType, else "individual" for users only, the group type for groups of
-// one type only, "" (the list is left out) otherwise.
+// one type only, "segment" for public segments only, "" (the list is left
+// out) otherwise.
 func inferListType(r *listRow) string {
 	if r.ListType != nil && *r.ListType != "" {
 		return *r.ListType
 	}
+	subs := len(r.SubSegmentIDs)
 	switch {
-	case len(r.Users) > 0 && len(r.Groups) == 0:
+	case len(r.Users) > 0 && len(r.Groups) == 0 && subs == 0:
 		return "individual"
-	case len(r.Users) == 0 && len(r.Groups) > 0:
+	case len(r.Users) == 0 && len(r.Groups) == 0 && subs > 0:
+		return "segment"
+	case len(r.Users) == 0 && len(r.Groups) > 0 && subs == 0:
 		t := r.Groups[0].Type
 		for _, g := range r.Groups {
 			if g.Type != t || g.Type == "All" {
