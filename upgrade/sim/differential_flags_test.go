@@ -329,6 +329,12 @@ func scenarioSegmentRoutes(p *party) {
 	p.call("GET /segments/status/A", "GET", "/segments/status/"+p.id("A"), nil, p.own(), values("segment.status", "segment.name"))
 	p.call("GET /segments/status unknown", "GET", "/segments/status/"+p.id("nobody"), nil, values("name", "message", "type", "errorCode"))
 	p.call("GET /segments/global", "GET", "/segments/global", nil, values("#"), noShape())
+	glob := p.seg(p.id("GX"), p.named("GX"), "global_exclude", nil, nil, nil)
+	p.call("create a second global segment", "POST", "/segments", glob, values("type", "name"))
+	p.call("GET /segments/global with it", "GET", "/segments/global", nil, p.own(), values("#", "0.status", "0.type"))
+	p.call("GET the global segment", "GET", "/segments/"+p.id("GX"), nil, values("type"))
+	p.call("global segments are not in GET /segments", "GET", "/segments", nil, p.own(), values("#segmentsData"))
+	p.call("DELETE the second global segment", "DELETE", "/segments/"+p.id("GX"), nil, values("type"))
 	p.call("paginated", "POST", "/segments/paginated", map[string]any{"skip": 0, "take": 10,
 		"searchParams": map[string]any{"key": "name", "string": p.run + " segs"},
 		"sortParams":   map[string]any{"key": "name", "sortAs": "ASC"}}, p.own(), values("total", "#nodes.segmentsData", "skip", "take"))
@@ -682,7 +688,35 @@ func scenarioExperimentListReads(p *party) {
 		segment([]string{x}, [][2]string{{"classId", "c-" + p.run}, {"schoolId", "s-" + p.run}}))))
 	p.call("GET single: mixed list", "GET", "/experiments/single/"+mixed.str("id"), nil,
 		values("#experimentSegmentInclusion", "#experimentSegmentExclusion"))
+	id := grp.str("id")
+	p.call("create public segment P", "POST", "/segments", p.seg(p.id("P"), p.named("P"), "public", []string{x}, nil, nil), values("name"))
+	for _, l := range []struct{ kind, label, listType string }{
+		{"inclusion", "ind", "individual"}, {"inclusion", "seg", "segment"}, {"exclusion", "cls", "classId"}, {"exclusion", "none", ""}} {
+		list := map[string]any{"id": p.id("xl/" + l.label), "name": p.named("list " + l.label), "context": diffContext, "type": "private",
+			"userIds": []any{}, "groups": []any{}, "subSegmentIds": []any{}}
+		switch l.label {
+		case "ind":
+			list["userIds"] = []any{x}
+		case "seg":
+			list["subSegmentIds"] = []any{p.id("P")}
+		case "cls":
+			list["groups"] = []any{map[string]any{"type": "classId", "groupId": "c-" + p.run}}
+		}
+		if l.listType != "" {
+			list["listType"] = l.listType
+		}
+		p.call("add "+l.kind+" list "+l.label, "POST", "/experiments/"+l.kind+"List", map[string]any{"experimentId": id, "list": list},
+			values("segment.listType", "segment.name", "#segment.subSegments"))
+	}
+	p.call("GET single: lists added by route", "GET", "/experiments/single/"+id, nil,
+		values("#experimentSegmentInclusion", "#experimentSegmentExclusion"))
+	p.fact("single: list types", listTypes(p.obs[len(p.obs)-1].body))
 	p.call("GET list", "GET", "/experiments", nil, p.own(), values("#"))
+	for _, el := range p.ownElems(asArray(p.obs[len(p.obs)-1].body)) {
+		if lookup(el, "id") == id {
+			p.fact("GET /experiments: list types", listTypes(el))
+		}
+	}
 	p.call("paginated rows", "POST", "/experiments/paginated", map[string]any{"skip": 0, "take": 10,
 		"searchParams": map[string]any{"key": "name", "string": p.run + " explists"},
 		"sortParams":   map[string]any{"key": "name", "sortAs": "ASC"}}, values("total", "#nodes",
@@ -838,4 +872,28 @@ func flagSummary(f *upgrade.FeatureFlag) string {
 	}
 	return fmt.Sprintf("%v/%s/%s/%s in=%d ex=%d", strings.Contains(f.Key, "_flagclient_"), f.Status, f.FilterMode,
 		f.Description, len(f.Inclusion), len(f.Exclusion))
+}
+
+func asArray(v any) []any {
+	a, _ := v.([]any)
+	return a
+}
+
+// listTypes lists an experiment's lists as kind:listType:name-or-"<id> Segment", sorted.
+func listTypes(exp any) []string {
+	out := []string{}
+	for _, k := range []string{"experimentSegmentInclusion", "experimentSegmentExclusion"} {
+		for _, r := range asArray(lookup(exp, k)) {
+			name, _ := lookup(r, "segment.name").(string)
+			if strings.HasSuffix(name, " Segment") {
+				name = "<id> Segment"
+			} else if i := strings.LastIndex(name, " "); i >= 0 {
+				name = name[i+1:]
+			}
+			out = append(out, fmt.Sprintf("%s:%v:%s:%d", k[len(k)-9:], lookup(r, "segment.listType"), name,
+				len(asArray(lookup(r, "segment.subSegments")))))
+		}
+	}
+	sort.Strings(out)
+	return out
 }

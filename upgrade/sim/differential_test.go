@@ -485,7 +485,9 @@ func removeLeftovers(t *testing.T, hc *http.Client, base string) {
 		SegmentsData []struct{ ID, Name string } `json:"segmentsData"`
 	}
 	getJSON(t, hc, base+"/segments", &segs)
-	for _, s := range segs.SegmentsData {
+	var global []struct{ ID, Name string }
+	getJSON(t, hc, base+"/segments/global", &global)
+	for _, s := range append(segs.SegmentsData, global...) {
 		if strings.HasPrefix(s.Name, diffPrefix) {
 			deleteQuietly(hc, base+"/segments/"+s.ID)
 		}
