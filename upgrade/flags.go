@@ -3,6 +3,7 @@ package upgrade
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -117,6 +118,28 @@ type FeatureFlagRequest struct {
 	Context                 string              `json:"context"`
 	GroupsForSession        map[string][]string `json:"groupsForSession,omitempty"`
 	IncludeStoredUserGroups *bool               `json:"includeStoredUserGroups,omitempty"`
+}
+
+// MarshalJSON sends groupsForSession, even empty, whenever
+// includeStoredUserGroups is set: the server wants both or neither.
+func (r FeatureFlagRequest) MarshalJSON() ([]byte, error) {
+	type plain struct {
+		Context                 string              `json:"context"`
+		GroupsForSession        map[string][]string `json:"groupsForSession,omitempty"`
+		IncludeStoredUserGroups *bool               `json:"includeStoredUserGroups,omitempty"`
+	}
+	if r.IncludeStoredUserGroups == nil {
+		return json.Marshal(plain(r))
+	}
+	groups := r.GroupsForSession
+	if groups == nil {
+		groups = map[string][]string{}
+	}
+	return json.Marshal(struct {
+		Context                 string              `json:"context"`
+		GroupsForSession        map[string][]string `json:"groupsForSession"`
+		IncludeStoredUserGroups bool                `json:"includeStoredUserGroups"`
+	}{r.Context, groups, *r.IncludeStoredUserGroups})
 }
 
 // listRoute is the path of a flag list kind: /flags/inclusionList.
@@ -365,7 +388,7 @@ func (c *Client) FeatureFlagKeys(ctx context.Context, userID string, req Feature
 	if err := c.checkUser(r); err != nil {
 		return nil, err
 	}
-	if (req.GroupsForSession == nil) != (req.IncludeStoredUserGroups == nil) {
+	if req.GroupsForSession != nil && req.IncludeStoredUserGroups == nil {
 		return nil, c.localError(r.method, r.path, CategoryValidation, "groupsForSession and includeStoredUserGroups go together")
 	}
 	out := []string{}
