@@ -162,7 +162,7 @@ func scenarioFlags(p *party) {
 	id := c.str("id")
 	p.fact("[create: sent id replaced]", id != "" && id != p.id("sent"))
 	p.call("[create w/o description]", "POST", "/flags", p.flag("nodesc", func(m map[string]any) { delete(m, "description") }),
-		values("name", "type", "errorCode"))
+		values("name", "type", "message", "errorCode"))
 	p.call("[create: only context[0] checked]", "POST", "/flags", p.flag("ctx2", fset("context", []any{diffContext, "no-such-context"})),
 		values("context"))
 	p.call("create unknown context", "POST", "/flags", p.flag("noctx", fset("context", []any{"no-such-context"})),
@@ -209,24 +209,24 @@ func scenarioFlags(p *party) {
 	p.call("[same key, context [CTX2] only]", "POST", "/flags", p.flag("f1", fset("name", p.named("f1 ctx2 again")),
 		fset("context", []any{diffContext2})), values("errorCode", "type"))
 	p.call("[create dup key via existing id]", "POST", "/flags", p.flag("f1", fset("id", id), fset("name", p.named("f1 by id"))),
-		values("name", "type", "errorCode"))
+		values("name", "type", "message", "errorCode"))
 	f2 := p.newFlag("create f2", "f2")
 	put := p.flag("f1", fset("description", "changed"), fset("id", p.id("body id wins not")))
 	p.call("PUT", "PUT", "/flags/"+id, put, values("description", "key", "#featureFlagSegmentInclusion", "#featureFlagSegmentExclusion"))
 	p.fact("PUT: URL id wins", p.obs[len(p.obs)-1].status == 200 && lookup(p.obs[len(p.obs)-1].body, "id") == id)
 	p.call("[PUT dup key]", "PUT", "/flags/"+f2, p.flag("f1", fset("name", p.named("f2"))), values("name", "type", "message", "errorCode"))
-	p.call("[PUT unknown id]", "PUT", "/flags/"+p.id("nobody"), p.flag("ghost"), values("name", "type", "errorCode"))
+	p.call("[PUT unknown id]", "PUT", "/flags/"+p.id("nobody"), p.flag("ghost"), values("name", "type", "message", "errorCode"))
 	p.call("PUT bad body", "PUT", "/flags/"+id, p.flag("f1", fset("filterMode", "sometimes")), values("name", "errorCode"))
 	for _, st := range []string{"archived", "disabled", "enabled", "archived", "enabled"} {
 		p.call("[status: any -> any] "+st, "PATCH", "/flags/status", map[string]any{"flagId": id, "status": st}, values("status", "key"))
 	}
 	p.call("status bad value", "PATCH", "/flags/status", map[string]any{"flagId": id, "status": "on"}, values("name", "errorCode"))
 	p.call("[status unknown flag]", "PATCH", "/flags/status", map[string]any{"flagId": p.id("nobody"), "status": "enabled"},
-		values("name", "type", "errorCode"))
+		values("name", "type", "message", "errorCode"))
 	p.call("filterMode", "PATCH", "/flags/filterMode", map[string]any{"flagId": id, "filterMode": "excludeAll"}, values("filterMode"))
 	p.call("filterMode bad value", "PATCH", "/flags/filterMode", map[string]any{"flagId": id, "filterMode": "none"}, values("name", "errorCode"))
 	p.call("filterMode unknown flag", "PATCH", "/flags/filterMode", map[string]any{"flagId": p.id("nobody"), "filterMode": "includeAll"},
-		values("name", "type", "errorCode"))
+		values("name", "type", "message", "errorCode"))
 	p.call("DELETE", "DELETE", "/flags/"+id, nil, values("#", "0.key", "0.status"))
 	p.call("[DELETE again]", "DELETE", "/flags/"+id, nil, values("name", "type", "message", "errorCode"))
 	p.call("DELETE non-UUID", "DELETE", "/flags/xyz", nil, values("name", "type", "errorCode"))
@@ -261,10 +261,10 @@ func scenarioFlagLists(p *party) {
 	p.flagMessage(id, p.call("list PUT other kind", "PUT", "/flags/exclusionList/"+p.id("list/inc"), upd, values("name", "type", "errorCode")))
 	p.call("list DELETE other kind", "DELETE", "/flags/exclusionList/"+p.id("list/inc"), nil, values("name", "message", "type", "errorCode"))
 	p.call("list add unknown flag", "POST", "/flags/inclusionList", p.flagList(p.id("nobody"), "nf", "Individual", true, nil, nil, nil),
-		values("name", "type", "errorCode"))
+		values("name", "type", "message", "errorCode"))
 	noSeg := p.flagList(id, "noseg", "Individual", true, nil, nil, nil)
 	delete(noSeg, "segment")
-	p.call("list add without segment", "POST", "/flags/inclusionList", noSeg, values("name", "type", "errorCode"))
+	p.call("list add without segment", "POST", "/flags/inclusionList", noSeg, values("name", "type", "message", "errorCode"))
 	noEn := p.flagList(id, "noen", "Individual", true, nil, nil, nil)
 	delete(noEn, "enabled")
 	p.call("list add without enabled", "POST", "/flags/inclusionList", noEn, values("name", "type", "message", "errorCode"))

@@ -238,7 +238,7 @@ func (s *Sim) handleFlagPut(c *call, id string) {
 		cat := s.cat()
 		old := cat.flag(id)
 		if old == nil {
-			return nil, typeError("Cannot read properties of undefined (reading 'featureFlagSegmentInclusion')")
+			return nil, typeError("Cannot destructure property 'featureFlagSegmentExclusion' of '_a' as it is null.")
 		}
 		f.ID = id
 		if aerr := dupKey(cat, f); aerr != nil {
@@ -279,7 +279,12 @@ func (s *Sim) handleFlagPatch(c *call, field string, values []string) {
 	s.change(c, func() (any, *apiError) {
 		f := s.cat().flag(id)
 		if f == nil {
-			return nil, typeError("Cannot read properties of undefined (reading 'status')")
+			// The server's own failure, worded by the property each
+			// route reads first.
+			if field == "status" {
+				return nil, typeError("Cannot read properties of null (reading 'context')")
+			}
+			return nil, typeError("Cannot read properties of undefined (reading 'name')")
 		}
 		prev := f.Status
 		if field == "status" {
@@ -498,7 +503,7 @@ func (s *Sim) parseFlagList(c *call) (*flagListBody, *apiError) {
 		}
 	}
 	if in.Segment == nil {
-		return nil, typeError("Cannot read properties of undefined (reading 'id')")
+		return nil, typeError("Cannot set properties of undefined (setting 'type')")
 	}
 	return &in, nil
 }
