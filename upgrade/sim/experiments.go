@@ -546,28 +546,8 @@ func (s *Sim) handleDelete(c *call, id string) {
 }
 
 func (s *Sim) handlePaginated(c *call) {
-	m, aerr := c.object()
+	m, search, sortBy, aerr := pageParams(c, searchKeys, sortKeys)
 	if aerr != nil {
-		c.fail(aerr)
-		return
-	}
-	ck := &checker{}
-	ck.number(m, "", "skip", false, true)
-	ck.number(m, "", "take", false, true)
-	var search, sortBy map[string]any
-	if v, ok := m["searchParams"]; !absent(v, ok) {
-		if search = ck.object(m, "", "searchParams", false); search != nil {
-			ck.enum(search, "searchParams", "key", searchKeys, false)
-			ck.str(search, "searchParams", "string", true)
-		}
-	}
-	if v, ok := m["sortParams"]; !absent(v, ok) {
-		if sortBy = ck.object(m, "", "sortParams", false); sortBy != nil {
-			ck.enum(sortBy, "sortParams", "key", sortKeys, true)
-			ck.enum(sortBy, "sortParams", "sortAs", sortDirections, true)
-		}
-	}
-	if aerr := ck.err(); aerr != nil {
 		c.fail(aerr)
 		return
 	}

@@ -195,16 +195,7 @@ func (s *Sim) handleSegments(c *call) {
 				shown = append(shown, sg)
 			}
 		}
-		used := s.usedSegments(cat, shown)
-		out := s.usageArrays(cat, used)
-		data := []any{}
-		for _, sg := range shown {
-			r := s.segmentFull(cat, sg)
-			r["status"] = segmentStatus(sg, used)
-			data = append(data, r)
-		}
-		out["segmentsData"] = data
-		return out, nil
+		return s.segmentsAnswer(cat, shown), nil
 	})
 }
 
@@ -294,16 +285,7 @@ func (s *Sim) handleSegmentsPage(c *call) {
 			}
 			return field(list[i]) < field(list[j])
 		})
-		shown := page(list, skip, take)
-		used := s.usedSegments(cat, shown)
-		data := []any{}
-		for _, sg := range shown {
-			r := s.segmentFull(cat, sg)
-			r["status"] = segmentStatus(sg, used)
-			data = append(data, r)
-		}
-		nodes := s.usageArrays(cat, used)
-		nodes["segmentsData"] = data
+		nodes := s.segmentsAnswer(cat, page(list, skip, take))
 		out := obj{"total": total, "nodes": nodes}
 		echoPaging(m, out)
 		return out, nil
@@ -314,6 +296,21 @@ func (s *Sim) handleSegmentsPage(c *call) {
 // column, "id" an exact id (no condition for a non-UUID); every other key,
 // "context" included (the server's switch tests name || context, which is
 // name), searches name, context and tags.
+// segmentsAnswer is the body of GET /segments and the nodes of a page: the
+// segments shown with their status, and the usage arrays.
+func (s *Sim) segmentsAnswer(cat *catalog, shown []*simSegment) obj {
+	used := s.usedSegments(cat, shown)
+	out := s.usageArrays(cat, used)
+	data := []any{}
+	for _, sg := range shown {
+		r := s.segmentFull(cat, sg)
+		r["status"] = segmentStatus(sg, used)
+		data = append(data, r)
+	}
+	out["segmentsData"] = data
+	return out
+}
+
 func segmentMatches(sg *simSegment, p map[string]any) bool {
 	key, _ := p["key"].(string)
 	str, _ := p["string"].(string)
