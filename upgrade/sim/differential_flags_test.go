@@ -795,7 +795,11 @@ func scenarioFlagClient(p *party) {
 			p.fact("UpdateFlagList other kind", errText(err))
 			st, err := cl.SegmentStatus(ctx, pilot.ID)
 			if st != nil {
-				p.fact("SegmentStatus", fmt.Sprintf("%s %s", errText(err), st.Segment.Status))
+				named := false
+				for _, r := range st.FlagInclusion {
+					named = named || (r.FeatureFlag != nil && r.FeatureFlag.Name == p.named("cf"))
+				}
+				p.fact("SegmentStatus", fmt.Sprintf("%s %s usage row names the flag: %v", errText(err), st.Segment.Status, named))
 			} else {
 				p.fact("SegmentStatus", errText(err))
 			}
