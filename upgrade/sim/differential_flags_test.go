@@ -279,6 +279,12 @@ func scenarioFlagLists(p *party) {
 	p.call("[PUT other ctx drops lists]", "PUT", "/flags/"+id, p.flag("fl", fset("context", []any{diffContext2})),
 		values("#featureFlagSegmentInclusion", "#featureFlagSegmentExclusion", "context"))
 	p.call("GET after context change", "GET", "/flags/"+id, nil, values("#featureFlagSegmentInclusion", "#featureFlagSegmentExclusion"))
+	other := p.newFlag("create another", "fl2")
+	p.addFlagList("another's list", "exclusion", p.flagList(other, "fl2", "Individual", true, []string{u1}, nil, nil))
+	p.call("usage before the flag's delete", "GET", "/segments", nil, p.own(), values("#featureFlagSegmentExclusionData"))
+	p.call("DELETE the flag with a list", "DELETE", "/flags/"+other, nil, values("#"))
+	p.call("its lists went with it", "GET", "/segments", nil, p.own(), values("#featureFlagSegmentExclusionData"))
+	p.call("its list segment is gone", "DELETE", "/flags/exclusionList/"+p.id("list/fl2"), nil, values("name", "message", "errorCode"))
 }
 
 // flagMessage records an error message with the flag id (which differs
@@ -339,6 +345,19 @@ func scenarioSegmentRoutes(p *party) {
 		"searchParams": map[string]any{"key": "name", "string": p.run + " segs"},
 		"sortParams":   map[string]any{"key": "name", "sortAs": "ASC"}}, p.own(), values("total", "#nodes.segmentsData", "skip", "take"))
 	p.call("paginated without skip", "POST", "/segments/paginated", map[string]any{"take": 10}, values("name", "errorCode"))
+	for _, dir := range []string{"ASC", "DESC"} {
+		pg := p.call("paginated sorted by name "+dir, "POST", "/segments/paginated", map[string]any{"skip": 0, "take": 20,
+			"searchParams": map[string]any{"key": "name", "string": p.run + " segs"},
+			"sortParams":   map[string]any{"key": "name", "sortAs": dir}}, p.own(), values("total"))
+		var names []string
+		for _, r := range asArray(lookup(pg.body, "nodes.segmentsData")) {
+			n, _ := lookup(r, "name").(string)
+			names = append(names, strings.TrimPrefix(n, p.named(""))) // equal names: either order
+		}
+		p.fact("page order "+dir, names)
+	}
+	p.call("paginated search context", "POST", "/segments/paginated", map[string]any{"skip": 0, "take": 20,
+		"searchParams": map[string]any{"key": "context", "string": p.run + " segs"}}, p.own(), values("total"))
 	lst := p.seg(p.id("L"), p.named("L"), "private", []string{u1}, nil, nil)
 	lst["parentSegmentId"] = p.id("B")
 	p.call("POST /segments/list", "POST", "/segments/list", lst, values("name", "type", "#individualForSegment"))
