@@ -83,6 +83,18 @@ func (l FlagList) ID() string {
 	return l.Segment.ID
 }
 
+// Input is the body that writes list l of flag flagID back unchanged
+// (the list routes replace a list only as a whole): change its members,
+// Enabled or ListType, then UpdateFlagList.
+func (l FlagList) Input(flagID string) FlagListInput {
+	in := FlagListInput{FlagID: flagID, Enabled: l.Enabled, ListType: l.ListType}
+	if l.Segment != nil {
+		in.Segment = l.Segment.Input()
+	}
+	in.Segment.ID = l.ID()
+	return in
+}
+
 // FlagUsageOwner is the flag a list row belongs to, as list answers and the
 // usage arrays of the segment reads embed it.
 type FlagUsageOwner struct {
@@ -161,12 +173,17 @@ func (c *Client) checkID(method, path, what, id string) error {
 
 // Flags returns every feature flag, without lists (GET /flags).
 func (c *Client) Flags(ctx context.Context) ([]FeatureFlag, error) {
-	out := []FeatureFlag{}
-	if err := c.call(ctx, request{method: http.MethodGet, path: "/flags", idempotent: true}, &out); err != nil {
+	return getArray[FeatureFlag](ctx, c, "/flags")
+}
+
+// getArray GETs a JSON array; null or [] is an empty, non-nil slice.
+func getArray[T any](ctx context.Context, c *Client, path string) ([]T, error) {
+	out := []T{}
+	if err := c.call(ctx, request{method: http.MethodGet, path: path, idempotent: true}, &out); err != nil {
 		return nil, err
 	}
 	if out == nil {
-		out = []FeatureFlag{}
+		out = []T{}
 	}
 	return out, nil
 }

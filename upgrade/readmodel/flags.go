@@ -303,23 +303,25 @@ func UsesOf(id string, u upgrade.SegmentUsage, segs []upgrade.SegmentRecord) []U
 		return nil, false
 	}
 	out := []Use{}
+	add := func(seg *upgrade.SegmentRecord, use Use) {
+		if seg == nil {
+			return
+		}
+		if via, ok := path(seg.SubSegments, map[string]bool{}); ok {
+			use.Via = via
+			out = append(out, use)
+		}
+	}
 	for _, k := range []struct {
 		rows []upgrade.FlagList
 		list string
 	}{{u.FlagInclusion, "include"}, {u.FlagExclusion, "exclude"}} {
 		for _, r := range k.rows {
-			if r.Segment == nil {
-				continue
-			}
-			via, ok := path(r.Segment.SubSegments, map[string]bool{})
-			if !ok {
-				continue
-			}
-			use := Use{Kind: "flag", ID: r.FeatureFlagID, List: k.list, ListID: r.ID(), On: r.Enabled, Via: via}
+			use := Use{Kind: "flag", ID: r.FeatureFlagID, List: k.list, ListID: r.ID(), On: r.Enabled}
 			if r.FeatureFlag != nil {
 				use.Name, use.State = r.FeatureFlag.Name, r.FeatureFlag.Status
 			}
-			out = append(out, use)
+			add(r.Segment, use)
 		}
 	}
 	for _, k := range []struct {
@@ -327,18 +329,11 @@ func UsesOf(id string, u upgrade.SegmentUsage, segs []upgrade.SegmentRecord) []U
 		list string
 	}{{u.ExperimentInclusion, "include"}, {u.ExperimentExclusion, "exclude"}} {
 		for _, r := range k.rows {
-			if r.Segment == nil {
-				continue
-			}
-			via, ok := path(r.Segment.SubSegments, map[string]bool{})
-			if !ok {
-				continue
-			}
-			use := Use{Kind: "experiment", ID: r.ExperimentID, List: k.list, ListID: r.SegmentID, On: true, Via: via}
+			use := Use{Kind: "experiment", ID: r.ExperimentID, List: k.list, ListID: r.SegmentID, On: true}
 			if r.Experiment != nil {
 				use.Name, use.State = r.Experiment.Name, string(r.Experiment.State)
 			}
-			out = append(out, use)
+			add(r.Segment, use)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {

@@ -268,6 +268,11 @@ func scenarioFlagLists(p *party) {
 	noEn := p.flagList(id, "noen", "Individual", true, nil, nil, nil)
 	delete(noEn, "enabled")
 	p.call("list add without enabled", "POST", "/flags/inclusionList", noEn, values("name", "type", "message", "errorCode"))
+	noLT := p.flagList(id, "nolt", "Individual", true, nil, nil, nil)
+	delete(noLT, "listType")
+	p.call("list add without listType", "POST", "/flags/inclusionList", noLT, values("name", "message", "errorCode"))
+	p.call("list add with listType ''", "POST", "/flags/inclusionList", p.flagList(id, "emptylt", "", true, nil, nil, nil),
+		values("name", "message", "errorCode"))
 	noUsers := p.flagList(id, "nousers", "Individual", true, nil, nil, nil)
 	delete(noUsers["segment"].(map[string]any), "userIds")
 	p.call("list add without userIds", "POST", "/flags/inclusionList", noUsers, values("name", "errorCode"))
