@@ -61,8 +61,10 @@ func TestSingleReadListsMeasured(t *testing.T) {
 	}
 }
 
-// A create body's list may name public segments: their members count, the
-// single read calls the list "segment", and deleting the segment empties it.
+// [exp incl via public segment] through the create body, [exp list segment
+// as stored]: a create body's list may name public segments; their members
+// count, the single read calls the list "segment", and deleting the segment
+// empties it.
 func TestCreateBodySubSegmentsMeasured(t *testing.T) {
 	ts, c, _ := flagSim(t)
 	pub := mustSegment(t, c, upgrade.SegmentInput{Name: "pilot", UserIDs: []string{"in"}})
@@ -84,6 +86,13 @@ func TestCreateBodySubSegmentsMeasured(t *testing.T) {
 	}
 	if code := codeAt(t, ts.assign("out", "assign-prog"), "SelectSection", "absolute_value_plot_equality"); code != "" {
 		t.Errorf("non-member got %s", code)
+	}
+	// GET /experiments shows the list as stored: no listType, named "<id> Segment"
+	var all []map[string]any
+	ts.must("GET", "/experiments", nil).decode(t, &all)
+	if seg, _ := lookup(all[0]["experimentSegmentInclusion"], "0.segment").(map[string]any); seg == nil || seg["listType"] != nil ||
+		seg["name"] != fmt.Sprint(seg["id"])+" Segment" || lookup(seg, "#subSegments") != 1 {
+		t.Errorf("stored list: %v", seg)
 	}
 	if st, err := c.SegmentStatus(t.Context(), pub.ID); err != nil || st.Segment.Status != upgrade.SegmentUsed || len(st.ExperimentInclusion) != 1 {
 		t.Errorf("status: %+v %v", st, err)
