@@ -377,7 +377,9 @@ func (r *run) applySetup(ctx context.Context) ([]upgrade.Experiment, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-		var res actions.ExperimentResult
+		var res struct {
+			ID string `json:"id"`
+		}
 		if err := json.Unmarshal(out.Result, &res); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
