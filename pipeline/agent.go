@@ -62,6 +62,7 @@ type Deps struct {
 	Store checkpoint.Store // nil: nothing is saved (library use)
 	Jobs  JobRunner        // nil: long actions run inline
 	MCP   MCP              // nil: no MCP servers
+	Audit Auditor          // nil: no audit trail (teams: audit.go)
 
 	Now    func() time.Time // nil: time.Now
 	NewID  func() string    // nil: random hex
@@ -99,6 +100,9 @@ type Settings struct {
 	// denial or a finished job: "go" (default: rendered from the result,
 	// no LLM call) or "llm" (the responder writes it).
 	ReplyWording string
+	// ApprovalTTL is how long a confirmation may be approved; 0 never
+	// expires (teams: audit.go).
+	ApprovalTTL time.Duration
 }
 
 // Reply wordings (Settings.ReplyWording).

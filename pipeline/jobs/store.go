@@ -49,6 +49,8 @@ type Record struct {
 	// presumed dead and restarted.
 	HeartbeatAt *time.Time `json:"heartbeat_at,omitempty"`
 	PID         int        `json:"pid,omitempty"`
+	// Host is the machine PID runs on (teams: backend.go).
+	Host string `json:"host,omitempty"`
 	// Worker is the claim token of the worker that owns the job; only it
 	// may commit. Empty while no worker has claimed the job.
 	Worker    string                `json:"worker,omitempty"`
@@ -137,6 +139,9 @@ const (
 type Store struct {
 	// Now stamps created_at and updated_at; nil means time.Now.
 	Now func() time.Time
+	// Backend, when set, keeps the records instead of the folder (teams:
+	// backend.go).
+	Backend RecordBackend
 
 	dir string
 }
@@ -187,6 +192,9 @@ func (s *Store) Load(id string) (*Record, error) {
 }
 
 func (s *Store) load(id string) (*Record, error) {
+	if s.Backend != nil {
+		return s.loadBackend(id)
+	}
 	path := s.Path(id)
 	// A regular file of at most maxRecordSize: a FIFO or a folder planted
 	// under a job's name is refused at once instead of blocking the reader.
@@ -254,6 +262,9 @@ func (s *Store) Create(r *Record) (existing *Record, created bool, err error) {
 	if err := checkID(r.ID); err != nil {
 		return nil, false, err
 	}
+	if s.Backend != nil {
+		return s.createBackend(r)
+	}
 	unlock, err := s.lock(r.ID)
 	if err != nil {
 		return nil, false, err
@@ -284,6 +295,9 @@ func (s *Store) Create(r *Record) (existing *Record, created bool, err error) {
 func (s *Store) Update(id string, fn func(r *Record) error) (*Record, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
+	}
+	if s.Backend != nil {
+		return s.updateBackend(id, fn)
 	}
 	unlock, err := s.lock(id)
 	if err != nil {
@@ -324,6 +338,9 @@ func (s *Store) MarkFailed(id string, err error) (*Record, error) {
 // cannot be read is skipped and reported in the joined error, so that one
 // bad file does not hide the others.
 func (s *Store) List() ([]*Record, error) {
+	if s.Backend != nil {
+		return s.listBackend()
+	}
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)

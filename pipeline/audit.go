@@ -1,0 +1,106 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/upgrade-agent/upgrade-agent/audit"
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
+)
+
+// Auditor receives the decisions of a turn for the audit trail
+// (docs/teams.md): proposed, approved, denied, expired, executed,
+// job_started, job_finished. It fills in the time and the actor; a failure
+// to write is its own to report. nil: no trail (library use, scenarios).
+type Auditor interface {
+	Audit(e audit.Entry)
+}
+
+// expiredNote is said with a confirmation that replaced an expired one.
+const expiredNote = "The earlier confirmation expired (older than approval_ttl), so nothing ran. This is the action as it stands on the server now; please confirm again."
+
+// audit records an event about p, when there is a trail.
+func (a *Agent) audit(t *turn, event string, p *Pending, e audit.Entry) {
+	if a.Audit == nil {
+		return
+	}
+	e.Event = event
+	e.SessionID = t.sess.CP.SessionID
+	if p != nil {
+		e.ConfirmationID = p.ID
+		e.Action = p.Bound.Name
+		e.ParamsHash = p.Bound.Hash
+		if p.Plan != nil {
+			e.Destructive = p.Plan.Destructive
+		}
+		e.Target = a.targetName(t, p)
+	}
+	a.Audit.Audit(e)
+}
+
+// targetName names what p acts on: the name in its params, else the
+// experiment it names by id, looked up by name.
+func (a *Agent) targetName(t *turn, p *Pending) string {
+	target := audit.TargetOf(p.Bound.Params)
+	if !uuidRE.MatchString(target) {
+		return target
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	names, err := t.experimentNames(ctx)
+	if err != nil {
+		return target
+	}
+	for _, n := range names {
+		if n.ID == target {
+			return n.Name
+		}
+	}
+	return target
+}
+
+// expired reports whether p may no longer be approved (approval_ttl).
+func (a *Agent) expired(p *Pending) bool {
+	return a.ApprovalTTL > 0 && !p.CreatedAt.IsZero() && a.now().Sub(p.CreatedAt) > a.ApprovalTTL
+}
+
+// expire replaces an expired pending confirmation with the same action
+// planned against the server as it is now, under a new id, which no answer
+// of this turn can approve: the person is asked again (exit 10).
+func (a *Agent) expire(ctx context.Context, t *turn) error {
+	old := t.pending
+	cur, _, err := a.currentPending(ctx, t, old)
+	if err != nil {
+		return err
+	}
+	if cur == old {
+		cur = &Pending{ID: a.newID(), Bound: old.Bound, Plan: old.Plan, CreatedAt: a.now(), NeedsHuman: true}
+	}
+	a.audit(t, audit.Expired, old, audit.Entry{Message: "older than approval_ttl " + a.ApprovalTTL.String()})
+	t.sess.await(cur)
+	t.pending = cur
+	t.reaskOnly = true
+	t.notes = append(t.notes, expiredNote)
+	a.audit(t, audit.Proposed, cur, audit.Entry{Message: "replaces expired confirmation " + old.ID})
+	return nil
+}
+
+// auditExecuted records a write's outcome and what the server answered.
+func (a *Agent) auditExecuted(t *turn, b *actions.Bound, result json.RawMessage, execErr error) {
+	if a.Audit == nil {
+		return
+	}
+	p := t.approvedP
+	if p == nil || p.Bound.Hash != b.Hash {
+		p = t.pending
+	}
+	if p == nil || p.Bound.Hash != b.Hash {
+		p = &Pending{Bound: b}
+	}
+	e := audit.Entry{Outcome: audit.OutcomeSuccess, Answer: audit.Summarize(result)}
+	if execErr != nil {
+		e.Outcome, e.Message = audit.OutcomeError, execErr.Error()
+	}
+	a.audit(t, audit.Executed, p, e)
+}
