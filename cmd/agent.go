@@ -26,7 +26,7 @@ type TurnOptions struct {
 // store, plus what must be released afterwards.
 type turnEnv struct {
 	agent   *pipeline.Agent
-	store   *checkpoint.FileStore
+	store   checkpoint.SessionStore
 	closers []func()
 }
 
@@ -112,7 +112,13 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 		env.Close()
 		return nil, err
 	}
-	a, err := pipeline.New(pipeline.Deps{LLM: client, API: api, Store: store, Jobs: jobRunner, Logger: f.Logger()}, s)
+	aud, err := f.Auditor()
+	if err != nil {
+		env.Close()
+		return nil, err
+	}
+	s.ApprovalTTL = f.opts().Team.ApprovalTTL
+	a, err := pipeline.New(pipeline.Deps{LLM: client, API: api, Store: store, Jobs: jobRunner, Audit: aud, Logger: f.Logger()}, s)
 	if err != nil {
 		env.Close()
 		return nil, err
@@ -138,7 +144,7 @@ func readMessage(f *Factory, arg string) (string, error) {
 }
 
 // openSession locks and loads a session, or creates it when create is set.
-func openSession(store *checkpoint.FileStore, id string, create bool, now time.Time) (*pipeline.Session, func(), error) {
+func openSession(store checkpoint.SessionStore, id string, create bool, now time.Time) (*pipeline.Session, func(), error) {
 	unlock, err := store.Lock(id)
 	if err != nil {
 		return nil, nil, err

@@ -224,7 +224,11 @@ func schemaVersion(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }) (int, error) {
 	var exists bool
-	if err := q.QueryRow(ctx, `SELECT to_regclass('upgrade_agent_schema') IS NOT NULL`).Scan(&exists); err != nil {
+	// A scan of pg_class, not to_regclass: the catalog cache may not yet
+	// know a table another session made while this one waited for the
+	// advisory lock.
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relname = 'upgrade_agent_schema' AND n.nspname = current_schema())`).Scan(&exists); err != nil {
 		return 0, err
 	}
 	if !exists {
