@@ -49,15 +49,18 @@ type PendingConfirmation struct {
 
 // PendingRow is one confirmation of `sessions list --pending`.
 type PendingRow struct {
-	Session     string              `json:"session" yaml:"session"`
-	Action      string              `json:"action" yaml:"action"`
-	Target      string              `json:"target" yaml:"target"`
-	Destructive bool                `json:"destructive" yaml:"destructive"`
-	ProposedBy  string              `json:"proposed_by" yaml:"proposed_by"`
-	ProposedAt  time.Time           `json:"proposed_at" yaml:"proposed_at"`
-	ExpiresAt   *time.Time          `json:"expires_at" yaml:"expires_at"`
-	Expired     bool                `json:"expired" yaml:"expired"`
-	Confirm     PendingConfirmation `json:"confirmation" yaml:"confirmation"`
+	Session     string `json:"session" yaml:"session"`
+	Action      string `json:"action" yaml:"action"`
+	Target      string `json:"target" yaml:"target"`
+	Destructive bool   `json:"destructive" yaml:"destructive"`
+	ProposedBy  string `json:"proposed_by" yaml:"proposed_by"`
+	// ProposedByDBUser is the database role that recorded the proposal
+	// (PostgreSQL store only).
+	ProposedByDBUser string              `json:"proposed_by_db_user,omitempty" yaml:"proposed_by_db_user,omitempty"`
+	ProposedAt       time.Time           `json:"proposed_at" yaml:"proposed_at"`
+	ExpiresAt        *time.Time          `json:"expires_at" yaml:"expires_at"`
+	Expired          bool                `json:"expired" yaml:"expired"`
+	Confirm          PendingConfirmation `json:"confirmation" yaml:"confirmation"`
 }
 
 func runSessionsPending(_ context.Context, f *Factory) error {
@@ -103,10 +106,7 @@ func runSessionsPending(_ context.Context, f *Factory) error {
 		}
 		r.Target = audit.TargetOf(c.Params)
 		if e, ok := proposals[ic.ID]; ok {
-			r.ProposedBy = e.Actor
-			if e.DBUser != "" && e.DBUser != e.Actor {
-				r.ProposedBy += " (db " + e.DBUser + ")"
-			}
+			r.ProposedBy, r.ProposedByDBUser = e.Actor, e.DBUser
 			if e.Target != "" {
 				r.Target = e.Target
 			}

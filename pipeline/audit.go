@@ -3,6 +3,9 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/audit"
@@ -39,6 +42,10 @@ func (a *Agent) audit(t *turn, event string, p *Pending, e audit.Entry) {
 	a.Audit.Audit(e)
 }
 
+// targets remembers the target named for a confirmation, so that its
+// executed entry names the experiment a delete has just removed.
+var targets sync.Map // confirmation id -> name
+
 // targetName names what p acts on: the name in its params, else the
 // experiment it names by id, looked up by name.
 func (a *Agent) targetName(t *turn, p *Pending) string {
@@ -46,6 +53,17 @@ func (a *Agent) targetName(t *turn, p *Pending) string {
 	if !uuidRE.MatchString(target) {
 		return target
 	}
+	if v, ok := targets.Load(p.ID); ok && p.ID != "" {
+		return v.(string)
+	}
+	if name := a.lookupName(t, target); name != target {
+		targets.Store(p.ID, name)
+		return name
+	}
+	return target
+}
+
+func (a *Agent) lookupName(t *turn, target string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	names, err := t.experimentNames(ctx)
@@ -103,4 +121,25 @@ func (a *Agent) auditExecuted(t *turn, b *actions.Bound, result json.RawMessage,
 		e.Outcome, e.Message = audit.OutcomeError, execErr.Error()
 	}
 	a.audit(t, audit.Executed, p, e)
+}
+
+// expiryNoted puts the expiry notice before the confirmation a turn shows
+// in place of an expired one, in Go's words, whatever the model wrote.
+func expiryNoted(t *turn, text string) string {
+	if t.showing != nil && slices.Contains(t.notes, expiredNote) && !strings.Contains(text, expiredNote) {
+		return expiredNote + "\n\n" + text
+	}
+	return text
+}
+
+// auditJobFinished records the end of the job a turn waited for. The
+// confirmation it ran under (the job's key) becomes the turn's approved one
+// when the turn has none (a resume of a suspended turn), so that the
+// executed entry that follows names it too.
+func (a *Agent) auditJobFinished(t *turn, b *actions.Bound, w *JobWait, st JobStatus) {
+	p := &Pending{ID: w.Key, Bound: b}
+	if t.approvedP == nil {
+		t.approvedP = p
+	}
+	a.audit(t, audit.JobFinished, p, audit.Entry{JobID: st.ID, Outcome: st.State})
 }

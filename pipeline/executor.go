@@ -95,7 +95,7 @@ func (a *Agent) waitJob(ctx context.Context, t *turn, b *actions.Bound, w *JobWa
 		return nodeEnd, &suspendOnJob{w: w, st: st}
 	}
 	t.job = &st
-	a.audit(t, audit.JobFinished, &Pending{ID: w.Key, Bound: b}, audit.Entry{JobID: st.ID, Outcome: st.State})
+	a.auditJobFinished(t, b, w, st)
 	res, ferr := ja.Fetch(ctx, env, w.Ref, st)
 	a.record(t, b, w.EffectID, res, ferr)
 	t.sess.done()
@@ -246,6 +246,7 @@ func (a *Agent) resumeJob(ctx context.Context, sess *Session, req ResumeRequest)
 		return a.result(t, StatusWaitingJob), nil
 	}
 	t.trace = append(t.trace, NodeExecutor)
+	a.auditJobFinished(t, b, w, st)
 	res, ferr := ja.Fetch(ctx, env, w.Ref, st)
 	a.record(t, b, w.EffectID, res, ferr)
 	sess.resumed()
