@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -117,6 +118,7 @@ func runSessionsPending(_ context.Context, f *Factory) error {
 		}
 		rows = append(rows, r)
 	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].ProposedAt.After(rows[j].ProposedAt) }) // newest first
 	if out := f.opts().Output; out == "json" || out == "yaml" {
 		return WriteData(f.IO.Out, out, rows)
 	}

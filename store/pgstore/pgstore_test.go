@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m)
 }
 
-func open(t *testing.T, url string, secrets ...string) *pgstore.Store {
+func open(t testing.TB, url string, secrets ...string) *pgstore.Store {
 	t.Helper()
 	s, err := pgstore.Open(context.Background(), url, pgstore.Options{Secrets: secrets})
 	if err != nil {

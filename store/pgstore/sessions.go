@@ -34,8 +34,9 @@ func (s *Store) Load(id string) (*checkpoint.Checkpoint, error) {
 		return nil, checkpoint.NotFound(id)
 	}
 	var data []byte
+	var xmin string
 	err := s.with(func(ctx context.Context, c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT data FROM upgrade_agent_sessions WHERE id = $1`, id).Scan(&data)
+		return c.QueryRow(ctx, `SELECT data, xmin::text FROM upgrade_agent_sessions WHERE id = $1`, id).Scan(&data, &xmin)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, checkpoint.NotFound(id)
@@ -47,7 +48,7 @@ func (s *Store) Load(id string) (*checkpoint.Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.known.Store(id, knownRow{seq: cp.Seq, sum: md5Of(data)})
+	s.known.Store(id, knownRow{seq: cp.Seq, xmin: xmin})
 	return cp, nil
 }
 
@@ -72,16 +73,17 @@ func (s *Store) Save(cp *checkpoint.Checkpoint) error {
 		return fmt.Errorf("save checkpoint of session %s: %d bytes, larger than a checkpoint may be (%d); nothing was written", id, len(data), maxData)
 	}
 	expect := cp.Seq
+	var xmin string
 	err = s.tx(func(ctx context.Context, tx pgx.Tx) error {
 		var diskSeq int
-		var diskSum string
-		err := tx.QueryRow(ctx, `SELECT seq, md5(data) FROM upgrade_agent_sessions WHERE id = $1 FOR UPDATE`, id).Scan(&diskSeq, &diskSum)
+		var diskXmin string
+		err := tx.QueryRow(ctx, `SELECT seq, xmin::text FROM upgrade_agent_sessions WHERE id = $1 FOR UPDATE`, id).Scan(&diskSeq, &diskXmin)
 		exists := err == nil
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return s.wrap("save session "+id, err)
 		}
 		if exists {
-			if err := s.verifyRow(ctx, tx, id, diskSeq, diskSum); err != nil {
+			if err := s.verifyRow(ctx, tx, id, diskSeq, diskXmin); err != nil {
 				return err
 			}
 		}
@@ -95,29 +97,29 @@ func (s *Store) Save(cp *checkpoint.Checkpoint) error {
 		if exists {
 			b.Queue(`INSERT INTO upgrade_agent_history (session_id, seq, data) SELECT id, seq, data FROM upgrade_agent_sessions WHERE id = $1
 				ON CONFLICT (session_id, seq) DO UPDATE SET data = EXCLUDED.data`, id)
-			b.Queue(`UPDATE upgrade_agent_sessions SET seq = $2, status = $3, updated_at = $4, data = $5 WHERE id = $1`,
-				id, next.Seq, string(next.Status), next.UpdatedAt, data)
 			b.Queue(`DELETE FROM upgrade_agent_history WHERE session_id = $1 AND seq <= $2`, id, next.Seq-1-checkpoint.HistoryLimit)
+			b.Queue(`UPDATE upgrade_agent_sessions SET seq = $2, status = $3, updated_at = $4, data = $5 WHERE id = $1 RETURNING xmin::text`,
+				id, next.Seq, string(next.Status), next.UpdatedAt, data).QueryRow(func(r pgx.Row) error { return r.Scan(&xmin) })
 		} else {
-			b.Queue(`INSERT INTO upgrade_agent_sessions (id, seq, status, updated_at, data) VALUES ($1, $2, $3, $4, $5)`,
-				id, next.Seq, string(next.Status), next.UpdatedAt, data)
+			b.Queue(`INSERT INTO upgrade_agent_sessions (id, seq, status, updated_at, data) VALUES ($1, $2, $3, $4, $5) RETURNING xmin::text`,
+				id, next.Seq, string(next.Status), next.UpdatedAt, data).QueryRow(func(r pgx.Row) error { return r.Scan(&xmin) })
 		}
 		return s.wrap("save session "+id, tx.SendBatch(ctx, b).Close())
 	})
 	if err != nil {
 		return err
 	}
-	s.known.Store(id, knownRow{seq: next.Seq, sum: md5Of(data)})
+	s.known.Store(id, knownRow{seq: next.Seq, xmin: xmin})
 	next.Checksum = sum
 	*cp = *next
 	return nil
 }
 
 // verifyRow makes sure the current row is sound before it is replaced: the
-// row this process last read or wrote is known to be; any other is read and
-// decoded.
-func (s *Store) verifyRow(ctx context.Context, tx pgx.Tx, id string, seq int, sum string) error {
-	if k, ok := s.known.Load(id); ok && k.(knownRow).seq == seq && hexMD5(k.(knownRow).sum) == sum {
+// row version this process last read or wrote (same xmin: no one has
+// updated it since) is known to be; any other is read and decoded.
+func (s *Store) verifyRow(ctx context.Context, tx pgx.Tx, id string, seq int, xmin string) error {
+	if k, ok := s.known.Load(id); ok && k.(knownRow).seq == seq && k.(knownRow).xmin == xmin {
 		return nil
 	}
 	var data []byte
@@ -304,11 +306,11 @@ func (s *Store) Import(path string) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	sum := md5Of(data)
+	sum := checkpoint.ChecksumOf(data)
 	err = s.tx(func(ctx context.Context, tx pgx.Tx) error {
 		var diskSeq int
-		var diskSum string
-		err := tx.QueryRow(ctx, `SELECT seq, md5(data) FROM upgrade_agent_sessions WHERE id = $1`, id).Scan(&diskSeq, &diskSum)
+		var disk []byte
+		err := tx.QueryRow(ctx, `SELECT seq, data FROM upgrade_agent_sessions WHERE id = $1`, id).Scan(&diskSeq, &disk)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			_, err := tx.Exec(ctx, `INSERT INTO upgrade_agent_sessions (id, seq, status, updated_at, data) VALUES ($1, $2, $3, $4, $5)`,
@@ -316,7 +318,7 @@ func (s *Store) Import(path string) (string, error) {
 			return s.wrap("import session "+id, err)
 		case err != nil:
 			return s.wrap("import session "+id, err)
-		case diskSeq == cp.Seq && diskSum == hexMD5(sum):
+		case diskSeq == cp.Seq && checkpoint.ChecksumOf(disk) == sum:
 			return nil
 		}
 		return checkpoint.Exists(id, fmt.Sprintf(
