@@ -78,8 +78,7 @@ func storePassword(o *GlobalOptions) string {
 
 // teamState is the store this process opened, once.
 type teamState struct {
-	pg    *pgstore.Store
-	files *checkpoint.FileStore
+	pg *pgstore.Store
 }
 
 // pgStore opens the PostgreSQL store (once per process); nil without one.

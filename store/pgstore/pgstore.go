@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -28,11 +27,6 @@ var ErrURL = errors.New("invalid store URL")
 
 // migrateLock is the advisory lock key under which the schema is created.
 const migrateLock int64 = 0x75706772_6d696772 // "upgrmigr"
-
-// IsURL reports whether s names a PostgreSQL store.
-func IsURL(s string) bool {
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
-}
 
 // Password returns the password of a store URL ("" when it has none), so
 // that callers can add it to the secrets they redact.

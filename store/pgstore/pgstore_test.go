@@ -73,8 +73,10 @@ func TestPostgresStoreConformance(t *testing.T) {
 			}
 			return url
 		},
-		Open: func(t *testing.T, url string, secrets ...string) checkpoint.SessionStore { return open(t, url, secrets...) },
-		Raw:  raw,
+		Open: func(t *testing.T, url string, secrets ...string) checkpoint.SessionStore {
+			return open(t, url, secrets...)
+		},
+		Raw: raw,
 		Corrupt: func(t *testing.T, url, id string, data []byte) {
 			exec(t, url, `UPDATE upgrade_agent_sessions SET data = $2 WHERE id = $1`, id, data)
 		},
