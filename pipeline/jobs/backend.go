@@ -101,12 +101,7 @@ func (s *Store) listBackend() ([]*Record, error) {
 		}
 		out = append(out, r)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.After(out[j].CreatedAt)
-		}
-		return out[i].ID < out[j].ID
-	})
+	sortNewestFirst(out)
 	return out, errors.Join(errs...)
 }
 
@@ -119,3 +114,13 @@ var hostname = func() string {
 
 // onThisHost reports whether the record's pid belongs to this machine.
 func onThisHost(r *Record) bool { return r.Host == "" || r.Host == hostname }
+
+// sortNewestFirst orders records most recently created first, then by id.
+func sortNewestFirst(out []*Record) {
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+}

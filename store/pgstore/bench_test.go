@@ -29,17 +29,7 @@ func longCheckpoint(id string) *checkpoint.Checkpoint {
 // BenchmarkLoadLongSession compares loading a 1,000-turn-sized checkpoint
 // from files and from PostgreSQL on loopback (docs/teams.md).
 func BenchmarkLoadLongSession(b *testing.B) {
-	files, err := checkpoint.OpenFileStore(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := pgtest.Need(b)
-	url, err := c.NewDatabase()
-	if err != nil {
-		b.Fatal(err)
-	}
-	pg := open(b, url)
-	for name, s := range map[string]checkpoint.SessionStore{"files": files, "postgres": pg} {
+	for name, s := range bothStores(b) {
 		if err := s.Save(longCheckpoint("long")); err != nil {
 			b.Fatal(err)
 		}
@@ -55,17 +45,7 @@ func BenchmarkLoadLongSession(b *testing.B) {
 
 // BenchmarkSaveLongSession is the same for a save (history kept).
 func BenchmarkSaveLongSession(b *testing.B) {
-	files, err := checkpoint.OpenFileStore(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := pgtest.Need(b)
-	url, err := c.NewDatabase()
-	if err != nil {
-		b.Fatal(err)
-	}
-	pg := open(b, url)
-	for name, s := range map[string]checkpoint.SessionStore{"files": files, "postgres": pg} {
+	for name, s := range bothStores(b) {
 		cp := longCheckpoint("long")
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
@@ -75,4 +55,17 @@ func BenchmarkSaveLongSession(b *testing.B) {
 			}
 		})
 	}
+}
+
+// bothStores is a fresh file store and a fresh PostgreSQL store.
+func bothStores(b *testing.B) map[string]checkpoint.SessionStore {
+	files, err := checkpoint.OpenFileStore(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	url, err := pgtest.Need(b).NewDatabase()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return map[string]checkpoint.SessionStore{"files": files, "postgres": open(b, url)}
 }
