@@ -188,3 +188,13 @@ func (a *auditor) Append(e audit.Entry) {
 		fmt.Fprintf(a.f.IO.ErrOut, "warning: audit trail: %s\n", redact.String(err.Error(), a.f.Secrets()...))
 	}
 }
+
+// needNamedSession refuses to pick "the latest session" in a shared store,
+// where the latest may be a colleague's: the person names it (the inbox
+// lists them), as one names the pull request one approves in Atlantis.
+func needNamedSession(f *Factory, what string) error {
+	if f.opts().Team.Store == "" {
+		return nil
+	}
+	return Usagef("%s needs a session id with a shared store (the most recent session may be someone else's); see upgrade-agent sessions list --pending", what)
+}

@@ -453,3 +453,16 @@ func openPG(t *testing.T, url string) *pgstore.Store {
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+// With a shared store, resume and ask --continue name the session: the
+// most recent one may be a colleague's.
+func TestTeamResumeNeedsASessionID(t *testing.T) {
+	tm := newTeam(t, "http://127.0.0.1:1/api")
+	m := tm.machine(t, "x@y")
+	for _, args := range [][]string{{"resume", "--answer", "yes"}, {"ask", "--continue", "hello"}} {
+		code, _, e := m.run(t, args...)
+		if code != 2 || !strings.Contains(e, "needs a session id") {
+			t.Errorf("%v: exit %d %s, want 2 asking for the id", args, code, e)
+		}
+	}
+}
