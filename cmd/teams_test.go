@@ -466,3 +466,31 @@ func TestTeamResumeNeedsASessionID(t *testing.T) {
 		}
 	}
 }
+
+// jobs cancel is in the audit trail, here the file store's JSONL.
+func TestAuditJobCancelledFileStore(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	env := agentEnv(t, "UPGRADE_AGENT_HOME="+state, "UPGRADE_AGENT_ACTOR=ops@desk")
+	js, err := jobs.OpenStore(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := js.Create(&jobs.Record{ID: "job-1", SessionID: "s1", Action: "test_condition_balance",
+		Params: json.RawMessage(`{"experiment_id":"e1","num_users":10}`), State: jobs.StateQueued, Attempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if code, o, e := agentIn(t, env, "jobs", "cancel", "job-1"); code != 0 {
+		t.Fatalf("jobs cancel: exit %d %s %s", code, o, e)
+	}
+	code, o, e := agentIn(t, env, "audit", "--actor", "ops@desk", "-o", "json")
+	var es []audit.Entry
+	if code != 0 || json.Unmarshal([]byte(o), &es) != nil || len(es) != 1 {
+		t.Fatalf("audit: exit %d %s %s", code, o, e)
+	}
+	if e := es[0]; e.Event != audit.JobCancelled || e.JobID != "job-1" || e.SessionID != "s1" || e.Target != "e1" || e.Actor != "ops@desk" || e.DBUser != "" {
+		t.Errorf("entry %+v", e)
+	}
+	if code, _, e := agentIn(t, env, "audit", "--since", "-1h"); code != 2 {
+		t.Errorf("--since -1h: exit %d %s, want 2", code, e)
+	}
+}
