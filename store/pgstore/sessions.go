@@ -160,7 +160,16 @@ func (s *Store) Lock(id string) (func(), error) {
 	}
 	var once sync.Once
 	return func() {
-		once.Do(func() { _ = conn.Close(context.Background()) }) // closing the session releases its locks
+		once.Do(func() {
+			// Released by the server before it answers, so the next holder
+			// (this machine's next command, say) finds it free at once;
+			// closing the connection alone releases it only once the server
+			// has noticed, a moment later.
+			ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+			defer cancel()
+			_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, lockKey("session", id))
+			_ = conn.Close(context.Background())
+		})
 	}, nil
 }
 
