@@ -327,7 +327,7 @@ func TestTeamJobTakenOverByAnotherMachine(t *testing.T) {
 	resumeBalance(t, b.env, resumeScript, session, 300)
 	users := 0
 	for _, u := range s.Users() {
-		if strings.HasPrefix(u.ID, jobs.UserPrefix(jobID)) {
+		if strings.HasPrefix(u.ID, jobs.Key(jobID)+"-") {
 			users++
 		}
 	}
@@ -335,17 +335,17 @@ func TestTeamJobTakenOverByAnotherMachine(t *testing.T) {
 		t.Errorf("the simulator knows %d users of the job, want 300", users)
 	}
 	for i := 0; i < 50; i++ {
-		if n := g.initsOf(actions.BalanceUserID(jobs.UserPrefix(jobID), i)); n != 1 {
+		if n := g.initsOf(actions.BalanceUserID(jobs.Key(jobID)+"-", i)); n != 1 {
 			t.Errorf("user %d of the committed batch was initialised %d times, want once", i, n)
 		}
 	}
 	rec, err = js.Load(jobID)
-	if err != nil || rec.State != jobs.StateSucceeded || rec.Attempts != 2 {
+	if err != nil || rec.State != actions.JobSucceeded || rec.Attempts != 2 {
 		t.Errorf("job record at the end: %+v %v", rec, err)
 	}
 	poll(t, "the second worker to exit", func() bool { return pidGone(rec.PID) })
 	var shown JobDetail
-	if err := json.Unmarshal([]byte(a.must(t, 0, "jobs", "show", jobID, "-o", "json")), &shown); err != nil || shown.State != jobs.StateSucceeded {
+	if err := json.Unmarshal([]byte(a.must(t, 0, "jobs", "show", jobID, "-o", "json")), &shown); err != nil || shown.State != actions.JobSucceeded {
 		t.Errorf("jobs show on the first machine: %+v %v", shown, err)
 	}
 	if got := events(b.audit(t, session)); got != "approved,job_started,job_finished,executed" {
@@ -476,7 +476,7 @@ func TestAuditJobCancelledFileStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, _, err := js.Create(&jobs.Record{ID: "job-1", SessionID: "s1", Action: "test_condition_balance",
-		Params: json.RawMessage(`{"experiment_id":"e1","num_users":10}`), State: jobs.StateQueued, Attempts: 1}); err != nil {
+		Params: json.RawMessage(`{"experiment_id":"e1","num_users":10}`), State: actions.JobQueued, Attempts: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if code, o, e := agentIn(t, env, "jobs", "cancel", "job-1"); code != 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/audit"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
 // Auditor receives the decisions of a turn for the audit trail
@@ -20,26 +21,27 @@ type Auditor interface {
 	Audit(e audit.Entry)
 }
 
+// WithAuditor gives the agent an audit trail (teams: docs/teams.md).
+func WithAuditor(au Auditor) Option { return func(a *Agent) { a.auditor = au } }
+
 // expiredNote is said with a confirmation that replaced an expired one.
 const expiredNote = "The earlier confirmation expired (older than approval_ttl), so nothing ran. This is the action as it stands on the server now; please confirm again."
 
 // audit records an event about p, when there is a trail.
 func (a *Agent) audit(t *turn, event string, p *Pending, e audit.Entry) {
-	if a.Audit == nil {
+	if a.auditor == nil {
 		return
 	}
 	e.Event = event
-	e.SessionID = t.sess.CP.SessionID
+	e.SessionID = t.sess.cp.SessionID
 	if p != nil {
 		e.ConfirmationID = p.ID
 		e.Action = p.Bound.Name
 		e.ParamsHash = p.Bound.Hash
-		if p.Plan != nil {
-			e.Destructive = p.Plan.Destructive
-		}
+		e.Destructive = p.Destructive
 		e.Target = a.targetName(t, p)
 	}
-	a.Audit.Audit(e)
+	a.auditor.Audit(e)
 }
 
 // targets remembers the target named for a confirmation, so that its
@@ -50,7 +52,7 @@ var targets sync.Map // confirmation id -> name
 // experiment it names by id, looked up by name.
 func (a *Agent) targetName(t *turn, p *Pending) string {
 	target := audit.TargetOf(p.Bound.Params)
-	if !uuidRE.MatchString(target) {
+	if !upgrade.IsUUID(target) {
 		return target
 	}
 	if v, ok := targets.Load(p.ID); ok && p.ID != "" {
@@ -80,7 +82,7 @@ func (a *Agent) lookupName(t *turn, target string) string {
 
 // expired reports whether p may no longer be approved (approval_ttl).
 func (a *Agent) expired(p *Pending) bool {
-	return a.ApprovalTTL > 0 && !p.CreatedAt.IsZero() && a.now().Sub(p.CreatedAt) > a.ApprovalTTL
+	return a.set.ApprovalTTL > 0 && !p.CreatedAt.IsZero() && a.now().Sub(p.CreatedAt) > a.set.ApprovalTTL
 }
 
 // expire replaces an expired pending confirmation with the same action
@@ -93,9 +95,11 @@ func (a *Agent) expire(ctx context.Context, t *turn) error {
 		return err
 	}
 	if cur == old {
-		cur = &Pending{ID: a.newID(), Bound: old.Bound, Plan: old.Plan, CreatedAt: a.now(), NeedsHuman: true}
+		renewed := *old
+		renewed.ID, renewed.CreatedAt, renewed.NeedsHuman = a.newID(), a.now(), true
+		cur = &renewed
 	}
-	a.audit(t, audit.Expired, old, audit.Entry{Message: "older than approval_ttl " + a.ApprovalTTL.String()})
+	a.audit(t, audit.Expired, old, audit.Entry{Message: "older than approval_ttl " + a.set.ApprovalTTL.String()})
 	t.sess.await(cur)
 	t.pending = cur
 	t.reaskOnly = true
@@ -106,7 +110,7 @@ func (a *Agent) expire(ctx context.Context, t *turn) error {
 
 // auditExecuted records a write's outcome and what the server answered.
 func (a *Agent) auditExecuted(t *turn, b *actions.Bound, result json.RawMessage, execErr error) {
-	if a.Audit == nil {
+	if a.auditor == nil {
 		return
 	}
 	p := t.approvedP
@@ -141,5 +145,5 @@ func (a *Agent) auditJobFinished(t *turn, b *actions.Bound, w *JobWait, st JobSt
 	if t.approvedP == nil {
 		t.approvedP = p
 	}
-	a.audit(t, audit.JobFinished, p, audit.Entry{JobID: st.ID, Outcome: st.State})
+	a.audit(t, audit.JobFinished, p, audit.Entry{JobID: st.ID, Outcome: string(st.State)})
 }

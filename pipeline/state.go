@@ -35,13 +35,14 @@ const (
 	IntentNeedsInfo    = "needs_info"
 )
 
-// Error types of State.Errors and the JSON output.
+// Error types of State.Errors and the JSON output (declared in actions,
+// where the job runner reads them too).
 const (
-	ErrTypeAPI        = "api"
-	ErrTypeAuth       = "auth"
-	ErrTypeValidation = "validation"
-	ErrTypeNotFound   = "not_found"
-	ErrTypeUnknown    = "unknown"
+	ErrTypeAPI        = actions.ErrTypeAPI
+	ErrTypeAuth       = actions.ErrTypeAuth
+	ErrTypeValidation = actions.ErrTypeValidation
+	ErrTypeNotFound   = actions.ErrTypeNotFound
+	ErrTypeUnknown    = actions.ErrTypeUnknown
 )
 
 // Exchange is one user message and the reply it got.
@@ -71,7 +72,10 @@ type ErrorEntry struct {
 
 // State is the session state of pipeline.md, stored as JSON in the
 // checkpoint. The names of the spec are kept; fields after the blank line are
-// additions.
+// additions. action_needed, action_params, missing_params,
+// needs_confirmation and confirmation_message are the stored form of the
+// Session's draft and pending confirmation: Session.sync writes them, and
+// a turn reads the typed values instead.
 type State struct {
 	UserInput            string                   `json:"user_input"`
 	ConversationHistory  []Exchange               `json:"conversation_history"`
@@ -165,18 +169,6 @@ func (s *State) resetTurn(input string) {
 	s.ConversationComplete = false
 	s.CurrentState = StateAnalyzing
 	s.TurnActions = nil
-}
-
-// clearPending drops the pending action, its params, its confirmation and
-// the missing-param list: after a denial, an execution or a replacement.
-func (s *State) clearPending() {
-	s.ActionNeeded = ""
-	s.ActionParams = nil
-	s.MissingParams = []string{}
-	s.NextStep = ""
-	s.ActionReasoning = ""
-	s.NeedsConfirmation = false
-	s.ConfirmationMessage = ""
 }
 
 func (s *State) addError(typ, msg string) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/audit"
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/jobs"
 )
 
@@ -375,17 +376,17 @@ func testJobs(t *testing.T, h Harness) {
 	spec := h.Fresh(t)
 	a, b := h.Jobs(t, spec), h.Jobs(t, spec)
 	rec := &jobs.Record{ID: "job1", SessionID: "s", Action: "test_condition_balance", Params: json.RawMessage(`{}`),
-		State: jobs.StateQueued, Progress: jobs.Progress{Total: 400}}
+		State: actions.JobQueued, Progress: actions.Progress{Total: 400}}
 	if _, created, err := a.Create(rec); err != nil || !created {
 		t.Fatalf("create: %v %v", created, err)
 	}
-	if old, created, err := b.Create(&jobs.Record{ID: "job1", Action: "other", State: jobs.StateQueued}); err != nil || created || old.Action != "test_condition_balance" {
+	if old, created, err := b.Create(&jobs.Record{ID: "job1", Action: "other", State: actions.JobQueued}); err != nil || created || old.Action != "test_condition_balance" {
 		t.Fatalf("second create: %+v %v %v, want the first record kept", old, created, err)
 	}
 	// Worker A claims and commits batches; then its machine is gone.
 	old := time.Now().UTC()
 	if _, err := a.Update("job1", func(r *jobs.Record) error {
-		r.State, r.Worker, r.PID, r.HeartbeatAt, r.Attempts = jobs.StateRunning, "token-a", 0, &old, 1
+		r.State, r.Worker, r.PID, r.HeartbeatAt, r.Attempts = actions.JobRunning, "token-a", 0, &old, 1
 		r.Progress.Done = 120
 		return nil
 	}); err != nil {
