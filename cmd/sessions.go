@@ -16,10 +16,7 @@ import (
 func newCmdSessions(f *Factory) *cobra.Command {
 	c := groupCmd("sessions", "Inspect stored sessions (checkpoints)")
 	c.AddCommand(
-		&cobra.Command{
-			Use: "list", Short: "List sessions, most recent first", Args: noArgs,
-			RunE: func(c *cobra.Command, _ []string) error { return runSessionsList(c.Context(), f) },
-		},
+		newCmdSessionsList(f),
 		&cobra.Command{
 			Use: "show SESSION", Short: "Show one session", Args: exactArgs("SESSION"),
 			RunE: func(c *cobra.Command, args []string) error { return runSessionsShow(c.Context(), f, args[0]) },
@@ -28,6 +25,8 @@ func newCmdSessions(f *Factory) *cobra.Command {
 			Use: "rm SESSION...", Short: "Remove sessions", Args: cobra.MinimumNArgs(1),
 			RunE: func(c *cobra.Command, args []string) error { return runSessionsRm(c.Context(), f, args) },
 		},
+		newCmdSessionsExport(f),
+		newCmdSessionsImport(f),
 	)
 	return c
 }
@@ -109,7 +108,7 @@ func runSessionsShow(_ context.Context, f *Factory, id string) error {
 	}
 	d := SessionDetail{ID: cp.SessionID, Status: string(cp.Status), Turns: cp.Counters.Turns, CreatedAt: cp.CreatedAt,
 		UpdatedAt: cp.UpdatedAt, Usage: cp.Usage, Interrupt: cp.Interrupt, PendingAction: st.ActionNeeded,
-		History: st.ConversationHistory, Actions: st.ExecutionLog, Path: store.Path(id)}
+		History: st.ConversationHistory, Actions: st.ExecutionLog, Path: store.Where(id)}
 	if out := f.opts().Output; out == "json" || out == "yaml" {
 		return WriteData(f.IO.Out, out, d)
 	}

@@ -498,6 +498,7 @@ func (a *Agent) responder(ctx context.Context, t *turn) (string, error) {
 		// The person must read the confirmation node's text verbatim.
 		text += "\n\n" + p.Message
 	}
+	text = expiryNoted(t, text)
 	t.st.FinalResponse = text
 	a.respond(t, text)
 	return routeAfterResponder(a.outputEnabled()), nil
