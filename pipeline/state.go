@@ -212,6 +212,10 @@ func (s *State) invalidate(caches []actions.Cache) {
 			delete(s.GatheredInfo, "enrollment_details")
 		case actions.CacheContexts:
 			s.ContextMetadata = nil
+		case actions.CacheFlags:
+			for _, k := range flagInfoKeys {
+				delete(s.GatheredInfo, k)
+			}
 		}
 	}
 }

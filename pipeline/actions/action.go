@@ -27,6 +27,20 @@ const (
 	TestConditionBalance        Name = "test_condition_balance"
 )
 
+// The feature flag and segment actions.
+const (
+	CreateFeatureFlag       Name = "create_feature_flag"
+	UpdateFeatureFlag       Name = "update_feature_flag"
+	UpdateFeatureFlagStatus Name = "update_feature_flag_status"
+	DeleteFeatureFlag       Name = "delete_feature_flag"
+	AddFeatureFlagList      Name = "add_feature_flag_list"
+	UpdateFeatureFlagList   Name = "update_feature_flag_list"
+	RemoveFeatureFlagList   Name = "remove_feature_flag_list"
+	CreateSegment           Name = "create_segment"
+	UpdateSegment           Name = "update_segment"
+	DeleteSegment           Name = "delete_segment"
+)
+
 // ErrUnknownAction is returned (wrapped) for a name no action answers to.
 var ErrUnknownAction = errors.New("unknown action")
 
@@ -43,6 +57,9 @@ type Cache string
 
 // The caches of the session state (spec/pipeline.md, State).
 const (
+	// CacheFlags: gathered_info.feature_flags, feature_flag_details,
+	// segments and segment_details.
+	CacheFlags Cache = "flags"
 	// CacheExperiments: experiment_names, all_experiments and
 	// gathered_info.experiment_details.
 	CacheExperiments Cache = "experiments"
@@ -228,7 +245,9 @@ func register(a Action) {
 
 // specOrder is the order of spec/pipeline.md; Names keeps it.
 var specOrder = []Name{CreateExperiment, UpdateExperiment, UpdateExperimentStatus, DeleteExperiment,
-	InitExperimentUser, GetDecisionPointAssignments, MarkDecisionPoint, VisitDecisionPoint, TestConditionBalance}
+	InitExperimentUser, GetDecisionPointAssignments, MarkDecisionPoint, VisitDecisionPoint, TestConditionBalance,
+	CreateFeatureFlag, UpdateFeatureFlag, UpdateFeatureFlagStatus, DeleteFeatureFlag,
+	AddFeatureFlagList, UpdateFeatureFlagList, RemoveFeatureFlagList, CreateSegment, UpdateSegment, DeleteSegment}
 
 // Names lists the built-in actions in the order of spec/pipeline.md.
 func Names() []Name {

@@ -257,8 +257,8 @@ func TestEssential(t *testing.T) {
 
 func TestSpecs(t *testing.T) {
 	names := Names()
-	if len(names) != 9 {
-		t.Fatalf("Names() has %d actions, want 9", len(names))
+	if len(names) != 19 {
+		t.Fatalf("Names() has %d actions, want 19", len(names))
 	}
 	want := map[Name][4]bool{ // destructive, long-running, invalidates experiments, invalidates enrollment
 		CreateExperiment:            {false, false, true, false},
@@ -270,6 +270,16 @@ func TestSpecs(t *testing.T) {
 		MarkDecisionPoint:           {true, false, false, true},
 		VisitDecisionPoint:          {true, false, false, true},
 		TestConditionBalance:        {true, true, false, true},
+		CreateFeatureFlag:           {false, false, false, false},
+		UpdateFeatureFlag:           {false, false, false, false},
+		UpdateFeatureFlagStatus:     {true, false, false, false},
+		DeleteFeatureFlag:           {true, false, false, false},
+		AddFeatureFlagList:          {false, false, false, false},
+		UpdateFeatureFlagList:       {false, false, false, false},
+		RemoveFeatureFlagList:       {true, false, false, false},
+		CreateSegment:               {false, false, false, false},
+		UpdateSegment:               {false, false, true, false},
+		DeleteSegment:               {true, false, true, false},
 	}
 	for _, n := range names {
 		a, ok := Lookup(string(n))

@@ -19,6 +19,7 @@ type checker struct {
 	ctx      context.Context
 	api      API
 	meta     upgrade.ContextMetadata
+	segs     *segDir // the public segments, read once (flag and segment actions)
 	problems []Problem
 }
 

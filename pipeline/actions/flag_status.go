@@ -1,0 +1,109 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// UpdateFeatureFlagStatusParams are the params of update_feature_flag_status.
+type UpdateFeatureFlagStatusParams struct {
+	FlagID string `json:"flag_id" jsonschema:"id of the flag (a key or name is resolved)"`
+	Status string `json:"status" jsonschema:"enabled (served), disabled or archived (served to nobody)"`
+}
+
+// Action implements Params.
+func (UpdateFeatureFlagStatusParams) Action() Name { return UpdateFeatureFlagStatus }
+
+func (p UpdateFeatureFlagStatusParams) canonical() UpdateFeatureFlagStatusParams {
+	return UpdateFeatureFlagStatusParams{FlagID: idValue(p.FlagID), Status: flagStatusValue(p.Status)}
+}
+
+func init() {
+	register(&builtin[UpdateFeatureFlagStatusParams]{
+		spec: Spec{Name: string(UpdateFeatureFlagStatus), Destructive: true, Invalidates: []Cache{CacheFlags},
+			Schema: schemaOf[UpdateFeatureFlagStatusParams](), Description: "Turn a feature flag on (enabled) or off (disabled, archived)."},
+		validate: func(c *checker, p UpdateFeatureFlagStatusParams) error {
+			f, err := c.flag("flag_id", p.FlagID)
+			if err != nil || f == nil {
+				return err
+			}
+			switch {
+			case p.Status == "":
+				c.missing("status", "status is required (enabled, disabled or archived)")
+			case !contains(flagStatuses, p.Status):
+				c.addValue("status", p.Status, "unknown status; use enabled, disabled or archived")
+			case f.Status == p.Status:
+				c.add("status", "feature flag %q is already %s", f.Name, p.Status)
+			}
+			return nil
+		},
+		plan:    planFlagStatus,
+		execute: executeFlagStatus,
+		reconcile: func(ctx context.Context, env Env, p UpdateFeatureFlagStatusParams, _ string, _ time.Time) (Reconciliation, error) {
+			return reconcileFlagFields(ctx, env, p.FlagID, func(f flagState) flagState { f.Status = p.Status; return f }, "status change")
+		},
+		report: reportAs(func(r flagStatusResult) string {
+			s := fmt.Sprintf("Feature flag %q (key %s) is now %s (it was %s).", r.Name, r.Key, r.Status, r.PreviousStatus)
+			if r.Status == FlagEnabled {
+				s += " Who gets it: " + r.Reach + "."
+			} else {
+				s += " Nobody gets it."
+			}
+			return s
+		}),
+	})
+}
+
+func planFlagStatus(b *planBuilder, p UpdateFeatureFlagStatusParams) error {
+	f, err := readFlag(b.ctx, b.api, p.FlagID)
+	if err != nil {
+		return err
+	}
+	d, err := readSegments(b.ctx, b.api)
+	if err != nil {
+		return err
+	}
+	b.pinObject(f.ID, f.Version)
+	n := f
+	n.Status = p.Status
+	b.line("change the status of feature flag %s: %s -> %s.", flagHeader(f), identOrNone(f.Status), p.Status)
+	listLines(b, "Include lists", f.Include, d)
+	listLines(b, "Exclude lists", f.Exclude, d)
+	b.line("Who gets it now: %s.", reach(f, d))
+	b.line("After the change: %s.", reach(n, d))
+	reachWarnings(b, n)
+	return nil
+}
+
+type flagStatusResult struct {
+	ID             string `json:"id"`
+	Name           string `json:"name"`
+	Key            string `json:"key"`
+	PreviousStatus string `json:"previous_status"`
+	Status         string `json:"status"`
+	Reach          string `json:"reach"`
+}
+
+func executeFlagStatus(ctx context.Context, env Env, p UpdateFeatureFlagStatusParams, _ string) (Outcome, error) {
+	cur, err := readFlag(ctx, env.API, p.FlagID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	want := cur
+	want.Status = p.Status
+	if cur.Status != p.Status {
+		if _, err := env.API.SetFlagStatus(ctx, p.FlagID, p.Status); err != nil {
+			return Outcome{}, err
+		}
+	}
+	held, err := holdFlag(ctx, env.API, want)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("feature flag %q: the status was sent, but %w", cur.Name, err)
+	}
+	d, err := readSegments(ctx, env.API)
+	if err != nil {
+		d = &segDir{} // the result is still true; the names are a nicety
+	}
+	return result(flagStatusResult{ID: held.ID, Name: held.Name, Key: held.Key, PreviousStatus: cur.Status, Status: held.Status, Reach: reach(held, d)})
+}

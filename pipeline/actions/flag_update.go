@@ -1,0 +1,214 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// UpdateFeatureFlagParams are the params of update_feature_flag: every
+// field but FlagID is a pointer, nil meaning "leave as it is". Lists have
+// actions of their own.
+type UpdateFeatureFlagParams struct {
+	FlagID      string    `json:"flag_id" jsonschema:"id of the flag (a key or name is resolved)"`
+	Name        *string   `json:"name,omitempty"`
+	Key         *string   `json:"key,omitempty"`
+	Context     *string   `json:"context,omitempty" jsonschema:"refused for a flag with lists: UpGrade would drop every list"`
+	Description *string   `json:"description,omitempty"`
+	Tags        *[]string `json:"tags,omitempty"`
+	Status      *string   `json:"status,omitempty" jsonschema:"enabled, disabled or archived"`
+	FilterMode  *string   `json:"filter_mode,omitempty" jsonschema:"excludeAll (nobody but the included) or includeAll (everyone but the excluded)"`
+}
+
+// Action implements Params.
+func (UpdateFeatureFlagParams) Action() Name { return UpdateFeatureFlag }
+
+func (p UpdateFeatureFlagParams) canonical() UpdateFeatureFlagParams {
+	c := UpdateFeatureFlagParams{FlagID: idValue(p.FlagID), Name: trimPtr(p.Name), Key: trimPtr(p.Key), Context: trimPtr(p.Context),
+		Description: trimPtr(p.Description), Tags: keepList(p.Tags), FilterMode: enumPtr(p.FilterMode, flagFilterModes)}
+	if p.Status != nil {
+		s := flagStatusValue(*p.Status)
+		c.Status = &s
+	}
+	return c
+}
+
+func init() {
+	register(&builtin[UpdateFeatureFlagParams]{
+		spec: Spec{Name: string(UpdateFeatureFlag), Invalidates: []Cache{CacheFlags}, Schema: schemaOf[UpdateFeatureFlagParams](),
+			Description: "Change fields of a feature flag (name, key, context, description, tags, status, filter mode); only the fields given change. Lists have their own actions."},
+		validate:  validateUpdateFlag,
+		plan:      planUpdateFlag,
+		execute:   executeUpdateFlag,
+		reconcile: reconcileUpdateFlag,
+		report:    reportAs(reportFlag("Updated")),
+	})
+}
+
+func (p UpdateFeatureFlagParams) touches() bool {
+	return p.Name != nil || p.Key != nil || p.Context != nil || p.Description != nil || p.Tags != nil || p.Status != nil || p.FilterMode != nil
+}
+
+// applyFlagUpdate is the flag after the update; its lists stay.
+func applyFlagUpdate(f flagState, p UpdateFeatureFlagParams) flagState {
+	n := f
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&n.Name, p.Name)
+	set(&n.Key, p.Key)
+	set(&n.Description, p.Description)
+	set(&n.Status, p.Status)
+	set(&n.FilterMode, p.FilterMode)
+	if p.Context != nil && *p.Context != f.Context {
+		n.Context = *p.Context
+		n.Contexts = []string{*p.Context}
+	}
+	if p.Tags != nil {
+		n.Tags = nonEmpty(*p.Tags)
+	}
+	return n
+}
+
+func validateUpdateFlag(c *checker, p UpdateFeatureFlagParams) error {
+	f, err := c.flag("flag_id", p.FlagID)
+	if err != nil || f == nil {
+		return err
+	}
+	if !p.touches() {
+		c.missing("fields", "name at least one field to change (lists have their own actions: add_feature_flag_list, update_feature_flag_list, remove_feature_flag_list)")
+		return nil
+	}
+	n := applyFlagUpdate(*f, p)
+	if n.Context != f.Context && f.hasLists() {
+		c.add("context", "flag %q has %s: UpGrade drops every list of a flag whose context changes; remove the lists first, or create a new flag in context %s",
+			f.Name, plural(len(f.Include)+len(f.Exclude), "list", "lists"), n.Context)
+		return nil
+	}
+	if p.Name != nil && n.Name == "" {
+		c.add("name", "name cannot be empty")
+	}
+	if p.Key != nil && n.Key == "" {
+		c.add("key", "key cannot be empty")
+	}
+	return c.flagRules(n.Name, n.Key, n.Context, n.Status, n.FilterMode, f.ID, n.Key != f.Key || n.Context != f.Context)
+}
+
+// flagFieldChanges lists "field: old -> new" for every field that differs.
+func flagFieldChanges(cur, next flagState) []string {
+	var out []string
+	add := func(name, o, n string) {
+		if o != n {
+			out = append(out, fmt.Sprintf("%s: %s -> %s", name, o, n))
+		}
+	}
+	add("name", quoteOrNone(cur.Name), quoteOrNone(next.Name))
+	add("key", quoteOrNone(cur.Key), quoteOrNone(next.Key))
+	add("context", identOrNone(cur.Context), identOrNone(next.Context))
+	add("description", quoteOrNone(cur.Description), quoteOrNone(next.Description))
+	add("tags", fmtUsers(cur.Tags), fmtUsers(next.Tags))
+	add("status", identOrNone(cur.Status), identOrNone(next.Status))
+	add("filter_mode", identOrNone(cur.FilterMode), identOrNone(next.FilterMode))
+	return out
+}
+
+func planUpdateFlag(b *planBuilder, p UpdateFeatureFlagParams) error {
+	f, err := readFlag(b.ctx, b.api, p.FlagID)
+	if err != nil {
+		return err
+	}
+	d, err := readSegments(b.ctx, b.api)
+	if err != nil {
+		return err
+	}
+	b.pinObject(f.ID, f.Version)
+	n := applyFlagUpdate(f, p)
+	b.line("Update feature flag %s:", flagHeader(f))
+	changes := flagFieldChanges(f, n)
+	for _, c := range changes {
+		b.line("  %s", c)
+	}
+	if len(changes) == 0 {
+		b.line("  (no change: every value given equals the current one)")
+		b.warn("nothing would change")
+	}
+	before, after := reach(f, d), reach(n, d)
+	if before == after {
+		b.line("Who gets it (unchanged): %s.", after)
+	} else {
+		b.line("Who gets it now: %s.", before)
+		b.line("After the change: %s.", after)
+	}
+	if n.Key != f.Key {
+		b.warn("clients that ask for key %s stop getting the flag; they must ask for %s", quote(f.Key), quote(n.Key))
+	}
+	reachWarnings(b, n)
+	if n.Key != f.Key || n.Context != f.Context {
+		return keyCaseWarning(b, n.Key, n.Context, f.ID)
+	}
+	return nil
+}
+
+func executeUpdateFlag(ctx context.Context, env Env, p UpdateFeatureFlagParams, _ string) (Outcome, error) {
+	cur, err := readFlag(ctx, env.API, p.FlagID)
+	if err != nil {
+		return Outcome{}, err
+	}
+	want := applyFlagUpdate(cur, p)
+	if err := writeFlagFields(ctx, env.API, cur, want); err != nil {
+		return Outcome{}, err
+	}
+	held, err := holdFlag(ctx, env.API, want)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("feature flag %q was updated, but %w", want.Name, err)
+	}
+	return result(flagResult(held))
+}
+
+// writeFlagFields sends the fields that differ: a filter mode or a status
+// alone through its own route (as the web UI does), anything else with a
+// PUT of the whole flag.
+func writeFlagFields(ctx context.Context, api API, cur, want flagState) error {
+	changes := flagFieldChanges(cur, want)
+	only := func(field string) bool {
+		return len(changes) == 1 && strings.HasPrefix(changes[0], field+":")
+	}
+	switch {
+	case len(changes) == 0:
+		return nil
+	case only("filter_mode"):
+		_, err := api.SetFlagFilterMode(ctx, want.ID, want.FilterMode)
+		return err
+	case only("status"):
+		_, err := api.SetFlagStatus(ctx, want.ID, want.Status)
+		return err
+	}
+	_, err := api.UpdateFlag(ctx, flagBodyOf(want))
+	return err
+}
+
+func reconcileUpdateFlag(ctx context.Context, env Env, p UpdateFeatureFlagParams, _ string, _ time.Time) (Reconciliation, error) {
+	return reconcileFlagFields(ctx, env, p.FlagID, func(f flagState) flagState { return applyFlagUpdate(f, p) }, "update")
+}
+
+// reconcileFlagFields reads the flag and tells whether it already has the
+// values the action sets.
+func reconcileFlagFields(ctx context.Context, env Env, id string, apply func(flagState) flagState, what string) (Reconciliation, error) {
+	f, err := readFlag(ctx, env.API, id)
+	if err != nil {
+		if isNotFound(err) {
+			return Reconciliation{Outcome: OutcomeUnknown, Note: fmt.Sprintf("feature flag %s no longer exists", id)}, nil
+		}
+		return Reconciliation{}, fmt.Errorf("reconcile %s: %w", what, err)
+	}
+	if changes := flagFieldChanges(f, apply(f)); len(changes) > 0 {
+		return Reconciliation{Outcome: OutcomeNotDone,
+			Note: fmt.Sprintf("feature flag %q does not have the new values yet (%s): the %s did not happen", f.Name, strings.Join(changes, "; "), what)}, nil
+	}
+	raw, err := result(flagResult(f))
+	return Reconciliation{Outcome: OutcomeDone, Result: raw.Result,
+		Note: fmt.Sprintf("feature flag %q already has every value of the %s", f.Name, what)}, err
+}
