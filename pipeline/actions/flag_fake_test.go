@@ -23,6 +23,9 @@ type flagStore struct {
 	expRows  []upgrade.ExperimentUsageRow // experiment inclusion rows (tests set them)
 	n        int
 	tick     int
+	// forceStatus, when set, is the status every created flag gets (a
+	// server that does not keep what was sent).
+	forceStatus string
 }
 
 func newFlagStore() *flagStore {
@@ -172,6 +175,9 @@ func (f *fakeAPI) CreateFlag(ctx context.Context, in *upgrade.FeatureFlag) (*upg
 	c := clone(*in)
 	c.ID = f.fl.newID()
 	c.Inclusion, c.Exclusion = nil, nil
+	if f.fl.forceStatus != "" {
+		c.Status = f.fl.forceStatus
+	}
 	c.CreatedAt = f.fl.stamp()
 	c.UpdatedAt, c.VersionNumber = c.CreatedAt, 1
 	f.fl.order = append(f.fl.order, c.ID)
