@@ -28,11 +28,11 @@ type flagList struct {
 // flagState is a flag as the actions see it.
 type flagState struct {
 	ID, Name, Key, Context, Status, FilterMode, Description string
-	Contexts                                               []string
-	Tags                                                   []string
-	Include, Exclude                                       []flagList
-	Version                                                string
-	CreatedAt                                              string
+	Contexts                                                []string
+	Tags                                                    []string
+	Include, Exclude                                        []flagList
+	Version                                                 string
+	CreatedAt                                               string
 }
 
 func flagStateOf(f *upgrade.FeatureFlag) flagState {
