@@ -150,7 +150,7 @@ func gathererTools(extra ...*toolDef) *toolSet {
 				}
 				return res, nil
 			}),
-		newTool("get_core_terms", "UpGrade terminology: context, unit, consistency, post rule, decision point, segments, statuses.", true,
+		newTool("get_core_terms", "UpGrade terminology: context, unit, consistency, post rule, decision point, statuses; feature flags (filter modes, lists, include/exclude precedence), flags vs experiments, segments.", true,
 			func(_ context.Context, t *turn, _ noArgs) (any, error) {
 				t.update(func(s *State) { s.setInfo("core_terms", "", coreTerms) })
 				return coreTerms, nil
@@ -193,6 +193,7 @@ func gathererTools(extra ...*toolDef) *toolSet {
 				return map[string]any{"context": a.Context, "group_types": ci.GroupTypes}, nil
 			}),
 	}
+	defs = append(defs, flagTools()...)
 	for _, name := range actions.Names() {
 		defs = append(defs, schemaTool(name))
 	}
@@ -394,6 +395,12 @@ func (t *turn) resolveRefs(ctx context.Context, act actions.Action, b *actions.B
 			return nil, inputErrorf("%s: %v", strings.Join(path, "."), err)
 		}
 		obj[key] = id
+		changed = true
+	}
+	// A flag named by key or name, segments by name: the same, for flags.
+	if c, err := actions.ResolveFlagRefs(ctx, t.api(), act.Spec().Name, m); err != nil {
+		return nil, inputErrorf("%v", err)
+	} else if c {
 		changed = true
 	}
 	if !changed {

@@ -208,6 +208,7 @@ func (s *State) invalidate(caches []actions.Cache) {
 			s.ExperimentNames = nil
 			s.AllExperiments = nil
 			delete(s.GatheredInfo, "experiment_details")
+			delete(s.GatheredInfo, "experiment_history")
 		case actions.CacheEnrollment:
 			delete(s.GatheredInfo, "enrollment_details")
 		case actions.CacheContexts:
