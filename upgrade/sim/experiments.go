@@ -227,6 +227,7 @@ func (s *Sim) insertLocked(e *upgrade.Experiment, payloads []conditionPayload) (
 		s.st.Experiments = append(s.st.Experiments, e)
 	}
 	s.idx[e.ID] = e
+	s.auditExperiment(upgrade.AuditExperimentCreated, e, nil)
 	return e, nil
 }
 
@@ -290,6 +291,7 @@ func (s *Sim) setStateLocked(id string, st upgrade.State, scheduleDate *string) 
 	}
 	s.st.Experiments[slices.Index(s.st.Experiments, old)] = &e
 	s.idx[id] = &e
+	s.auditExperiment(upgrade.AuditExperimentStateChanged, &e, obj{"previousState": old.State.Display(), "newState": st.Display()})
 	if st == upgrade.StateEnrolling && old.State != upgrade.StateEnrollmentComplete {
 		s.excludeReachedLocked(&e)
 	}

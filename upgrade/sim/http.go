@@ -67,7 +67,7 @@ func storageError(err error) *apiError {
 
 // errorBody is UpGrade's error document.
 type errorBody struct {
-	Name      string          `json:"name"`
+	Name      string          `json:"name,omitempty"` // absent on some 400s of the segment routes
 	Message   string          `json:"message"`
 	EndPoint  string          `json:"endPoint"`
 	ErrorCode int             `json:"errorCode"`
@@ -122,7 +122,7 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 		if admin && !s.authorized(c) {
 			return
 		}
-		if method == http.MethodPost || method == http.MethodPut {
+		if method != http.MethodGet {
 			if !c.readBody() {
 				return
 			}
@@ -165,6 +165,10 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 	case len(segs) == 2 && low[0] == "v6" && low[1] == "mark" && m == http.MethodPost:
 		route(m, false, s.handleMark)
 	default:
+		if h, admin := s.catalogRoute(m, segs, low); h != nil {
+			route(m, admin, h)
+			return
+		}
 		notFoundPage(w, r)
 	}
 }
