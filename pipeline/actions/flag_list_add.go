@@ -110,19 +110,28 @@ type listActionResult struct {
 	Kind   string     `json:"kind"`
 	List   ListResult `json:"list"`
 	Action string     `json:"action"` // added, updated, removed
+	Reach  string     `json:"reach,omitempty"`
+}
+
+// withReach adds whom the flag reaches now to a list action's result.
+func (r listActionResult) withReach(ctx context.Context, api API, f flagState) listActionResult {
+	if d, err := readSegments(ctx, api); err == nil {
+		r.Reach = reach(f, d)
+	}
+	return r
 }
 
 func reportList(r listActionResult) string {
-	return fmt.Sprintf("%s the %s list %s of feature flag %q (key %s). The flag now has %s and %s.",
-		capitalize(r.Action), r.Kind, r.List.ID, r.Flag.Name, r.Flag.Key,
-		plural(len(r.Flag.IncludeLists), "include list", "include lists"), plural(len(r.Flag.ExcludeLists), "exclude list", "exclude lists"))
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
+	how := map[string]string{"added": "Added %s list %s to", "updated": "Updated %s list %s of", "removed": "Removed %s list %s from"}[r.Action]
+	if how == "" {
+		how = "Changed %s list %s of"
 	}
-	return string(s[0]-'a'+'A') + s[1:]
+	s := fmt.Sprintf(how+" feature flag %q (key %s). It now has %s and %s.", r.Kind, r.List.ID, r.Flag.Name, r.Flag.Key,
+		plural(len(r.Flag.IncludeLists), "include list", "include lists"), plural(len(r.Flag.ExcludeLists), "exclude list", "exclude lists"))
+	if r.Reach != "" {
+		s += " Who gets it: " + r.Reach + "."
+	}
+	return s
 }
 
 // addListID is the id an added list gets: derived from the approved
@@ -164,7 +173,7 @@ func executeAddList(ctx context.Context, env Env, p AddFeatureFlagListParams, ke
 	if got.ID == "" {
 		got = l
 	}
-	return result(listActionResult{Flag: flagResult(held), Kind: p.Kind, List: listResult(got), Action: "added"})
+	return result(listActionResult{Flag: flagResult(held), Kind: p.Kind, List: listResult(got), Action: "added"}.withReach(ctx, env.API, held))
 }
 
 func reconcileAddList(ctx context.Context, env Env, p AddFeatureFlagListParams, key string, startedAt time.Time) (Reconciliation, error) {

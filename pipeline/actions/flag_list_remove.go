@@ -77,7 +77,7 @@ func executeRemoveList(ctx context.Context, env Env, p RemoveFeatureFlagListPara
 	if _, still := held.anyList(p.ListID); still {
 		return Outcome{}, fmt.Errorf("feature flag %q: the server answered the removal, but still has %s list %s", cur.Name, p.Kind, p.ListID)
 	}
-	return result(listActionResult{Flag: flagResult(held), Kind: p.Kind, List: listResult(l), Action: "removed"})
+	return result(listActionResult{Flag: flagResult(held), Kind: p.Kind, List: listResult(l), Action: "removed"}.withReach(ctx, env.API, held))
 }
 
 func reconcileRemoveList(ctx context.Context, env Env, p RemoveFeatureFlagListParams, _ string, _ time.Time) (Reconciliation, error) {

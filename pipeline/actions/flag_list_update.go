@@ -195,7 +195,7 @@ func executeUpdateList(ctx context.Context, env Env, p UpdateFeatureFlagListPara
 		return Outcome{}, fmt.Errorf("the %s list %s of feature flag %q was written, but %w", p.Kind, l.ID, cur.Name, err)
 	}
 	got, _ := held.list(p.Kind, l.ID)
-	return result(listActionResult{Flag: flagResult(held), Kind: p.Kind, List: listResult(got), Action: "updated"})
+	return result(listActionResult{Flag: flagResult(held), Kind: p.Kind, List: listResult(got), Action: "updated"}.withReach(ctx, env.API, held))
 }
 
 func reconcileUpdateList(ctx context.Context, env Env, p UpdateFeatureFlagListParams, _ string, _ time.Time) (Reconciliation, error) {

@@ -452,8 +452,10 @@ var setupExperimentKeys = []string{"name", "context", "status", "description", "
 	"inclusion_users", "inclusion_groups", "exclusion_users", "exclusion_groups"}
 
 func (d *decoder) setup(n *yaml.Node, s *Setup) error {
-	return d.mapping(n, "setup", []string{"auth_required", "experiments", "users"}, func(key string, _, v *yaml.Node) error {
+	return d.mapping(n, "setup", []string{"auth_required", "experiments", "users", "segments", "flags"}, func(key string, _, v *yaml.Node) error {
 		switch key {
+		case "segments", "flags":
+			return d.setupFlagsAndSegments(key, v, s)
 		case "auth_required":
 			var err error
 			s.AuthRequired, err = d.boolean(v, "setup.auth_required")
@@ -845,9 +847,11 @@ func (d *decoder) expectErrors(n *yaml.Node, what string) ([]ExpectError, error)
 }
 
 func (d *decoder) expectBackend(n *yaml.Node, what string, b *ExpectBackend) error {
-	return d.mapping(n, what, []string{"experiments", "experiment_absent", "experiment_count", "users"}, func(key string, _, v *yaml.Node) error {
+	return d.mapping(n, what, []string{"experiments", "experiment_absent", "experiment_count", "users", "flags", "flag_absent", "segments", "segment_absent"}, func(key string, _, v *yaml.Node) error {
 		w := what + "." + key
 		switch key {
+		case "flags", "flag_absent", "segments", "segment_absent":
+			return d.expectFlags(key, v, w, b)
 		case "experiments":
 			list, err := d.subsetList(v, w, "name", setupExperimentKeys)
 			b.Experiments = list
@@ -889,7 +893,7 @@ func (d *decoder) subsetList(n *yaml.Node, what, idKey string, known []string) (
 			if err != nil {
 				return err
 			}
-			if key == "status" {
+			if key == "status" && idKey != "key" { // a flag's status is not an experiment state
 				s, ok := val.(string)
 				if !ok || !upgrade.NormalizeState(s).Valid() {
 					return d.errf(v, "%s.status: unknown state %s", w, kindName(v))

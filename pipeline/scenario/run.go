@@ -154,6 +154,9 @@ type run struct {
 	rep   *Report
 	clk   *clock
 	admin *upgrade.Client // setup and checks: holds the token when one is needed
+	// flagAware: the scenario uses flags or segments, so each step learns
+	// their ids for templates and transcripts (flags.go).
+	flagAware bool
 	agent *pipeline.Agent
 	store *checkpoint.FileStore
 	sim   *sim.Server
@@ -352,8 +355,15 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 	if err != nil {
 		return cleanup, err
 	}
+	if err := r.applyFlagSetup(ctx); err != nil {
+		return cleanup, err
+	}
+	r.flagAware = usesFlags(sc)
 	r.learn(ctx)
 	r.tr.setup(sc, created)
+	if len(sc.Setup.Flags)+len(sc.Setup.Segments) > 0 {
+		r.tr.setupFlagLines(r.readFlags(ctx))
+	}
 	return cleanup, nil
 }
 
@@ -405,6 +415,9 @@ func (r *run) learn(ctx context.Context) ([]upgrade.Experiment, error) {
 	}
 	r.res.learn(es)
 	r.norm.learn(es)
+	if r.flagAware {
+		r.learnFlags(r.readFlags(ctx))
+	}
 	return es, nil
 }
 
@@ -525,6 +538,9 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 		return sr
 	}
 	be := &backendState{experiments: es}
+	if expect.Backend != nil && len(expect.Backend.Flags)+len(expect.Backend.FlagAbsent)+len(expect.Backend.Segments)+len(expect.Backend.SegmentAbsent) > 0 {
+		be.flags = r.readFlags(ctx)
+	}
 	if r.sim != nil {
 		be.user = r.sim.Sim().User
 	}
