@@ -29,7 +29,7 @@ func (o outcome) status() string {
 // backendState is the backend as the expectations see it.
 type backendState struct {
 	experiments []upgrade.Experiment
-	flags       flagState // read only when an expectation needs it
+	flags       flagState                                    // read only when an expectation needs it
 	user        func(id string) (upgrade.InitResponse, bool) // nil when the backend cannot tell
 }
 

@@ -157,15 +157,15 @@ type run struct {
 	// flagAware: the scenario uses flags or segments, so each step learns
 	// their ids for templates and transcripts (flags.go).
 	flagAware bool
-	agent *pipeline.Agent
-	store *checkpoint.FileStore
-	sim   *sim.Server
-	llmS  *llmtest.Server // nil unless llm: script
-	count *countingLLM
-	res   *resolver
-	norm  *normalizer
-	tr    transcript
-	sess  *pipeline.Session
+	agent     *pipeline.Agent
+	store     *checkpoint.FileStore
+	sim       *sim.Server
+	llmS      *llmtest.Server // nil unless llm: script
+	count     *countingLLM
+	res       *resolver
+	norm      *normalizer
+	tr        transcript
+	sess      *pipeline.Session
 	// secrets (the UpGrade token, the LLM key) never reach a transcript.
 	secrets []string
 }
