@@ -55,7 +55,7 @@ func planDeleteSegment(b *planBuilder, p DeleteSegmentParams) error {
 	b.line("  Members: %s", fmtMembers(s.Members, d))
 	uses := segmentUsageLines(b, d, s)
 	if live := liveUses(uses); len(live) > 0 {
-		b.warn("%s use this segment: UpGrade deletes it silently from their lists and their assignments change at the next request", strings.Join(live, ", "))
+		b.warn("the segment is used by %s: UpGrade deletes it silently from their lists, and the change applies to them from the next request", strings.Join(live, ", "))
 	} else if len(uses) > 0 || len(d.parents(s.ID)) > 0 {
 		b.warn("the segment is removed from every list and segment that holds it")
 	}

@@ -199,9 +199,9 @@ func planUpdateSegment(b *planBuilder, p UpdateSegmentParams) error {
 	live := liveUses(uses)
 	switch {
 	case len(live) > 0 && n.Members.empty() && !s.Members.empty():
-		b.warn("the segment becomes empty while %s use it: UpGrade allows it silently and their assignments change at the next request", strings.Join(live, ", "))
+		b.warn("the segment becomes empty while it is used by %s: UpGrade allows it silently, and the change applies to them from the next request", strings.Join(live, ", "))
 	case len(live) > 0 && !diff.empty():
-		b.warn("%s use this segment: who gets them changes at the next request", strings.Join(live, ", "))
+		b.warn("the segment is used by %s: the change applies to them from the next request", strings.Join(live, ", "))
 	}
 	if diff.empty() && n.Name == s.Name && n.Description == s.Description && fmtUsers(n.Tags) == fmtUsers(s.Tags) {
 		b.warn("nothing would change")
