@@ -14,7 +14,7 @@ import (
 // contract of spec/pipeline.md: the LLM names them, checkpoints store them.
 type Name string
 
-// The nine executor actions.
+// The experiment and user actions.
 const (
 	CreateExperiment            Name = "create_experiment"
 	UpdateExperiment            Name = "update_experiment"
@@ -105,7 +105,7 @@ type Env struct {
 	SessionID string
 }
 
-// Action is one executor action: one of the nine built-in ones, or an MCP
+// Action is one executor action: one of the built-in ones, or an MCP
 // tool behind an adapter. Every step of the pipeline takes the same Bound
 // value, made once by Bind, so validation, the plan, the approval, the
 // effect log, execution and reconciliation can never disagree on the params.

@@ -132,7 +132,7 @@ type canonicaler[P any] interface {
 	canonical() P
 }
 
-// builtin is one of the nine actions: its params type and the functions of
+// builtin is one of the built-in actions: its params type and the functions of
 // its file. The generic plumbing (binding, the plan's frame, result
 // encoding) lives here once.
 type builtin[P canonicaler[P]] struct {

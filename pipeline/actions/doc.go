@@ -1,4 +1,4 @@
-// Package actions holds everything about the nine executor actions of the
+// Package actions holds everything about the executor actions (experiments, users, feature flags, segments) of the
 // agent (spec/pipeline.md) that is plain Go: their typed params, lenient
 // but exact binding, validation against UpGrade's rules, the deterministic
 // confirmation text, execution, reconciliation after a crash, and the
