@@ -203,7 +203,7 @@ func (r *resolver) flagTemplate(kind, arg string) (string, bool, error) {
 		}
 		var n int
 		if _, err := fmt.Sscanf(parts[2], "%d", &n); err != nil {
-			return "", true, fmt.Errorf("list number %q: want 0, 1, ...", parts[2])
+			return "", true, fmt.Errorf("list number %q: want a number from 0", parts[2])
 		}
 		ids := r.lists[parts[0]][parts[1]]
 		if n < 0 || n >= len(ids) {
