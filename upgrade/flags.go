@@ -3,6 +3,7 @@ package upgrade
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -82,6 +83,18 @@ func (l FlagList) ID() string {
 	return l.Segment.ID
 }
 
+// Input is the body that writes list l of flag flagID back unchanged
+// (the list routes replace a list only as a whole): change its members,
+// Enabled or ListType, then UpdateFlagList.
+func (l FlagList) Input(flagID string) FlagListInput {
+	in := FlagListInput{FlagID: flagID, Enabled: l.Enabled, ListType: l.ListType}
+	if l.Segment != nil {
+		in.Segment = l.Segment.Input()
+	}
+	in.Segment.ID = l.ID()
+	return in
+}
+
 // FlagUsageOwner is the flag a list row belongs to, as list answers and the
 // usage arrays of the segment reads embed it.
 type FlagUsageOwner struct {
@@ -119,6 +132,28 @@ type FeatureFlagRequest struct {
 	IncludeStoredUserGroups *bool               `json:"includeStoredUserGroups,omitempty"`
 }
 
+// MarshalJSON sends groupsForSession, even empty, whenever
+// includeStoredUserGroups is set: the server wants both or neither.
+func (r FeatureFlagRequest) MarshalJSON() ([]byte, error) {
+	type plain struct {
+		Context                 string              `json:"context"`
+		GroupsForSession        map[string][]string `json:"groupsForSession,omitempty"`
+		IncludeStoredUserGroups *bool               `json:"includeStoredUserGroups,omitempty"`
+	}
+	if r.IncludeStoredUserGroups == nil {
+		return json.Marshal(plain(r))
+	}
+	groups := r.GroupsForSession
+	if groups == nil {
+		groups = map[string][]string{}
+	}
+	return json.Marshal(struct {
+		Context                 string              `json:"context"`
+		GroupsForSession        map[string][]string `json:"groupsForSession"`
+		IncludeStoredUserGroups bool                `json:"includeStoredUserGroups"`
+	}{r.Context, groups, *r.IncludeStoredUserGroups})
+}
+
 // listRoute is the path of a flag list kind: /flags/inclusionList.
 func flagListRoute(kind ListKind) string { return "/flags/" + string(kind) + "List" }
 
@@ -138,12 +173,17 @@ func (c *Client) checkID(method, path, what, id string) error {
 
 // Flags returns every feature flag, without lists (GET /flags).
 func (c *Client) Flags(ctx context.Context) ([]FeatureFlag, error) {
-	out := []FeatureFlag{}
-	if err := c.call(ctx, request{method: http.MethodGet, path: "/flags", idempotent: true}, &out); err != nil {
+	return getArray[FeatureFlag](ctx, c, "/flags")
+}
+
+// getArray GETs a JSON array; null or [] is an empty, non-nil slice.
+func getArray[T any](ctx context.Context, c *Client, path string) ([]T, error) {
+	out := []T{}
+	if err := c.call(ctx, request{method: http.MethodGet, path: path, idempotent: true}, &out); err != nil {
 		return nil, err
 	}
 	if out == nil {
-		out = []FeatureFlag{}
+		out = []T{}
 	}
 	return out, nil
 }
@@ -365,7 +405,7 @@ func (c *Client) FeatureFlagKeys(ctx context.Context, userID string, req Feature
 	if err := c.checkUser(r); err != nil {
 		return nil, err
 	}
-	if (req.GroupsForSession == nil) != (req.IncludeStoredUserGroups == nil) {
+	if req.GroupsForSession != nil && req.IncludeStoredUserGroups == nil {
 		return nil, c.localError(r.method, r.path, CategoryValidation, "groupsForSession and includeStoredUserGroups go together")
 	}
 	out := []string{}

@@ -218,14 +218,7 @@ func (c *Client) SegmentStatus(ctx context.Context, id string) (*SegmentStatusAn
 
 // GlobalSegments returns the global exclusion segments (status "excluded").
 func (c *Client) GlobalSegments(ctx context.Context) ([]SegmentRecord, error) {
-	out := []SegmentRecord{}
-	if err := c.call(ctx, request{method: http.MethodGet, path: "/segments/global", idempotent: true}, &out); err != nil {
-		return nil, err
-	}
-	if out == nil {
-		out = []SegmentRecord{}
-	}
-	return out, nil
+	return getArray[SegmentRecord](ctx, c, "/segments/global")
 }
 
 // SegmentsPage returns one page of public segments. A POST that only

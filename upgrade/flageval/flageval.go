@@ -3,6 +3,7 @@ package flageval
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
@@ -350,7 +351,11 @@ func (m *Match) Describe() string {
 		s += " (disabled)"
 	}
 	if len(m.Path) > 0 {
-		s += fmt.Sprintf(" through segment %q", strings.Join(m.Path, `" > "`))
+		quoted := make([]string, len(m.Path))
+		for i, p := range m.Path {
+			quoted[i] = strconv.Quote(p)
+		}
+		s += " through segment " + strings.Join(quoted, " > ")
 	}
 	return s
 }
@@ -388,4 +393,36 @@ func orNone(s string) string {
 		return "without status"
 	}
 	return s
+}
+
+// FromSnapshot builds the input for evaluating a flag read with
+// Client.FlagSnapshot; appContext "" = the flag's first context.
+func FromSnapshot(snap *upgrade.FlagSnapshot, appContext string, user User) Input {
+	return Input{Flag: snap.Flag, Context: appContext, User: user,
+		Segments: NewSegments(append(append([]upgrade.SegmentRecord{}, snap.Segments...), snap.Global...)...), GlobalExclude: snap.Global}
+}
+
+// ParseGroup reads a group written TYPE=ID (or TYPE:ID, as people also
+// write it); spaces around either part are dropped.
+func ParseGroup(s string) (upgrade.GroupRef, error) {
+	i := strings.IndexAny(s, "=:")
+	if i <= 0 || strings.TrimSpace(s[i+1:]) == "" || strings.TrimSpace(s[:i]) == "" {
+		return upgrade.GroupRef{}, fmt.Errorf("group %q: write it as TYPE=ID, e.g. classId=c7", s)
+	}
+	return upgrade.GroupRef{Type: strings.TrimSpace(s[:i]), GroupID: strings.TrimSpace(s[i+1:])}, nil
+}
+
+// UserWithGroups is a user in the given groups; the first group of each
+// type is also the working group of that type.
+func UserWithGroups(id string, groups []upgrade.GroupRef) User {
+	u := User{ID: id, Groups: map[string][]string{}, WorkingGroup: map[string]string{}}
+	for _, g := range groups {
+		if !slices.Contains(u.Groups[g.Type], g.GroupID) {
+			u.Groups[g.Type] = append(u.Groups[g.Type], g.GroupID)
+		}
+		if _, ok := u.WorkingGroup[g.Type]; !ok {
+			u.WorkingGroup[g.Type] = g.GroupID
+		}
+	}
+	return u
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -392,4 +393,66 @@ func (s *Sim) withSubSegments(e *upgrade.Experiment) *upgrade.Experiment {
 		}
 	}
 	return &cp
+}
+
+// keepCreateSubSegmentsLocked: the lists of a create body may include public
+// segments ({segment: {subSegments: [{id}]}}, as the web UI sends them). The
+// server stores such a list with listType "segment" and its rows name those
+// segments [exp list segment as stored]; their members count at assignment.
+func (s *Sim) keepCreateSubSegmentsLocked(e *upgrade.Experiment, body []byte) {
+	var b struct {
+		Inc json.RawMessage `json:"experimentSegmentInclusion"`
+		Exc json.RawMessage `json:"experimentSegmentExclusion"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return
+	}
+	inc, exc := subSegmentIDsOf(b.Inc), subSegmentIDsOf(b.Exc)
+	if len(inc) == 0 && len(exc) == 0 {
+		return
+	}
+	rows := createdRows(e)
+	for _, r := range rows {
+		ids := inc
+		if r.Kind == kindExclusion {
+			ids = exc
+		}
+		if len(ids) > 0 {
+			lt := "segment"
+			r.SubSegmentIDs, r.ListType = s.knownSegments(ids), &lt
+		}
+	}
+	if s.st.Lists == nil {
+		s.st.Lists = map[string][]*listRow{}
+	}
+	s.st.Lists[e.ID] = rows
+}
+
+// subSegmentIDsOf reads the sub-segment ids of either list shape.
+func subSegmentIDsOf(raw json.RawMessage) []string {
+	type sub struct {
+		Segment *struct {
+			SubSegments []struct {
+				ID string `json:"id"`
+			} `json:"subSegments"`
+		} `json:"segment"`
+	}
+	var list []sub
+	if json.Unmarshal(raw, &list) != nil {
+		var one sub
+		if json.Unmarshal(raw, &one) != nil {
+			return nil
+		}
+		list = []sub{one}
+	}
+	var out []string
+	for _, l := range list {
+		if l.Segment == nil {
+			continue
+		}
+		for _, s := range l.Segment.SubSegments {
+			out = append(out, s.ID)
+		}
+	}
+	return out
 }

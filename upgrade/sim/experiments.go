@@ -166,7 +166,11 @@ func (s *Sim) createLocked(body []byte) (*upgrade.Experiment, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	return s.insertLocked(e, payloads)
+	created, aerr := s.insertLocked(e, payloads)
+	if aerr == nil {
+		s.keepCreateSubSegmentsLocked(created, body)
+	}
+	return created, aerr
 }
 
 func (s *Sim) insertLocked(e *upgrade.Experiment, payloads []conditionPayload) (*upgrade.Experiment, *apiError) {
@@ -425,6 +429,7 @@ func (s *Sim) handleCreate(c *call) {
 		if aerr != nil {
 			return false, aerr
 		}
+		s.keepCreateSubSegmentsLocked(created, c.body)
 		out = s.render(created, viewCreate)
 		return true, nil
 	})
@@ -535,28 +540,8 @@ func (s *Sim) handleDelete(c *call, id string) {
 }
 
 func (s *Sim) handlePaginated(c *call) {
-	m, aerr := c.object()
+	m, search, sortBy, aerr := pageParams(c, searchKeys, sortKeys)
 	if aerr != nil {
-		c.fail(aerr)
-		return
-	}
-	ck := &checker{}
-	ck.number(m, "", "skip", false, true)
-	ck.number(m, "", "take", false, true)
-	var search, sortBy map[string]any
-	if v, ok := m["searchParams"]; !absent(v, ok) {
-		if search = ck.object(m, "", "searchParams", false); search != nil {
-			ck.enum(search, "searchParams", "key", searchKeys, false)
-			ck.str(search, "searchParams", "string", true)
-		}
-	}
-	if v, ok := m["sortParams"]; !absent(v, ok) {
-		if sortBy = ck.object(m, "", "sortParams", false); sortBy != nil {
-			ck.enum(sortBy, "sortParams", "key", sortKeys, true)
-			ck.enum(sortBy, "sortParams", "sortAs", sortDirections, true)
-		}
-	}
-	if aerr := ck.err(); aerr != nil {
 		c.fail(aerr)
 		return
 	}

@@ -415,12 +415,7 @@ func flagMatches(f *upgrade.FeatureFlag, p map[string]any) bool {
 }
 
 func sortFlags(list []*upgrade.FeatureFlag, p map[string]any) {
-	key, dir := "updatedAt", "DESC"
-	if p != nil {
-		key, _ = p["key"].(string)
-		dir, _ = p["sortAs"].(string)
-	}
-	field := func(f *upgrade.FeatureFlag) string {
+	sortByField(list, p, func(f *upgrade.FeatureFlag, key string) string {
 		switch key {
 		case "name":
 			return f.Name
@@ -430,12 +425,22 @@ func sortFlags(list []*upgrade.FeatureFlag, p map[string]any) {
 			return f.Status
 		}
 		return f.UpdatedAt
+	})
+}
+
+// sortByField orders a page by sortParams {key, sortAs}, newest update
+// first by default; ties keep creation order.
+func sortByField[T any](list []T, p map[string]any, field func(T, string) string) {
+	key, dir := "updatedAt", "DESC"
+	if p != nil {
+		key, _ = p["key"].(string)
+		dir, _ = p["sortAs"].(string)
 	}
 	sort.SliceStable(list, func(i, j int) bool {
 		if dir == "DESC" {
-			return field(list[i]) > field(list[j])
+			return field(list[i], key) > field(list[j], key)
 		}
-		return field(list[i]) < field(list[j])
+		return field(list[i], key) < field(list[j], key)
 	})
 }
 
@@ -458,7 +463,7 @@ func (s *Sim) parseFlagList(c *call) (*flagListBody, *apiError) {
 	}
 	ck := &checker{}
 	ck.boolean(m, "", "enabled", true)
-	ck.str(m, "", "listType", true)
+	ck.str(m, "", "listType", false)
 	if aerr := ck.err(); aerr != nil {
 		return nil, aerr
 	}

@@ -417,3 +417,29 @@ func TestCatalogPersists(t *testing.T) {
 		t.Errorf("lists after reload: %d", n)
 	}
 }
+
+// [exp incl via public segment] through the create body, [exp list segment as stored]
+func TestExperimentCreateWithPublicSegment(t *testing.T) {
+	ts, c, _ := flagSim(t)
+	pub := mustSegment(t, c, upgrade.SegmentInput{Name: "pilot", UserIDs: []string{"in"}})
+	e := ts.create(expBody("Create seg", func(m map[string]any) {
+		m["filterMode"] = "excludeAll"
+		m["experimentSegmentInclusion"] = []any{map[string]any{"segment": map[string]any{"type": "private",
+			"individualForSegment": []any{}, "groupForSegment": []any{}, "subSegments": []any{map[string]any{"id": pub.ID}}}}}
+	}))
+	ts.setState(e.ID, "enrolling")
+	ts.initUser("in", nil, nil)
+	ts.initUser("out", nil, nil)
+	if code := codeAt(t, ts.assign("in", "assign-prog"), "SelectSection", "absolute_value_plot_equality"); code == "" {
+		t.Errorf("member of the public segment got no condition")
+	}
+	if code := codeAt(t, ts.assign("out", "assign-prog"), "SelectSection", "absolute_value_plot_equality"); code != "" {
+		t.Errorf("non-member got %s", code)
+	}
+	var all []map[string]any
+	ts.must("GET", "/experiments", nil).decode(t, &all)
+	seg := all[0]["experimentSegmentInclusion"].([]any)[0].(map[string]any)["segment"].(map[string]any)
+	if seg["listType"] != "segment" || seg["name"] != seg["id"].(string)+" Segment" || len(seg["subSegments"].([]any)) != 1 {
+		t.Errorf("stored list: %v", seg)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
@@ -236,22 +235,11 @@ func (s *Sim) handleSegmentsPage(c *call) {
 			}
 		}
 		total := len(list)
-		key, dir := "updatedAt", "DESC"
-		if sortBy != nil {
-			key, _ = sortBy["key"].(string)
-			dir, _ = sortBy["sortAs"].(string)
-		}
-		field := func(sg *simSegment) string {
+		sortByField(list, sortBy, func(sg *simSegment, key string) string {
 			if key == "name" {
 				return sg.Name
 			}
 			return sg.UpdatedAt
-		}
-		sort.SliceStable(list, func(i, j int) bool {
-			if dir == "DESC" {
-				return field(list[i]) > field(list[j])
-			}
-			return field(list[i]) < field(list[j])
 		})
 		data := []any{}
 		for _, sg := range page(list, skip, take) {
