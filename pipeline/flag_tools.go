@@ -2,14 +2,18 @@ package pipeline
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/flageval"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
 )
 
 // The gatherer's feature flag, segment and history lookups (spec/pipeline.md,
-// "Feature flags and segments"). Read-only; results are stored under
+// "Feature flags and segments"), in the shapes of upgrade/readmodel, as
+// `flags` and `segments` show them. Read-only; results are stored under
 // gathered_info and dropped when an action declares actions.CacheFlags.
 
 type flagFilter struct {
@@ -42,123 +46,148 @@ type explainArgs struct {
 	FlagID string              `json:"flag_id" jsonschema:"flag id (a key or name is also accepted)"`
 	UserID string              `json:"user_id" jsonschema:"the user's id"`
 	Groups map[string][]string `json:"groups,omitempty" jsonschema:"the user's groups, type -> ids, e.g. {\"classId\": [\"c7\"]}; without them only rules on the user id can match"`
+	// Context is the app context asked for; the flag's first by default.
+	Context string `json:"context,omitempty" jsonschema:"the app context the client asks in (default: the flag's first)"`
 }
 
-// globalSegmentsAPI reads the global exclusion segments, which
-// explain_feature_flag applies first; *upgrade.Client has it, and a backend
-// without it is evaluated without global exclusions.
-type globalSegmentsAPI interface {
-	GlobalSegments(ctx context.Context) ([]upgrade.SegmentRecord, error)
+// flagDetails reads a flag with everything its lists name.
+func flagDetails(ctx context.Context, t *turn, id string) (readmodel.FlagDetails, error) {
+	snap, err := t.a.API.FlagSnapshot(ctx, id)
+	if err != nil {
+		return readmodel.FlagDetails{}, err
+	}
+	d := readmodel.FlagDetailsOf(snap.Flag, readmodel.NamesOf(append(snap.Segments, snap.Global...)...))
+	t.update(func(s *State) { s.setInfo("feature_flag_details", id, d) })
+	return d, nil
 }
 
-type historyEntry struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-	At   string `json:"at"`
+// segmentDetails reads a public segment with its members and uses.
+func segmentDetails(ctx context.Context, t *turn, id string) (readmodel.SegmentDetails, error) {
+	all, err := t.a.API.Segments(ctx)
+	if err != nil {
+		return readmodel.SegmentDetails{}, err
+	}
+	i := slices.IndexFunc(all.Segments, func(s upgrade.SegmentRecord) bool { return s.ID == id })
+	var seg *upgrade.SegmentRecord
+	if i >= 0 {
+		seg = &all.Segments[i]
+	} else if seg, err = t.a.API.Segment(ctx, id); err != nil {
+		return readmodel.SegmentDetails{}, err
+	}
+	d := readmodel.SegmentDetailsOf(seg, all.SegmentUsage, all.Segments)
+	t.update(func(s *State) { s.setInfo("segment_details", id, d) })
+	return d, nil
 }
 
 func flagTools() []*toolDef {
 	return []*toolDef{
-		newTool("get_feature_flags", "Feature flags (key, name, context, status, filter mode) with optional filters.", true,
+		newTool("get_feature_flags", "Feature flags (key, name, context, status, filter mode, list counts) with optional filters.", true,
 			func(ctx context.Context, t *turn, f flagFilter) (any, error) {
-				out, err := actions.ListFlags(ctx, t.a.API, f.Context, f.Status, f.Key)
+				flags, err := t.a.API.Flags(ctx)
 				if err != nil {
 					return nil, err
 				}
+				segs, err := t.a.API.Segments(ctx)
+				if err != nil {
+					return nil, err
+				}
+				status, key, appContext := actions.FlagStatus(f.Status), strings.ToLower(strings.TrimSpace(f.Key)), strings.TrimSpace(f.Context)
+				keep := slices.DeleteFunc(flags, func(fl upgrade.FeatureFlag) bool {
+					return appContext != "" && !fl.HasContext(appContext) || status != "" && fl.Status != status ||
+						key != "" && !strings.Contains(strings.ToLower(fl.Key), key)
+				})
+				out := readmodel.SummarizeFlags(keep, readmodel.CountLists(segs.SegmentUsage))
 				t.update(func(s *State) { s.setInfo("feature_flags", "", out) })
 				return out, nil
 			}),
-		newTool("find_feature_flag", "Best matches for a flag key or name (exact key, exact name, prefix, substring) with ids; the details of a unique match.", true,
+		newTool("find_feature_flag", "Best matches for a flag key or name (exact key, key in any case, exact name, prefix, substring) with ids; the details of a unique match.", true,
 			func(ctx context.Context, t *turn, a flagNameArg) (any, error) {
-				ms, err := actions.FindFlags(ctx, t.a.API, a.NameOrKey, 5)
+				flags, err := t.a.API.Flags(ctx)
 				if err != nil {
 					return nil, err
 				}
+				ms := actions.FindFlags(flags, a.NameOrKey, 5)
 				res := map[string]any{"matches": ms}
 				if m, ok := actions.UniqueFlag(ms); ok {
-					d, err := actions.DescribeFlag(ctx, t.a.API, m.ID)
-					if err != nil {
+					if res["details"], err = flagDetails(ctx, t, m.ID); err != nil {
 						return nil, err
 					}
-					t.update(func(s *State) { s.setInfo("feature_flag_details", m.ID, d) })
-					res["details"] = d
 				}
 				return res, nil
 			}),
-		newTool("get_feature_flag_details", "One feature flag with its include and exclude lists (members, segments by name) and whom it reaches.", true,
+		newTool("get_feature_flag_details", "One feature flag with its include and exclude lists (list ids, members, segments by name) and whom it reaches.", true,
 			func(ctx context.Context, t *turn, a flagRef) (any, error) {
 				id, err := actions.ResolveFlagID(ctx, t.a.API, a.FlagID)
 				if err != nil {
 					return nil, inputErrorf("flag_id: %v", err)
 				}
-				d, err := actions.DescribeFlag(ctx, t.a.API, id)
-				if err != nil {
-					return nil, err
-				}
-				t.update(func(s *State) { s.setInfo("feature_flag_details", id, d) })
-				return d, nil
+				return flagDetails(ctx, t, id)
 			}),
-		newTool("get_segments", "Public segments with member counts and how many flag and experiment lists use them.", true,
+		newTool("get_segments", "Public segments with member counts and the flags and experiments that use them.", true,
 			func(ctx context.Context, t *turn, f segmentFilter) (any, error) {
-				out, err := actions.ListSegments(ctx, t.a.API, f.Context)
+				all, err := t.a.API.Segments(ctx)
 				if err != nil {
 					return nil, err
 				}
+				appContext := strings.TrimSpace(f.Context)
+				keep := slices.DeleteFunc(slices.Clone(all.Segments), func(s upgrade.SegmentRecord) bool {
+					return appContext != "" && s.Context != appContext
+				})
+				out := readmodel.SummarizeSegments(keep, all.SegmentUsage)
 				t.update(func(s *State) { s.setInfo("segments", "", out) })
 				return out, nil
 			}),
 		newTool("find_segment", "Best matches for a segment name (exact, prefix, substring) with ids; the details of a unique match.", true,
 			func(ctx context.Context, t *turn, a segmentNameArg) (any, error) {
-				ms, how, err := actions.FindSegments(ctx, t.a.API, a.Name, 5)
+				all, err := t.a.API.Segments(ctx)
 				if err != nil {
 					return nil, err
 				}
-				res := map[string]any{"matches": ms}
-				if len(ms) == 1 || len(ms) > 1 && how[0] == "exact" && how[1] != "exact" {
-					d, err := actions.DescribeSegment(ctx, t.a.API, ms[0].ID)
-					if err != nil {
+				found, unique := actions.FindSegments(all.Segments, a.Name, 5)
+				res := map[string]any{"matches": readmodel.SummarizeSegments(found, all.SegmentUsage)}
+				if unique {
+					if res["details"], err = segmentDetails(ctx, t, found[0].ID); err != nil {
 						return nil, err
 					}
-					t.update(func(s *State) { s.setInfo("segment_details", ms[0].ID, d) })
-					res["details"] = d
 				}
 				return res, nil
 			}),
-		newTool("get_segment_details", "One public segment: its users, groups and sub-segments, the segments holding it, and the flags and experiments that use it.", true,
+		newTool("get_segment_details", "One public segment: its users, groups and sub-segments, and the flags and experiments that use it (through parent segments too).", true,
 			func(ctx context.Context, t *turn, a segmentRef) (any, error) {
 				id, err := actions.ResolveSegmentID(ctx, t.a.API, a.SegmentID)
 				if err != nil {
 					return nil, inputErrorf("segment_id: %v", err)
 				}
-				d, err := actions.DescribeSegment(ctx, t.a.API, id)
-				if err != nil {
-					return nil, err
-				}
-				t.update(func(s *State) { s.setInfo("segment_details", id, d) })
-				return d, nil
+				return segmentDetails(ctx, t, id)
 			}),
 		newTool("explain_feature_flag", "Whether a flag is served to a user and the rule that decided, computed from the flag's lists by UpGrade's rules (no request to the client API: no exposure is recorded).", true,
 			func(ctx context.Context, t *turn, a explainArgs) (any, error) {
-				if strings.TrimSpace(a.UserID) == "" {
+				user := strings.TrimSpace(a.UserID)
+				if user == "" {
 					return nil, inputErrorf("user_id is required")
 				}
 				id, err := actions.ResolveFlagID(ctx, t.a.API, a.FlagID)
 				if err != nil {
 					return nil, inputErrorf("flag_id: %v", err)
 				}
-				var global func(context.Context) ([]upgrade.SegmentRecord, error)
-				if h, ok := t.a.API.(globalSegmentsAPI); ok {
-					global = h.GlobalSegments
-				}
-				res, err := actions.ExplainFlag(ctx, t.a.API, global, id, a.UserID, a.Groups)
+				snap, err := t.a.API.FlagSnapshot(ctx, id)
 				if err != nil {
 					return nil, err
 				}
+				var groups []upgrade.GroupRef
+				for _, typ := range sortedKeys(a.Groups) {
+					for _, g := range a.Groups[typ] {
+						if g = strings.TrimSpace(g); g != "" {
+							groups = append(groups, upgrade.GroupRef{Type: strings.TrimSpace(typ), GroupID: g})
+						}
+					}
+				}
+				res := flageval.Evaluate(flageval.FromSnapshot(snap, strings.TrimSpace(a.Context), flageval.UserWithGroups(user, groups)))
 				out := map[string]any{"result": res}
-				if len(a.Groups) == 0 {
+				if len(groups) == 0 {
 					out["note"] = "no groups were given: only rules on the user id could match; ask for the user's groups (class, school) to check group lists"
 				}
-				t.update(func(s *State) { s.setInfo("flag_explanations", id+":"+strings.TrimSpace(a.UserID), out) })
+				t.update(func(s *State) { s.setInfo("flag_explanations", id+":"+user, out) })
 				return out, nil
 			}),
 		newTool("get_experiment_history", "The state changes of an experiment (from, to, time), oldest first.", true,
@@ -171,16 +200,22 @@ func flagTools() []*toolDef {
 				if err != nil {
 					return nil, err
 				}
-				entries := []historyEntry{}
-				for _, l := range upgrade.SortedHistory(e.StateTimeLogs) {
-					entries = append(entries, historyEntry{From: l.FromState.Display(), To: l.ToState.Display(), At: l.TimeLog})
-				}
-				out := map[string]any{"experiment_id": e.ID, "name": e.Name, "state": e.State.Display(), "history": entries}
-				if len(entries) == 0 {
+				h := readmodel.HistoryOf(e)
+				out := map[string]any{"history": h}
+				if len(h.Changes) == 0 {
 					out["note"] = "the server recorded no state change: the experiment has kept its first state"
 				}
 				t.update(func(s *State) { s.setInfo("experiment_history", id, out) })
 				return out, nil
 			}),
 	}
+}
+
+func sortedKeys(m map[string][]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
 )
 
 // The feature flag and segment actions reason about the server's data in
@@ -260,62 +261,21 @@ func (d *segDir) descendants(id string) []string {
 }
 
 // usages lists the flag and experiment lists that use segment id, directly
-// or through a segment that holds it, flags first, by name.
+// or through a segment that holds it, flags first (readmodel.UsesOf, as
+// `segments show` lists them).
 func (d *segDir) usages(id string) []usage {
-	via := map[string]string{id: ""}
-	for _, a := range d.ancestors(id) {
-		via[a.ID] = a.Name
+	if d.raw == nil {
+		return nil
 	}
 	var out []usage
 	seen := map[string]bool{}
-	addFlag := func(kind string, rows []upgrade.FlagList) {
-		for _, r := range rows {
-			if r.Segment == nil || r.FeatureFlag == nil {
-				continue
-			}
-			for _, sub := range r.Segment.SubSegmentIDs() {
-				v, ok := via[sub]
-				if !ok {
-					continue
-				}
-				u := usage{Kind: "flag", ID: r.FeatureFlagID, Name: r.FeatureFlag.Name, Status: r.FeatureFlag.Status, List: kind, Enabled: r.Enabled, Via: v}
-				if k := u.String(); !seen[k] {
-					seen[k] = true
-					out = append(out, u)
-				}
-			}
+	for _, u := range readmodel.UsesOf(id, d.raw.SegmentUsage, d.raw.Segments) {
+		x := usage{Kind: u.Kind, ID: u.ID, Name: u.Name, Status: u.State, List: u.List, Enabled: u.On, Via: strings.Join(u.Via, `" > "`)}
+		if k := x.String(); !seen[k] {
+			seen[k] = true
+			out = append(out, x)
 		}
 	}
-	addExp := func(kind string, rows []upgrade.ExperimentUsageRow) {
-		for _, r := range rows {
-			if r.Segment == nil || r.Experiment == nil {
-				continue
-			}
-			for _, sub := range r.Segment.SubSegmentIDs() {
-				v, ok := via[sub]
-				if !ok {
-					continue
-				}
-				u := usage{Kind: "experiment", ID: r.ExperimentID, Name: r.Experiment.Name, Status: string(r.Experiment.State), List: kind, Enabled: true, Via: v}
-				if k := u.String(); !seen[k] {
-					seen[k] = true
-					out = append(out, u)
-				}
-			}
-		}
-	}
-	if d.raw != nil {
-		addFlag(ListInclude, d.raw.FlagInclusion)
-		addFlag(ListExclude, d.raw.FlagExclusion)
-		addExp(ListInclude, d.raw.ExperimentInclusion)
-		addExp(ListExclude, d.raw.ExperimentExclusion)
-	}
-	slices.SortStableFunc(out, func(a, b usage) int {
-		if a.Kind != b.Kind {
-			return strings.Compare(b.Kind, a.Kind) // flag before experiment
-		}
-		return strings.Compare(a.Name+a.List, b.Name+b.List)
-	})
 	return out
 }
 

@@ -251,3 +251,7 @@ func groupShorthand(v any) any {
 	}
 	return v
 }
+
+// FlagStatus folds a status as the agent's tools accept it (display names,
+// on/off) to UpGrade's spelling; "" stays "".
+func FlagStatus(s string) string { return flagStatusValue(s) }

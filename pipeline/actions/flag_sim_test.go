@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/flageval"
 )
 
 // TestSimulatorFlags runs every flag and segment action against the
@@ -58,10 +59,17 @@ func TestSimulatorFlags(t *testing.T) {
 	// Go's answer agrees with the client API's (which records exposures:
 	// only the test asks it).
 	serves := func(user string, groups map[string][]string) (bool, bool) {
-		res, err := ExplainFlag(ctx, c, c.GlobalSegments, fl.ID, user, groups)
+		snap, err := c.FlagSnapshot(ctx, fl.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
+		var refs []upgrade.GroupRef
+		for typ, ids := range groups {
+			for _, id := range ids {
+				refs = append(refs, upgrade.GroupRef{Type: typ, GroupID: id})
+			}
+		}
+		res := flageval.Evaluate(flageval.FromSnapshot(snap, "", flageval.UserWithGroups(user, refs)))
 		f := false
 		session := groups
 		if len(session) == 0 {
