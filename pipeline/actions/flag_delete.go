@@ -37,15 +37,10 @@ func init() {
 }
 
 func planDeleteFlag(b *planBuilder, p DeleteFeatureFlagParams) error {
-	f, err := readFlag(b.ctx, b.api, p.FlagID)
+	f, d, err := b.flagAndSegments(p.FlagID)
 	if err != nil {
 		return err
 	}
-	d, err := readSegments(b.ctx, b.api)
-	if err != nil {
-		return err
-	}
-	b.pinObject(f.ID, f.Version)
 	b.line("delete feature flag %s, with its lists:", flagHeader(f))
 	listLines(b, "Include lists", f.Include, d)
 	listLines(b, "Exclude lists", f.Exclude, d)

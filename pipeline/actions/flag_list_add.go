@@ -67,15 +67,10 @@ func (c *checker) listKind(kind string) {
 }
 
 func planAddList(b *planBuilder, p AddFeatureFlagListParams) error {
-	f, err := readFlag(b.ctx, b.api, p.FlagID)
+	f, d, err := b.flagAndSegments(p.FlagID)
 	if err != nil {
 		return err
 	}
-	d, err := readSegments(b.ctx, b.api)
-	if err != nil {
-		return err
-	}
-	b.pinObject(f.ID, f.Version)
 	l := flagList{Kind: p.Kind, Enabled: enabledOf(FlagListParam{Enabled: p.Enabled}), Members: p.members()}
 	b.line("Add an %s list to feature flag %s:", p.Kind, flagHeader(f))
 	b.line("  %s", fmtList(l, d))
@@ -177,12 +172,9 @@ func executeAddList(ctx context.Context, env Env, p AddFeatureFlagListParams, ke
 }
 
 func reconcileAddList(ctx context.Context, env Env, p AddFeatureFlagListParams, key string, startedAt time.Time) (Reconciliation, error) {
-	f, err := readFlag(ctx, env.API, p.FlagID)
-	if err != nil {
-		if isNotFound(err) {
-			return Reconciliation{Outcome: OutcomeUnknown, Note: fmt.Sprintf("feature flag %s no longer exists", p.FlagID)}, nil
-		}
-		return Reconciliation{}, fmt.Errorf("reconcile add_feature_flag_list: %w", err)
+	f, gone, err := reconcileFlag(ctx, env, p.FlagID, string(AddFeatureFlagList))
+	if err != nil || gone != nil {
+		return derefRec(gone), err
 	}
 	done := func(l flagList, how string) (Reconciliation, error) {
 		raw, err := result(listActionResult{Flag: flagResult(f), Kind: p.Kind, List: listResult(l), Action: "added"})

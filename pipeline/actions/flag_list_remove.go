@@ -36,11 +36,7 @@ func init() {
 }
 
 func planRemoveList(b *planBuilder, p RemoveFeatureFlagListParams) error {
-	f, err := readFlag(b.ctx, b.api, p.FlagID)
-	if err != nil {
-		return err
-	}
-	d, err := readSegments(b.ctx, b.api)
+	f, d, err := b.flagAndSegments(p.FlagID)
 	if err != nil {
 		return err
 	}
@@ -48,7 +44,6 @@ func planRemoveList(b *planBuilder, p RemoveFeatureFlagListParams) error {
 	if !ok {
 		return fmt.Errorf("feature flag %q has no %s list %s", f.Name, p.Kind, p.ListID)
 	}
-	b.pinObject(f.ID, f.Version)
 	b.line("remove the %s list %s from feature flag %s:", p.Kind, l.ID, flagHeader(f))
 	b.line("  %s", fmtList(l, d))
 	if len(l.Members.Segments) > 0 {
@@ -81,12 +76,9 @@ func executeRemoveList(ctx context.Context, env Env, p RemoveFeatureFlagListPara
 }
 
 func reconcileRemoveList(ctx context.Context, env Env, p RemoveFeatureFlagListParams, _ string, _ time.Time) (Reconciliation, error) {
-	f, err := readFlag(ctx, env.API, p.FlagID)
-	if err != nil {
-		if isNotFound(err) {
-			return Reconciliation{Outcome: OutcomeUnknown, Note: fmt.Sprintf("feature flag %s no longer exists", p.FlagID)}, nil
-		}
-		return Reconciliation{}, fmt.Errorf("reconcile remove_feature_flag_list: %w", err)
+	f, gone, err := reconcileFlag(ctx, env, p.FlagID, string(RemoveFeatureFlagList))
+	if err != nil || gone != nil {
+		return derefRec(gone), err
 	}
 	if _, ok := f.anyList(p.ListID); ok {
 		return Reconciliation{Outcome: OutcomeNotDone, Note: fmt.Sprintf("feature flag %q still has list %s: the removal did not happen", f.Name, p.ListID)}, nil

@@ -148,11 +148,7 @@ func validateUpdateList(c *checker, p UpdateFeatureFlagListParams) error {
 }
 
 func planUpdateList(b *planBuilder, p UpdateFeatureFlagListParams) error {
-	f, err := readFlag(b.ctx, b.api, p.FlagID)
-	if err != nil {
-		return err
-	}
-	d, err := readSegments(b.ctx, b.api)
+	f, d, err := b.flagAndSegments(p.FlagID)
 	if err != nil {
 		return err
 	}
@@ -160,7 +156,6 @@ func planUpdateList(b *planBuilder, p UpdateFeatureFlagListParams) error {
 	if !ok {
 		return fmt.Errorf("feature flag %q has no %s list %s", f.Name, p.Kind, p.ListID)
 	}
-	b.pinObject(f.ID, f.Version)
 	n := p.apply(l)
 	b.line("Update the %s list %s of feature flag %s:", p.Kind, l.ID, flagHeader(f))
 	if n.Enabled != l.Enabled {
@@ -199,12 +194,9 @@ func executeUpdateList(ctx context.Context, env Env, p UpdateFeatureFlagListPara
 }
 
 func reconcileUpdateList(ctx context.Context, env Env, p UpdateFeatureFlagListParams, _ string, _ time.Time) (Reconciliation, error) {
-	f, err := readFlag(ctx, env.API, p.FlagID)
-	if err != nil {
-		if isNotFound(err) {
-			return Reconciliation{Outcome: OutcomeUnknown, Note: fmt.Sprintf("feature flag %s no longer exists", p.FlagID)}, nil
-		}
-		return Reconciliation{}, fmt.Errorf("reconcile update_feature_flag_list: %w", err)
+	f, gone, err := reconcileFlag(ctx, env, p.FlagID, string(UpdateFeatureFlagList))
+	if err != nil || gone != nil {
+		return derefRec(gone), err
 	}
 	l, ok := f.list(p.Kind, p.ListID)
 	if !ok {

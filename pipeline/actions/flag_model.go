@@ -566,3 +566,38 @@ func nonNilList(l []string) []string {
 func sameMembers(a, b memberSet) bool { return diffMembers(a.sorted(), b.sorted()).empty() }
 
 func isNotFound(err error) bool { return upgrade.CategoryOf(err) == upgrade.CategoryNotFound }
+
+// flagAndSegments reads the flag a plan describes and the public segments
+// (for names and usage), and pins the plan to the flag's version.
+func (b *planBuilder) flagAndSegments(id string) (flagState, *segDir, error) {
+	f, err := readFlag(b.ctx, b.api, id)
+	if err != nil {
+		return flagState{}, nil, err
+	}
+	d, err := readSegments(b.ctx, b.api)
+	if err != nil {
+		return flagState{}, nil, err
+	}
+	b.pinObject(f.ID, f.Version)
+	return f, d, nil
+}
+
+// reconcileFlag reads the flag an interrupted action wrote. A flag that is
+// gone makes the outcome unknown: gone is the answer (rec), not an error.
+func reconcileFlag(ctx context.Context, env Env, id, action string) (f flagState, rec *Reconciliation, err error) {
+	f, err = readFlag(ctx, env.API, id)
+	switch {
+	case err == nil:
+		return f, nil, nil
+	case isNotFound(err):
+		return f, &Reconciliation{Outcome: OutcomeUnknown, Note: fmt.Sprintf("feature flag %s no longer exists", id)}, nil
+	}
+	return f, nil, fmt.Errorf("reconcile %s: %w", action, err)
+}
+
+func derefRec(r *Reconciliation) Reconciliation {
+	if r == nil {
+		return Reconciliation{}
+	}
+	return *r
+}

@@ -56,15 +56,10 @@ func init() {
 }
 
 func planFlagStatus(b *planBuilder, p UpdateFeatureFlagStatusParams) error {
-	f, err := readFlag(b.ctx, b.api, p.FlagID)
+	f, d, err := b.flagAndSegments(p.FlagID)
 	if err != nil {
 		return err
 	}
-	d, err := readSegments(b.ctx, b.api)
-	if err != nil {
-		return err
-	}
-	b.pinObject(f.ID, f.Version)
 	n := f
 	n.Status = p.Status
 	b.line("change the status of feature flag %s: %s -> %s.", flagHeader(f), identOrNone(f.Status), p.Status)

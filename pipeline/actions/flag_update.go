@@ -116,15 +116,10 @@ func flagFieldChanges(cur, next flagState) []string {
 }
 
 func planUpdateFlag(b *planBuilder, p UpdateFeatureFlagParams) error {
-	f, err := readFlag(b.ctx, b.api, p.FlagID)
+	f, d, err := b.flagAndSegments(p.FlagID)
 	if err != nil {
 		return err
 	}
-	d, err := readSegments(b.ctx, b.api)
-	if err != nil {
-		return err
-	}
-	b.pinObject(f.ID, f.Version)
 	n := applyFlagUpdate(f, p)
 	b.line("Update feature flag %s:", flagHeader(f))
 	changes := flagFieldChanges(f, n)
@@ -197,12 +192,9 @@ func reconcileUpdateFlag(ctx context.Context, env Env, p UpdateFeatureFlagParams
 // reconcileFlagFields reads the flag and tells whether it already has the
 // values the action sets.
 func reconcileFlagFields(ctx context.Context, env Env, id string, apply func(flagState) flagState, what string) (Reconciliation, error) {
-	f, err := readFlag(ctx, env.API, id)
-	if err != nil {
-		if isNotFound(err) {
-			return Reconciliation{Outcome: OutcomeUnknown, Note: fmt.Sprintf("feature flag %s no longer exists", id)}, nil
-		}
-		return Reconciliation{}, fmt.Errorf("reconcile %s: %w", what, err)
+	f, gone, err := reconcileFlag(ctx, env, id, what)
+	if err != nil || gone != nil {
+		return derefRec(gone), err
 	}
 	if changes := flagFieldChanges(f, apply(f)); len(changes) > 0 {
 		return Reconciliation{Outcome: OutcomeNotDone,
