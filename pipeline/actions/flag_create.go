@@ -10,6 +10,9 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
+// CreateFeatureFlag is the name of the create_feature_flag action.
+const CreateFeatureFlag Name = "create_feature_flag"
+
 // CreateFeatureFlagParams are the params of create_feature_flag. Status
 // defaults to disabled and filter mode to excludeAll, as in UpGrade's web
 // UI: a new flag reaches nobody until it is enabled and given an include
@@ -46,33 +49,34 @@ func (p CreateFeatureFlagParams) canonical() CreateFeatureFlagParams {
 }
 
 func init() {
-	register(&builtin[CreateFeatureFlagParams]{
-		spec: Spec{Name: string(CreateFeatureFlag), Invalidates: []Cache{CacheFlags}, Schema: schemaOf[CreateFeatureFlagParams](),
-			Description: "Create a feature flag in an app context (disabled and excludeAll unless given), with its include and exclude lists."},
-		validate:  validateCreateFlag,
-		plan:      planCreateFlag,
-		execute:   executeCreateFlag,
-		reconcile: reconcileCreateFlag,
-		report:    reportAs(reportFlag("Created")),
+	Register(Def[CreateFeatureFlagParams]{
+		Name: CreateFeatureFlag, Order: 110, Invalidates: []Cache{CacheFlags},
+		Description: "Create a feature flag in an app context (disabled and excludeAll unless given), with its include and exclude lists.",
+		Canonical:   CreateFeatureFlagParams.canonical,
+		Validate:    validateCreateFlag,
+		Plan:        planCreateFlag,
+		Execute:     executeCreateFlag,
+		Reconcile:   reconcileCreateFlag,
+		Report:      ReportAs(reportFlag("Created")),
 	})
 }
 
 // flagRules checks the fields a flag's create and update share.
-func (c *checker) flagRules(name, key, appContext, status, mode string, selfID string, checkKey bool) error {
+func (c *Checker) flagRules(name, key, appContext, status, mode string, selfID string, checkKey bool) error {
 	if name == "" {
-		c.missing("name", "name is required")
+		c.Missing("name", "name is required")
 	}
 	if key == "" {
-		c.missing("key", "key is required (the name client applications ask for, such as MATH_HINTS)")
+		c.Missing("key", "key is required (the name client applications ask for, such as MATH_HINTS)")
 	}
 	if _, _, err := c.context(appContext); err != nil {
 		return err
 	}
 	if status != "" && !slices.Contains(flagStatuses, status) {
-		c.addValue("status", status, "unknown status; use enabled, disabled or archived")
+		c.AddValue("status", status, "unknown status; use enabled, disabled or archived")
 	}
 	if mode != "" && !slices.Contains(flagFilterModes, mode) {
-		c.addValue("filter_mode", mode, "unknown filter mode; use excludeAll (nobody but the included) or includeAll (everyone but the excluded)")
+		c.AddValue("filter_mode", mode, "unknown filter mode; use excludeAll (nobody but the included) or includeAll (everyone but the excluded)")
 	}
 	if !checkKey || key == "" || appContext == "" {
 		return nil
@@ -83,14 +87,14 @@ func (c *checker) flagRules(name, key, appContext, status, mode string, selfID s
 	}
 	for _, f := range all {
 		if f.ID != selfID && f.Key == key && slices.Equal(f.Context, []string{appContext}) {
-			c.add("key", "feature flag %q (id %s) already has key %s in context %s; keys are unique per context: choose another key or change that flag", f.Name, f.ID, key, appContext)
+			c.Add("key", "feature flag %q (id %s) already has key %s in context %s; keys are unique per context: choose another key or change that flag", f.Name, f.ID, key, appContext)
 		}
 	}
 	return nil
 }
 
 // lists checks the include or exclude lists of a create.
-func (c *checker) flagLists(field string, ls []FlagListParam, appContext string) error {
+func (c *Checker) flagLists(field string, ls []FlagListParam, appContext string) error {
 	for i, l := range ls {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		m := l.members()
@@ -102,7 +106,7 @@ func (c *checker) flagLists(field string, ls []FlagListParam, appContext string)
 	return nil
 }
 
-func validateCreateFlag(c *checker, p CreateFeatureFlagParams) error {
+func validateCreateFlag(c *Checker, p CreateFeatureFlagParams) error {
 	if err := c.flagRules(p.Name, p.Key, p.Context, p.Status, p.FilterMode, "", true); err != nil {
 		return err
 	}
@@ -125,38 +129,38 @@ func stateOfCreate(p CreateFeatureFlagParams) flagState {
 	return f
 }
 
-func planCreateFlag(b *planBuilder, p CreateFeatureFlagParams) error {
+func planCreateFlag(b *Planner, p CreateFeatureFlagParams) error {
 	d, err := readSegments(b.ctx, b.api)
 	if err != nil {
 		return err
 	}
 	f := stateOfCreate(p)
-	b.line("Create feature flag %s with key %s in context %s.", quote(p.Name), quote(p.Key), ident(p.Context))
-	b.line("  Status: %s", p.Status)
-	b.line("  Filter mode: %s", fmtFilterMode(p.FilterMode))
+	b.Line("Create feature flag %s with key %s in context %s.", quote(p.Name), quote(p.Key), ident(p.Context))
+	b.Line("  Status: %s", p.Status)
+	b.Line("  Filter mode: %s", fmtFilterMode(p.FilterMode))
 	listLines(b, "Include lists", f.Include, d)
 	listLines(b, "Exclude lists", f.Exclude, d)
 	if p.Description != "" {
-		b.line("  Description: %s", quote(p.Description))
+		b.Line("  Description: %s", quote(p.Description))
 	}
 	if len(p.Tags) > 0 {
-		b.line("  Tags: %s", fmtUsers(p.Tags))
+		b.Line("  Tags: %s", fmtUsers(p.Tags))
 	}
-	b.line("Who gets it: %s.", reach(f, d))
+	b.Line("Who gets it: %s.", reach(f, d))
 	reachWarnings(b, f)
 	return keyCaseWarning(b, p.Key, p.Context, "")
 }
 
 // keyCaseWarning warns about a flag whose key differs only in case: the
 // client asks by exact key, so the two are easy to confuse.
-func keyCaseWarning(b *planBuilder, key, appContext, selfID string) error {
+func keyCaseWarning(b *Planner, key, appContext, selfID string) error {
 	all, err := b.api.Flags(b.ctx)
 	if err != nil {
 		return fmt.Errorf("reading feature flags: %w", err)
 	}
 	for _, f := range all {
 		if f.ID != selfID && f.Key != key && strings.EqualFold(f.Key, key) && f.HasContext(appContext) {
-			b.warn("flag %s has key %s, which differs only in case; clients ask by the exact key", quote(f.Name), quote(f.Key))
+			b.Warn("flag %s has key %s, which differs only in case; clients ask by the exact key", quote(f.Name), quote(f.Key))
 		}
 	}
 	return nil
@@ -309,7 +313,7 @@ func executeCreateFlag(ctx context.Context, env Env, p CreateFeatureFlagParams, 
 	if err != nil {
 		return Outcome{}, fmt.Errorf("feature flag %q was created (id %s), but %w", p.Name, id, err)
 	}
-	return result(flagResult(held))
+	return Result(flagResult(held))
 }
 
 // flagByKey finds the flag with this exact key and context; nil if none.
@@ -398,7 +402,7 @@ func reconcileCreateFlag(ctx context.Context, env Env, p CreateFeatureFlagParams
 		return Reconciliation{Outcome: OutcomeUnknown,
 			Note: fmt.Sprintf("feature flag %q (id %s) was created, but it differs from what was approved (%s)", f.Name, f.ID, strings.Join(diffs, "; "))}, nil
 	}
-	raw, err := result(flagResult(got))
+	raw, err := Result(flagResult(got))
 	return Reconciliation{Outcome: OutcomeDone, Result: raw.Result,
 		Note: fmt.Sprintf("feature flag %q exists with key %s (id %s): the create happened", got.Name, got.Key, got.ID)}, err
 }

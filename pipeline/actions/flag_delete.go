@@ -7,9 +7,12 @@ import (
 	"time"
 )
 
+// DeleteFeatureFlag is the name of the delete_feature_flag action.
+const DeleteFeatureFlag Name = "delete_feature_flag"
+
 // DeleteFeatureFlagParams are the params of delete_feature_flag.
 type DeleteFeatureFlagParams struct {
-	FlagID string `json:"flag_id" jsonschema:"id of the flag to delete (a key or name is resolved)"`
+	FlagID string `json:"flag_id" jsonschema:"id of the flag to delete (a key or name is resolved)" ref:"feature_flag"`
 }
 
 // Action implements Params.
@@ -20,34 +23,35 @@ func (p DeleteFeatureFlagParams) canonical() DeleteFeatureFlagParams {
 }
 
 func init() {
-	register(&builtin[DeleteFeatureFlagParams]{
-		spec: Spec{Name: string(DeleteFeatureFlag), Destructive: true, Invalidates: []Cache{CacheFlags},
-			Schema: schemaOf[DeleteFeatureFlagParams](), Description: "Delete a feature flag and its lists for good."},
-		validate: func(c *checker, p DeleteFeatureFlagParams) error {
+	Register(Def[DeleteFeatureFlagParams]{
+		Name: DeleteFeatureFlag, Order: 140, Destructive: true, Invalidates: []Cache{CacheFlags},
+		Description: "Delete a feature flag and its lists for good.",
+		Canonical:   DeleteFeatureFlagParams.canonical,
+		Validate: func(c *Checker, p DeleteFeatureFlagParams) error {
 			_, err := c.flag("flag_id", p.FlagID)
 			return err
 		},
-		plan:      planDeleteFlag,
-		execute:   executeDeleteFlag,
-		reconcile: reconcileDeleteFlag,
-		report: reportAs(func(r flagDeleteResult) string {
+		Plan:      planDeleteFlag,
+		Execute:   executeDeleteFlag,
+		Reconcile: reconcileDeleteFlag,
+		Report: ReportAs(func(r flagDeleteResult) string {
 			return fmt.Sprintf("Deleted feature flag %q (key %s, id %s) with its lists. Clients asking for %s no longer get it.", r.Name, r.Key, r.ID, r.Key)
 		}),
 	})
 }
 
-func planDeleteFlag(b *planBuilder, p DeleteFeatureFlagParams) error {
+func planDeleteFlag(b *Planner, p DeleteFeatureFlagParams) error {
 	f, d, err := b.flagAndSegments(p.FlagID)
 	if err != nil {
 		return err
 	}
-	b.line("delete feature flag %s, with its lists:", flagHeader(f))
+	b.Line("delete feature flag %s, with its lists:", flagHeader(f))
 	listLines(b, "Include lists", f.Include, d)
 	listLines(b, "Exclude lists", f.Exclude, d)
-	b.line("Who gets it now: %s. After the delete: nobody; clients asking for key %s get nothing.", reach(f, d), quote(f.Key))
-	b.line("Public segments in its lists are kept.")
+	b.Line("Who gets it now: %s. After the delete: nobody; clients asking for key %s get nothing.", reach(f, d), quote(f.Key))
+	b.Line("Public segments in its lists are kept.")
 	if f.Status == FlagEnabled {
-		b.warn("the flag is enabled: everyone it reaches loses the feature at their next request")
+		b.Warn("the flag is enabled: everyone it reaches loses the feature at their next request")
 	}
 	return nil
 }
@@ -73,7 +77,7 @@ func executeDeleteFlag(ctx context.Context, env Env, p DeleteFeatureFlagParams, 
 	} else if !isNotFound(err) {
 		return Outcome{}, fmt.Errorf("feature flag %q was deleted, but reading it back failed: %w", cur.Name, err)
 	}
-	return result(flagDeleteResult{ID: cur.ID, Name: cur.Name, Key: cur.Key, Deleted: true})
+	return Result(flagDeleteResult{ID: cur.ID, Name: cur.Name, Key: cur.Key, Deleted: true})
 }
 
 func reconcileDeleteFlag(ctx context.Context, env Env, p DeleteFeatureFlagParams, _ string, _ time.Time) (Reconciliation, error) {

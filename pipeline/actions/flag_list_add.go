@@ -8,15 +8,18 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
+// AddFeatureFlagList is the name of the add_feature_flag_list action.
+const AddFeatureFlagList Name = "add_feature_flag_list"
+
 // AddFeatureFlagListParams are the params of add_feature_flag_list: the
 // members flat, exactly one kind of them.
 type AddFeatureFlagListParams struct {
-	FlagID     string       `json:"flag_id" jsonschema:"id of the flag (a key or name is resolved)"`
+	FlagID     string       `json:"flag_id" jsonschema:"id of the flag (a key or name is resolved)" ref:"feature_flag"`
 	Kind       string       `json:"kind" jsonschema:"include (who gets the flag) or exclude (who never gets it)"`
 	Enabled    *bool        `json:"enabled,omitempty" jsonschema:"whether the list counts (default true)"`
 	Users      []string     `json:"users,omitempty" jsonschema:"user ids"`
 	Groups     []GroupParam `json:"groups,omitempty" jsonschema:"groups (type and group_id)"`
-	SegmentIDs []string     `json:"segment_ids,omitempty" jsonschema:"ids of public segments of the flag's context (names are resolved)"`
+	SegmentIDs []string     `json:"segment_ids,omitempty" jsonschema:"ids of public segments of the flag's context (names are resolved)" ref:"segment"`
 }
 
 // Action implements Params.
@@ -33,10 +36,12 @@ func (p AddFeatureFlagListParams) members() memberSet {
 }
 
 func init() {
-	register(&builtin[AddFeatureFlagListParams]{
-		spec: Spec{Name: string(AddFeatureFlagList), Invalidates: []Cache{CacheFlags}, Schema: schemaOf[AddFeatureFlagListParams](),
-			Description: "Add an include or exclude list to a feature flag: users, groups or public segments (one kind per list)."},
-		validate: func(c *checker, p AddFeatureFlagListParams) error {
+	Register(Def[AddFeatureFlagListParams]{
+		Name: AddFeatureFlagList, Order: 150, Invalidates: []Cache{CacheFlags},
+		Description: "Add an include or exclude list to a feature flag: users, groups or public segments (one kind per list).",
+		Note:        "kind include or exclude; one of users, groups, segment_ids",
+		Canonical:   AddFeatureFlagListParams.canonical,
+		Validate: func(c *Checker, p AddFeatureFlagListParams) error {
 			f, err := c.flag("flag_id", p.FlagID)
 			if err != nil {
 				return err
@@ -49,31 +54,31 @@ func init() {
 			}
 			return c.members("", m, f.Context, "")
 		},
-		plan:      planAddList,
-		execute:   executeAddList,
-		reconcile: reconcileAddList,
-		report:    reportAs(reportList),
+		Plan:      planAddList,
+		Execute:   executeAddList,
+		Reconcile: reconcileAddList,
+		Report:    ReportAs(reportList),
 	})
 }
 
-func (c *checker) listKind(kind string) {
+func (c *Checker) listKind(kind string) {
 	switch kind {
 	case "":
-		c.missing("kind", "kind is required: include (who gets the flag) or exclude (who never gets it)")
+		c.Missing("kind", "kind is required: include (who gets the flag) or exclude (who never gets it)")
 	case ListInclude, ListExclude:
 	default:
-		c.addValue("kind", kind, "unknown list kind; use include or exclude")
+		c.AddValue("kind", kind, "unknown list kind; use include or exclude")
 	}
 }
 
-func planAddList(b *planBuilder, p AddFeatureFlagListParams) error {
+func planAddList(b *Planner, p AddFeatureFlagListParams) error {
 	f, d, err := b.flagAndSegments(p.FlagID)
 	if err != nil {
 		return err
 	}
 	l := flagList{Kind: p.Kind, Enabled: enabledOf(FlagListParam{Enabled: p.Enabled}), Members: p.members()}
-	b.line("Add an %s list to feature flag %s:", p.Kind, flagHeader(f))
-	b.line("  %s", fmtList(l, d))
+	b.Line("Add an %s list to feature flag %s:", p.Kind, flagHeader(f))
+	b.Line("  %s", fmtList(l, d))
 	n := f
 	if p.Kind == ListExclude {
 		n.Exclude = append(append([]flagList(nil), f.Exclude...), l)
@@ -82,19 +87,19 @@ func planAddList(b *planBuilder, p AddFeatureFlagListParams) error {
 	}
 	reachChange(b, f, n, d)
 	if p.Kind == ListInclude && f.FilterMode == FlagIncludeAll {
-		b.warn("the flag's filter mode is includeAll: it already reaches everyone not excluded, so an include list changes nobody's result")
+		b.Warn("the flag's filter mode is includeAll: it already reaches everyone not excluded, so an include list changes nobody's result")
 	}
 	return nil
 }
 
 // reachChange shows whom the flag reaches before and after a change.
-func reachChange(b *planBuilder, cur, next flagState, d *segDir) {
+func reachChange(b *Planner, cur, next flagState, d *segDir) {
 	before, after := reach(cur, d), reach(next, d)
 	if before == after {
-		b.line("Who gets it (unchanged): %s.", after)
+		b.Line("Who gets it (unchanged): %s.", after)
 	} else {
-		b.line("Who gets it now: %s.", before)
-		b.line("After the change: %s.", after)
+		b.Line("Who gets it now: %s.", before)
+		b.Line("After the change: %s.", after)
 	}
 	reachWarnings(b, next)
 }
@@ -168,7 +173,7 @@ func executeAddList(ctx context.Context, env Env, p AddFeatureFlagListParams, ke
 	if got.ID == "" {
 		got = l
 	}
-	return result(listActionResult{Flag: flagResult(held), Kind: p.Kind, List: listResult(got), Action: "added"}.withReach(ctx, env.API, held))
+	return Result(listActionResult{Flag: flagResult(held), Kind: p.Kind, List: listResult(got), Action: "added"}.withReach(ctx, env.API, held))
 }
 
 func reconcileAddList(ctx context.Context, env Env, p AddFeatureFlagListParams, key string, startedAt time.Time) (Reconciliation, error) {
@@ -177,7 +182,7 @@ func reconcileAddList(ctx context.Context, env Env, p AddFeatureFlagListParams, 
 		return derefRec(gone), err
 	}
 	done := func(l flagList, how string) (Reconciliation, error) {
-		raw, err := result(listActionResult{Flag: flagResult(f), Kind: p.Kind, List: listResult(l), Action: "added"})
+		raw, err := Result(listActionResult{Flag: flagResult(f), Kind: p.Kind, List: listResult(l), Action: "added"})
 		return Reconciliation{Outcome: OutcomeDone, Result: raw.Result, Note: fmt.Sprintf("feature flag %q has the list (%s): the add happened", f.Name, how)}, err
 	}
 	if id := addListID(key); id != "" {

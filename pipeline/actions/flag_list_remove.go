@@ -6,9 +6,12 @@ import (
 	"time"
 )
 
+// RemoveFeatureFlagList is the name of the remove_feature_flag_list action.
+const RemoveFeatureFlagList Name = "remove_feature_flag_list"
+
 // RemoveFeatureFlagListParams are the params of remove_feature_flag_list.
 type RemoveFeatureFlagListParams struct {
-	FlagID string `json:"flag_id" jsonschema:"id of the flag (a key or name is resolved)"`
+	FlagID string `json:"flag_id" jsonschema:"id of the flag (a key or name is resolved)" ref:"feature_flag"`
 	Kind   string `json:"kind" jsonschema:"include or exclude: the kind of the list"`
 	ListID string `json:"list_id" jsonschema:"id of the list (get_feature_flag_details shows it)"`
 }
@@ -21,21 +24,22 @@ func (p RemoveFeatureFlagListParams) canonical() RemoveFeatureFlagListParams {
 }
 
 func init() {
-	register(&builtin[RemoveFeatureFlagListParams]{
-		spec: Spec{Name: string(RemoveFeatureFlagList), Destructive: true, Invalidates: []Cache{CacheFlags},
-			Schema: schemaOf[RemoveFeatureFlagListParams](), Description: "Remove one include or exclude list from a feature flag (public segments in it are kept)."},
-		validate: func(c *checker, p RemoveFeatureFlagListParams) error {
+	Register(Def[RemoveFeatureFlagListParams]{
+		Name: RemoveFeatureFlagList, Order: 170, Destructive: true, Invalidates: []Cache{CacheFlags},
+		Description: "Remove one include or exclude list from a feature flag (public segments in it are kept).",
+		Canonical:   RemoveFeatureFlagListParams.canonical,
+		Validate: func(c *Checker, p RemoveFeatureFlagListParams) error {
 			_, _, err := c.flagListRef(p.FlagID, p.Kind, p.ListID)
 			return err
 		},
-		plan:      planRemoveList,
-		execute:   executeRemoveList,
-		reconcile: reconcileRemoveList,
-		report:    reportAs(reportList),
+		Plan:      planRemoveList,
+		Execute:   executeRemoveList,
+		Reconcile: reconcileRemoveList,
+		Report:    ReportAs(reportList),
 	})
 }
 
-func planRemoveList(b *planBuilder, p RemoveFeatureFlagListParams) error {
+func planRemoveList(b *Planner, p RemoveFeatureFlagListParams) error {
 	f, d, err := b.flagAndSegments(p.FlagID)
 	if err != nil {
 		return err
@@ -44,10 +48,10 @@ func planRemoveList(b *planBuilder, p RemoveFeatureFlagListParams) error {
 	if !ok {
 		return fmt.Errorf("feature flag %q has no %s list %s", f.Name, p.Kind, p.ListID)
 	}
-	b.line("remove the %s list %s from feature flag %s:", p.Kind, l.ID, flagHeader(f))
-	b.line("  %s", fmtList(l, d))
+	b.Line("remove the %s list %s from feature flag %s:", p.Kind, l.ID, flagHeader(f))
+	b.Line("  %s", fmtList(l, d))
 	if len(l.Members.Segments) > 0 {
-		b.line("The segments themselves are kept.")
+		b.Line("The segments themselves are kept.")
 	}
 	reachChange(b, f, f.withoutList(l.ID), d)
 	return nil
@@ -72,7 +76,7 @@ func executeRemoveList(ctx context.Context, env Env, p RemoveFeatureFlagListPara
 	if _, still := held.anyList(p.ListID); still {
 		return Outcome{}, fmt.Errorf("feature flag %q: the server answered the removal, but still has %s list %s", cur.Name, p.Kind, p.ListID)
 	}
-	return result(listActionResult{Flag: flagResult(held), Kind: p.Kind, List: listResult(l), Action: "removed"}.withReach(ctx, env.API, held))
+	return Result(listActionResult{Flag: flagResult(held), Kind: p.Kind, List: listResult(l), Action: "removed"}.withReach(ctx, env.API, held))
 }
 
 func reconcileRemoveList(ctx context.Context, env Env, p RemoveFeatureFlagListParams, _ string, _ time.Time) (Reconciliation, error) {
@@ -83,6 +87,6 @@ func reconcileRemoveList(ctx context.Context, env Env, p RemoveFeatureFlagListPa
 	if _, ok := f.anyList(p.ListID); ok {
 		return Reconciliation{Outcome: OutcomeNotDone, Note: fmt.Sprintf("feature flag %q still has list %s: the removal did not happen", f.Name, p.ListID)}, nil
 	}
-	raw, err := result(listActionResult{Flag: flagResult(f), Kind: p.Kind, List: ListResult{ID: p.ListID}, Action: "removed"})
+	raw, err := Result(listActionResult{Flag: flagResult(f), Kind: p.Kind, List: ListResult{ID: p.ListID}, Action: "removed"})
 	return Reconciliation{Outcome: OutcomeDone, Result: raw.Result, Note: fmt.Sprintf("feature flag %q no longer has list %s: the removal happened", f.Name, p.ListID)}, err
 }

@@ -6,17 +6,20 @@ import (
 	"time"
 )
 
+// UpdateFeatureFlagList is the name of the update_feature_flag_list action.
+const UpdateFeatureFlagList Name = "update_feature_flag_list"
+
 // UpdateFeatureFlagListParams are the params of update_feature_flag_list. A
 // member kind given replaces that kind; one not given is kept; the whole
 // list is written back (UpGrade replaces list members only as a whole).
 type UpdateFeatureFlagListParams struct {
-	FlagID     string        `json:"flag_id" jsonschema:"id of the flag (a key or name is resolved)"`
+	FlagID     string        `json:"flag_id" jsonschema:"id of the flag (a key or name is resolved)" ref:"feature_flag"`
 	Kind       string        `json:"kind" jsonschema:"include or exclude: the kind of the list"`
 	ListID     string        `json:"list_id" jsonschema:"id of the list (get_feature_flag_details shows it)"`
 	Enabled    *bool         `json:"enabled,omitempty" jsonschema:"turn the list on or off"`
 	Users      *[]string     `json:"users,omitempty" jsonschema:"the list's users after the change (the whole list)"`
 	Groups     *[]GroupParam `json:"groups,omitempty" jsonschema:"the list's groups after the change (the whole list)"`
-	SegmentIDs *[]string     `json:"segment_ids,omitempty" jsonschema:"the list's segments after the change (names are resolved)"`
+	SegmentIDs *[]string     `json:"segment_ids,omitempty" jsonschema:"the list's segments after the change (names are resolved)" ref:"segment"`
 }
 
 // Action implements Params.
@@ -36,14 +39,16 @@ func (p UpdateFeatureFlagListParams) canonical() UpdateFeatureFlagListParams {
 }
 
 func init() {
-	register(&builtin[UpdateFeatureFlagListParams]{
-		spec: Spec{Name: string(UpdateFeatureFlagList), Invalidates: []Cache{CacheFlags}, Schema: schemaOf[UpdateFeatureFlagListParams](),
-			Description: "Change one list of a feature flag: turn it on or off, or replace its users, groups or segments."},
-		validate:  validateUpdateList,
-		plan:      planUpdateList,
-		execute:   executeUpdateList,
-		reconcile: reconcileUpdateList,
-		report:    reportAs(reportList),
+	Register(Def[UpdateFeatureFlagListParams]{
+		Name: UpdateFeatureFlagList, Order: 160, Invalidates: []Cache{CacheFlags},
+		Description: "Change one list of a feature flag: turn it on or off, or replace its users, groups or segments.",
+		Note:        "list_id from get_feature_flag_details",
+		Canonical:   UpdateFeatureFlagListParams.canonical,
+		Validate:    validateUpdateList,
+		Plan:        planUpdateList,
+		Execute:     executeUpdateList,
+		Reconcile:   reconcileUpdateList,
+		Report:      ReportAs(reportList),
 	})
 }
 
@@ -101,14 +106,14 @@ func (f flagState) withoutList(id string) flagState {
 }
 
 // flagListRef checks flag, kind and list id; the list, or nil.
-func (c *checker) flagListRef(flagID, kind, listID string) (*flagState, *flagList, error) {
+func (c *Checker) flagListRef(flagID, kind, listID string) (*flagState, *flagList, error) {
 	f, err := c.flag("flag_id", flagID)
 	if err != nil {
 		return nil, nil, err
 	}
 	c.listKind(kind)
 	if listID == "" {
-		c.missing("list_id", "list_id is required (get_feature_flag_details lists the flag's lists with their ids)")
+		c.Missing("list_id", "list_id is required (get_feature_flag_details lists the flag's lists with their ids)")
 		return f, nil, nil
 	}
 	if f == nil || (kind != ListInclude && kind != ListExclude) {
@@ -118,10 +123,10 @@ func (c *checker) flagListRef(flagID, kind, listID string) (*flagState, *flagLis
 		return f, &l, nil
 	}
 	if other, ok := f.anyList(listID); ok {
-		c.addValue("kind", kind, "list %s of flag %q is an %s list", listID, f.Name, other.Kind)
+		c.AddValue("kind", kind, "list %s of flag %q is an %s list", listID, f.Name, other.Kind)
 		return f, nil, nil
 	}
-	c.notFound("list_id", "flag %q has no list %s; its lists: %s", f.Name, listID, listOrNone(listIDs(*f)))
+	c.NotFound("list_id", "flag %q has no list %s; its lists: %s", f.Name, listID, listOrNone(listIDs(*f)))
 	return f, nil, nil
 }
 
@@ -133,13 +138,13 @@ func listIDs(f flagState) []string {
 	return out
 }
 
-func validateUpdateList(c *checker, p UpdateFeatureFlagListParams) error {
+func validateUpdateList(c *Checker, p UpdateFeatureFlagListParams) error {
 	f, l, err := c.flagListRef(p.FlagID, p.Kind, p.ListID)
 	if err != nil || l == nil {
 		return err
 	}
 	if p.Enabled == nil && p.Users == nil && p.Groups == nil && p.SegmentIDs == nil {
-		c.missing("fields", "name what changes: enabled, users, groups or segment_ids")
+		c.Missing("fields", "name what changes: enabled, users, groups or segment_ids")
 		return nil
 	}
 	n := p.apply(*l)
@@ -147,7 +152,7 @@ func validateUpdateList(c *checker, p UpdateFeatureFlagListParams) error {
 	return c.members("", n.Members, f.Context, "")
 }
 
-func planUpdateList(b *planBuilder, p UpdateFeatureFlagListParams) error {
+func planUpdateList(b *Planner, p UpdateFeatureFlagListParams) error {
 	f, d, err := b.flagAndSegments(p.FlagID)
 	if err != nil {
 		return err
@@ -157,16 +162,16 @@ func planUpdateList(b *planBuilder, p UpdateFeatureFlagListParams) error {
 		return fmt.Errorf("feature flag %q has no %s list %s", f.Name, p.Kind, p.ListID)
 	}
 	n := p.apply(l)
-	b.line("Update the %s list %s of feature flag %s:", p.Kind, l.ID, flagHeader(f))
+	b.Line("Update the %s list %s of feature flag %s:", p.Kind, l.ID, flagHeader(f))
 	if n.Enabled != l.Enabled {
-		b.line("  enabled: %t -> %t", l.Enabled, n.Enabled)
+		b.Line("  enabled: %t -> %t", l.Enabled, n.Enabled)
 	}
-	b.line("  Members:")
+	b.Line("  Members:")
 	fmtDiff(b, diffMembers(l.Members, n.Members), d)
-	b.line("  The list after the change: %s", fmtList(n, d))
+	b.Line("  The list after the change: %s", fmtList(n, d))
 	reachChange(b, f, f.withList(n), d)
 	if sameMembers(l.Members, n.Members) && l.Enabled == n.Enabled {
-		b.warn("nothing would change")
+		b.Warn("nothing would change")
 	}
 	return nil
 }
@@ -190,7 +195,7 @@ func executeUpdateList(ctx context.Context, env Env, p UpdateFeatureFlagListPara
 		return Outcome{}, fmt.Errorf("the %s list %s of feature flag %q was written, but %w", p.Kind, l.ID, cur.Name, err)
 	}
 	got, _ := held.list(p.Kind, l.ID)
-	return result(listActionResult{Flag: flagResult(held), Kind: p.Kind, List: listResult(got), Action: "updated"}.withReach(ctx, env.API, held))
+	return Result(listActionResult{Flag: flagResult(held), Kind: p.Kind, List: listResult(got), Action: "updated"}.withReach(ctx, env.API, held))
 }
 
 func reconcileUpdateList(ctx context.Context, env Env, p UpdateFeatureFlagListParams, _ string, _ time.Time) (Reconciliation, error) {
@@ -206,6 +211,6 @@ func reconcileUpdateList(ctx context.Context, env Env, p UpdateFeatureFlagListPa
 	if n.Enabled != l.Enabled || !sameMembers(n.Members, l.Members) {
 		return Reconciliation{Outcome: OutcomeNotDone, Note: fmt.Sprintf("the %s list %s of feature flag %q does not have the new members yet: the update did not happen", p.Kind, l.ID, f.Name)}, nil
 	}
-	raw, err := result(listActionResult{Flag: flagResult(f), Kind: p.Kind, List: listResult(l), Action: "updated"})
+	raw, err := Result(listActionResult{Flag: flagResult(f), Kind: p.Kind, List: listResult(l), Action: "updated"})
 	return Reconciliation{Outcome: OutcomeDone, Result: raw.Result, Note: fmt.Sprintf("the %s list %s of feature flag %q already holds what was approved", p.Kind, l.ID, f.Name)}, err
 }

@@ -317,18 +317,18 @@ func fmtList(l flagList, d *segDir) string {
 }
 
 // listLines renders a flag's lists of one kind under a heading.
-func listLines(b *planBuilder, heading string, ls []flagList, d *segDir) {
+func listLines(b *Planner, heading string, ls []flagList, d *segDir) {
 	if len(ls) == 0 {
-		b.line("  %s: (none)", heading)
+		b.Line("  %s: (none)", heading)
 		return
 	}
-	b.line("  %s:", heading)
+	b.Line("  %s:", heading)
 	for i, l := range ls {
 		id := ""
 		if l.ID != "" {
 			id = " (list " + l.ID + ")"
 		}
-		b.line("    %d. %s%s", i+1, fmtList(l, d), id)
+		b.Line("    %d. %s%s", i+1, fmtList(l, d), id)
 	}
 }
 
@@ -368,15 +368,15 @@ func reachWhenEnabled(f flagState, d *segDir) string {
 
 // reachWarnings are the warnings of spec/pipeline.md for a flag as it will
 // be: enabled and reaching nobody, or enabled and reaching everyone.
-func reachWarnings(b *planBuilder, f flagState) {
+func reachWarnings(b *Planner, f flagState) {
 	if f.Status != FlagEnabled {
 		return
 	}
 	switch {
 	case f.FilterMode == FlagExcludeAll && len(enabledLists(f.Include)) == 0:
-		b.warn("the flag is enabled with filter mode excludeAll and no enabled include list: it reaches nobody")
+		b.Warn("the flag is enabled with filter mode excludeAll and no enabled include list: it reaches nobody")
 	case f.FilterMode == FlagIncludeAll && len(enabledLists(f.Exclude)) == 0:
-		b.warn("the flag is enabled with filter mode includeAll and no exclude list: it reaches everyone in context %s", identOrNone(f.Context))
+		b.Warn("the flag is enabled with filter mode includeAll and no exclude list: it reaches everyone in context %s", identOrNone(f.Context))
 	}
 }
 
@@ -385,33 +385,33 @@ func flagHeader(f flagState) string {
 	return fmt.Sprintf("%s (key %s, id %s, context %s, %s)", quote(f.Name), quote(f.Key), f.ID, identOrNone(f.Context), identOrNone(f.Status))
 }
 
-func fmtDiff(b *planBuilder, diff memberDiff, d *segDir) {
+func fmtDiff(b *Planner, diff memberDiff, d *segDir) {
 	if len(diff.AddUsers) > 0 {
-		b.line("    + users %s", fmtUsers(diff.AddUsers))
+		b.Line("    + users %s", fmtUsers(diff.AddUsers))
 	}
 	if len(diff.RemoveUsers) > 0 {
-		b.line("    - users %s", fmtUsers(diff.RemoveUsers))
+		b.Line("    - users %s", fmtUsers(diff.RemoveUsers))
 	}
 	if len(diff.AddGroups) > 0 {
-		b.line("    + groups %s", fmtGroups(diff.AddGroups))
+		b.Line("    + groups %s", fmtGroups(diff.AddGroups))
 	}
 	if len(diff.RemoveGroups) > 0 {
-		b.line("    - groups %s", fmtGroups(diff.RemoveGroups))
+		b.Line("    - groups %s", fmtGroups(diff.RemoveGroups))
 	}
 	for _, s := range diff.AddSegments {
-		b.line("    + %s", d.name(s))
+		b.Line("    + %s", d.name(s))
 	}
 	for _, s := range diff.RemoveSegments {
-		b.line("    - %s", d.name(s))
+		b.Line("    - %s", d.name(s))
 	}
 	if diff.empty() {
-		b.line("    (members unchanged)")
+		b.Line("    (members unchanged)")
 	}
 }
 
 // pinObject binds the plan to one version of the flag or segment it
 // describes; the checkpoint keeps it in experiment_id/experiment_version.
-func (b *planBuilder) pinObject(id, version string) {
+func (b *Planner) pinObject(id, version string) {
 	b.plan.ExperimentID = id
 	b.plan.ExperimentVersion = version
 }
@@ -420,20 +420,20 @@ func (b *planBuilder) pinObject(id, version string) {
 
 // flag reads a flag, turning an unknown id into a not_found problem; nil
 // when it does not exist.
-func (c *checker) flag(field, id string) (*flagState, error) {
+func (c *Checker) flag(field, id string) (*flagState, error) {
 	if id == "" {
-		c.missing(field, "%s is required (look the flag up with find_feature_flag)", field)
+		c.Missing(field, "%s is required (look the flag up with find_feature_flag)", field)
 		return nil, nil
 	}
 	if !upgrade.IsUUID(id) {
-		c.notFound(field, "%q is not a feature flag id (a UUID); look the flag up by key or name with find_feature_flag", id)
+		c.NotFound(field, "%q is not a feature flag id (a UUID); look the flag up by key or name with find_feature_flag", id)
 		return nil, nil
 	}
 	f, err := c.api.Flag(c.ctx, id)
 	if err != nil {
 		switch upgrade.CategoryOf(err) {
 		case upgrade.CategoryNotFound, upgrade.CategoryValidation:
-			c.notFound(field, "no feature flag with id %s", id)
+			c.NotFound(field, "no feature flag with id %s", id)
 			return nil, nil
 		}
 		return nil, fmt.Errorf("reading feature flag %s: %w", id, err)
@@ -443,7 +443,7 @@ func (c *checker) flag(field, id string) (*flagState, error) {
 }
 
 // segments reads the public segments once per check.
-func (c *checker) segments() (*segDir, error) {
+func (c *Checker) segments() (*segDir, error) {
 	if c.segs != nil {
 		return c.segs, nil
 	}
@@ -456,9 +456,9 @@ func (c *checker) segments() (*segDir, error) {
 }
 
 // segment checks that id names a public segment; nil when it does not.
-func (c *checker) segment(field, id string) (*segInfo, error) {
+func (c *Checker) segment(field, id string) (*segInfo, error) {
 	if id == "" {
-		c.missing(field, "%s is required (look the segment up with find_segment)", field)
+		c.Missing(field, "%s is required (look the segment up with find_segment)", field)
 		return nil, nil
 	}
 	d, err := c.segments()
@@ -467,7 +467,7 @@ func (c *checker) segment(field, id string) (*segInfo, error) {
 	}
 	s, ok := d.get(id)
 	if !ok {
-		c.notFound(field, "no public segment with id %q; look the segment up by name with find_segment", id)
+		c.NotFound(field, "no public segment with id %q; look the segment up by name with find_segment", id)
 		return nil, nil
 	}
 	return &s, nil
@@ -476,7 +476,7 @@ func (c *checker) segment(field, id string) (*segInfo, error) {
 // members checks the members of a list or segment against the context:
 // group types of the context, segment ids of public segments of the same
 // context (self may not hold itself).
-func (c *checker) members(prefix string, m memberSet, appContext string, self string) error {
+func (c *Checker) members(prefix string, m memberSet, appContext string, self string) error {
 	info, ctxOK := upgrade.ContextInfo{}, false
 	if appContext != "" {
 		md, err := c.metadata()
@@ -499,26 +499,26 @@ func (c *checker) members(prefix string, m memberSet, appContext string, self st
 		s, ok := d.get(id)
 		switch {
 		case !ok:
-			c.notFound(f, "no public segment with id %q; look it up by name with find_segment", id)
+			c.NotFound(f, "no public segment with id %q; look it up by name with find_segment", id)
 		case id == self:
-			c.add(f, "segment %s cannot hold itself", quote(s.Name))
+			c.Add(f, "segment %s cannot hold itself", quote(s.Name))
 		case self != "" && slices.Contains(d.descendants(id), self):
-			c.add(f, "segment %s already holds this segment: holding it back would make a loop", quote(s.Name))
+			c.Add(f, "segment %s already holds this segment: holding it back would make a loop", quote(s.Name))
 		case appContext != "" && s.Context != appContext:
-			c.add(f, "segment %s is in context %s, not %s", quote(s.Name), s.Context, appContext)
+			c.Add(f, "segment %s is in context %s, not %s", quote(s.Name), s.Context, appContext)
 		}
 	}
 	return nil
 }
 
 // oneKind checks that a flag list holds exactly one kind of member.
-func (c *checker) oneKind(field string, m memberSet) {
+func (c *Checker) oneKind(field string, m memberSet) {
 	switch kinds := memberKinds(m.Users, m.Groups, m.Segments); len(kinds) {
 	case 0:
-		c.missing(field, "a list needs members: exactly one of users, groups or segment_ids")
+		c.Missing(field, "a list needs members: exactly one of users, groups or segment_ids")
 	case 1:
 	default:
-		c.add(field, "a list holds exactly one kind of member, as in UpGrade's web UI; got %s: make one list per kind", strings.Join(kinds, " and "))
+		c.Add(field, "a list holds exactly one kind of member, as in UpGrade's web UI; got %s: make one list per kind", strings.Join(kinds, " and "))
 	}
 }
 
@@ -569,7 +569,7 @@ func isNotFound(err error) bool { return upgrade.CategoryOf(err) == upgrade.Cate
 
 // flagAndSegments reads the flag a plan describes and the public segments
 // (for names and usage), and pins the plan to the flag's version.
-func (b *planBuilder) flagAndSegments(id string) (flagState, *segDir, error) {
+func (b *Planner) flagAndSegments(id string) (flagState, *segDir, error) {
 	f, err := readFlag(b.ctx, b.api, id)
 	if err != nil {
 		return flagState{}, nil, err

@@ -34,7 +34,7 @@ type FlagListParam struct {
 	Enabled    *bool        `json:"enabled,omitempty" jsonschema:"whether the list counts (default true)"`
 	Users      []string     `json:"users,omitempty" jsonschema:"user ids"`
 	Groups     []GroupParam `json:"groups,omitempty" jsonschema:"groups (type and group_id)"`
-	SegmentIDs []string     `json:"segment_ids,omitempty" jsonschema:"ids of public segments of the flag's context (names are resolved)"`
+	SegmentIDs []string     `json:"segment_ids,omitempty" jsonschema:"ids of public segments of the flag's context (names are resolved)" ref:"segment"`
 }
 
 // flagStatusValue folds a status to UpGrade's spelling: display names

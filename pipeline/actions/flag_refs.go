@@ -3,90 +3,87 @@ package actions
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
-// ResolveFlagRefs turns what a model writes where a flag or segment id
-// belongs into the id: a flag's key (any case) or name, a segment's name
-// (in the context the params are about). It changes params in place and
-// reports whether it changed anything; a name that matches nothing, or
-// several things, is an error the model can act on. Ids are left alone:
-// validation decides about them.
-func ResolveFlagRefs(ctx context.Context, api API, action string, params map[string]any) (bool, error) {
-	if !isFlagAction(action) {
-		return false, nil
-	}
+// ResolveFlagRefs resolves the params an action declares as references to
+// flags (`ref:"feature_flag"`) and segments (`ref:"segment"`) that hold a
+// name instead of an id: a flag's key (exactly, then in any case), its name
+// or a unique prefix; a segment's name, in the context the params are about
+// (their context, the flag's, or the segment's). It changes params in
+// place and reports whether it changed anything; a name that matches
+// nothing, or several things, is an error the model can act on. Ids are
+// left alone: validation decides about them. A list action's missing kind
+// is filled in from its list id.
+func ResolveFlagRefs(ctx context.Context, api API, refs []Ref, params map[string]any) (bool, error) {
 	r := &refResolver{ctx: ctx, api: api}
 	changed := false
 	appContext, _ := params["context"].(string)
-	if ref, ok := params["flag_id"].(string); ok && ref != "" {
-		f, err := r.flag(ref)
-		if err != nil {
-			return false, fmt.Errorf("flag_id: %w", err)
-		}
-		if f != nil {
-			if f.ID != ref {
-				params["flag_id"] = f.ID
-				changed = true
-			}
-			appContext = f.ContextName()
-			if r.fillKind(params, f.ID) {
-				changed = true
-			}
-		}
-	}
-	if ref, ok := params["segment_id"].(string); ok && ref != "" && !upgrade.IsUUID(strings.TrimSpace(ref)) {
-		s, err := r.segment(ref, "")
-		if err != nil {
-			return false, fmt.Errorf("segment_id: %w", err)
-		}
-		params["segment_id"] = s.ID
-		appContext = s.Context
-		changed = true
-	} else if ok {
-		if d, err := r.segments(); err == nil {
-			if s, found := d.get(idValue(ref)); found {
-				appContext = s.Context
-			}
-		}
-	}
-	for _, key := range []string{"segment_ids", "add_segment_ids", "remove_segment_ids"} {
-		c, err := r.segmentList(params, key, appContext)
-		if err != nil {
-			return false, err
-		}
-		changed = changed || c
-	}
-	for _, key := range []string{"include_lists", "exclude_lists"} {
-		lists, _ := params[key].([]any)
-		if obj, ok := params[key].(map[string]any); ok {
-			lists = []any{obj} // one list sent as an object
-		}
-		for i, l := range lists {
-			obj, ok := l.(map[string]any)
-			if !ok {
+	resolve := func(kind RefKind, only func(path string) bool, fn func(string) (string, error)) error {
+		for _, ref := range refs {
+			if ref.Kind != kind || !only(ref.Path) {
 				continue
 			}
-			c, err := r.segmentList(obj, "segment_ids", appContext)
+			ch, err := ref.Resolve(params, fn)
 			if err != nil {
-				return false, fmt.Errorf("%s[%d].%w", key, i, err)
+				return fmt.Errorf("%s: %w", ref.Path, err)
 			}
-			changed = changed || c
+			changed = changed || ch
 		}
+		return nil
 	}
-	return changed, nil
-}
-
-func isFlagAction(action string) bool {
-	switch Name(action) {
-	case CreateFeatureFlag, UpdateFeatureFlag, UpdateFeatureFlagStatus, DeleteFeatureFlag, AddFeatureFlagList,
-		UpdateFeatureFlagList, RemoveFeatureFlagList, CreateSegment, UpdateSegment, DeleteSegment:
-		return true
+	all := func(string) bool { return true }
+	err := resolve(RefFeatureFlag, all, func(v string) (string, error) {
+		if strings.TrimSpace(v) == "" {
+			return v, nil
+		}
+		f, err := r.flag(v)
+		if err != nil || f == nil {
+			return v, err
+		}
+		appContext = f.ContextName()
+		if r.fillKind(params, f.ID) {
+			changed = true
+		}
+		return f.ID, nil
+	})
+	if err != nil {
+		return false, err
 	}
-	return false
+	// The segment a segment action is about comes first: its context is
+	// the one the other segment names are looked up in.
+	err = resolve(RefSegment, func(p string) bool { return p == "segment_id" }, func(v string) (string, error) {
+		if id := idValue(v); upgrade.IsUUID(id) {
+			if d, err := r.segments(); err == nil {
+				if s, ok := d.get(id); ok {
+					appContext = s.Context
+				}
+			}
+			return v, nil
+		}
+		s, err := r.segment(v, "")
+		if err != nil {
+			return v, err
+		}
+		appContext = s.Context
+		return s.ID, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	err = resolve(RefSegment, func(p string) bool { return p != "segment_id" }, func(v string) (string, error) {
+		if strings.TrimSpace(v) == "" || upgrade.IsUUID(strings.TrimSpace(v)) {
+			return v, nil
+		}
+		s, err := r.segment(v, appContext)
+		if err != nil {
+			return v, err
+		}
+		return s.ID, nil
+	})
+	return changed, err
 }
 
 type refResolver struct {
@@ -212,35 +209,4 @@ func (r *refResolver) segment(ref, appContext string) (segInfo, error) {
 		names = append(names, fmt.Sprintf("%s in %s (id %s)", quote(s.Name), s.Context, s.ID))
 	}
 	return segInfo{}, fmt.Errorf("%q names %d segments (%s); use the id", ref, len(found), strings.Join(names, ", "))
-}
-
-// segmentList resolves the names in params[key] (a list, or one value).
-func (r *refResolver) segmentList(params map[string]any, key, appContext string) (bool, error) {
-	var items []any
-	switch v := params[key].(type) {
-	case []any:
-		items = v
-	case string:
-		items = []any{v}
-	default:
-		return false, nil
-	}
-	changed := false
-	out := slices.Clone(items)
-	for i, it := range items {
-		ref, ok := it.(string)
-		if !ok || strings.TrimSpace(ref) == "" || upgrade.IsUUID(strings.TrimSpace(ref)) {
-			continue
-		}
-		s, err := r.segment(ref, appContext)
-		if err != nil {
-			return false, fmt.Errorf("%s[%d]: %w", key, i, err)
-		}
-		out[i] = s.ID
-		changed = true
-	}
-	if changed {
-		params[key] = out
-	}
-	return changed, nil
 }

@@ -6,9 +6,12 @@ import (
 	"time"
 )
 
+// UpdateFeatureFlagStatus is the name of the update_feature_flag_status action.
+const UpdateFeatureFlagStatus Name = "update_feature_flag_status"
+
 // UpdateFeatureFlagStatusParams are the params of update_feature_flag_status.
 type UpdateFeatureFlagStatusParams struct {
-	FlagID string `json:"flag_id" jsonschema:"id of the flag (a key or name is resolved)"`
+	FlagID string `json:"flag_id" jsonschema:"id of the flag (a key or name is resolved)" ref:"feature_flag"`
 	Status string `json:"status" jsonschema:"enabled (served), disabled or archived (served to nobody)"`
 }
 
@@ -20,30 +23,32 @@ func (p UpdateFeatureFlagStatusParams) canonical() UpdateFeatureFlagStatusParams
 }
 
 func init() {
-	register(&builtin[UpdateFeatureFlagStatusParams]{
-		spec: Spec{Name: string(UpdateFeatureFlagStatus), Destructive: true, Invalidates: []Cache{CacheFlags},
-			Schema: schemaOf[UpdateFeatureFlagStatusParams](), Description: "Turn a feature flag on (enabled) or off (disabled, archived)."},
-		validate: func(c *checker, p UpdateFeatureFlagStatusParams) error {
+	Register(Def[UpdateFeatureFlagStatusParams]{
+		Name: UpdateFeatureFlagStatus, Order: 130, Destructive: true, Invalidates: []Cache{CacheFlags},
+		Description: "Turn a feature flag on (enabled) or off (disabled, archived).",
+		Note:        "enabled = on, disabled = off, archived",
+		Canonical:   UpdateFeatureFlagStatusParams.canonical,
+		Validate: func(c *Checker, p UpdateFeatureFlagStatusParams) error {
 			f, err := c.flag("flag_id", p.FlagID)
 			if err != nil || f == nil {
 				return err
 			}
 			switch {
 			case p.Status == "":
-				c.missing("status", "status is required (enabled, disabled or archived)")
+				c.Missing("status", "status is required (enabled, disabled or archived)")
 			case !contains(flagStatuses, p.Status):
-				c.addValue("status", p.Status, "unknown status; use enabled, disabled or archived")
+				c.AddValue("status", p.Status, "unknown status; use enabled, disabled or archived")
 			case f.Status == p.Status:
-				c.add("status", "feature flag %q is already %s", f.Name, p.Status)
+				c.Add("status", "feature flag %q is already %s", f.Name, p.Status)
 			}
 			return nil
 		},
-		plan:    planFlagStatus,
-		execute: executeFlagStatus,
-		reconcile: func(ctx context.Context, env Env, p UpdateFeatureFlagStatusParams, _ string, _ time.Time) (Reconciliation, error) {
+		Plan:    planFlagStatus,
+		Execute: executeFlagStatus,
+		Reconcile: func(ctx context.Context, env Env, p UpdateFeatureFlagStatusParams, _ string, _ time.Time) (Reconciliation, error) {
 			return reconcileFlagFields(ctx, env, p.FlagID, func(f flagState) flagState { f.Status = p.Status; return f }, "status change")
 		},
-		report: reportAs(func(r flagStatusResult) string {
+		Report: ReportAs(func(r flagStatusResult) string {
 			s := fmt.Sprintf("Feature flag %q (key %s) is now %s (it was %s).", r.Name, r.Key, r.Status, r.PreviousStatus)
 			if r.Status == FlagEnabled {
 				s += " Who gets it: " + r.Reach + "."
@@ -55,18 +60,18 @@ func init() {
 	})
 }
 
-func planFlagStatus(b *planBuilder, p UpdateFeatureFlagStatusParams) error {
+func planFlagStatus(b *Planner, p UpdateFeatureFlagStatusParams) error {
 	f, d, err := b.flagAndSegments(p.FlagID)
 	if err != nil {
 		return err
 	}
 	n := f
 	n.Status = p.Status
-	b.line("change the status of feature flag %s: %s -> %s.", flagHeader(f), identOrNone(f.Status), p.Status)
+	b.Line("change the status of feature flag %s: %s -> %s.", flagHeader(f), identOrNone(f.Status), p.Status)
 	listLines(b, "Include lists", f.Include, d)
 	listLines(b, "Exclude lists", f.Exclude, d)
-	b.line("Who gets it now: %s.", reach(f, d))
-	b.line("After the change: %s.", reach(n, d))
+	b.Line("Who gets it now: %s.", reach(f, d))
+	b.Line("After the change: %s.", reach(n, d))
 	reachWarnings(b, n)
 	return nil
 }
@@ -100,5 +105,5 @@ func executeFlagStatus(ctx context.Context, env Env, p UpdateFeatureFlagStatusPa
 	if err != nil {
 		d = &segDir{} // the result is still true; the names are a nicety
 	}
-	return result(flagStatusResult{ID: held.ID, Name: held.Name, Key: held.Key, PreviousStatus: cur.Status, Status: held.Status, Reach: reach(held, d)})
+	return Result(flagStatusResult{ID: held.ID, Name: held.Name, Key: held.Key, PreviousStatus: cur.Status, Status: held.Status, Reach: reach(held, d)})
 }

@@ -7,11 +7,14 @@ import (
 	"time"
 )
 
+// UpdateFeatureFlag is the name of the update_feature_flag action.
+const UpdateFeatureFlag Name = "update_feature_flag"
+
 // UpdateFeatureFlagParams are the params of update_feature_flag: every
 // field but FlagID is a pointer, nil meaning "leave as it is". Lists have
 // actions of their own.
 type UpdateFeatureFlagParams struct {
-	FlagID      string    `json:"flag_id" jsonschema:"id of the flag (a key or name is resolved)"`
+	FlagID      string    `json:"flag_id" jsonschema:"id of the flag (a key or name is resolved)" ref:"feature_flag"`
 	Name        *string   `json:"name,omitempty"`
 	Key         *string   `json:"key,omitempty"`
 	Context     *string   `json:"context,omitempty" jsonschema:"refused for a flag with lists: UpGrade would drop every list"`
@@ -35,14 +38,15 @@ func (p UpdateFeatureFlagParams) canonical() UpdateFeatureFlagParams {
 }
 
 func init() {
-	register(&builtin[UpdateFeatureFlagParams]{
-		spec: Spec{Name: string(UpdateFeatureFlag), Invalidates: []Cache{CacheFlags}, Schema: schemaOf[UpdateFeatureFlagParams](),
-			Description: "Change fields of a feature flag (name, key, context, description, tags, status, filter mode); only the fields given change. Lists have their own actions."},
-		validate:  validateUpdateFlag,
-		plan:      planUpdateFlag,
-		execute:   executeUpdateFlag,
-		reconcile: reconcileUpdateFlag,
-		report:    reportAs(reportFlag("Updated")),
+	Register(Def[UpdateFeatureFlagParams]{
+		Name: UpdateFeatureFlag, Order: 120, Invalidates: []Cache{CacheFlags},
+		Description: "Change fields of a feature flag (name, key, context, description, tags, status, filter mode); only the fields given change. Lists have their own actions.",
+		Canonical:   UpdateFeatureFlagParams.canonical,
+		Validate:    validateUpdateFlag,
+		Plan:        planUpdateFlag,
+		Execute:     executeUpdateFlag,
+		Reconcile:   reconcileUpdateFlag,
+		Report:      ReportAs(reportFlag("Updated")),
 	})
 }
 
@@ -73,26 +77,26 @@ func applyFlagUpdate(f flagState, p UpdateFeatureFlagParams) flagState {
 	return n
 }
 
-func validateUpdateFlag(c *checker, p UpdateFeatureFlagParams) error {
+func validateUpdateFlag(c *Checker, p UpdateFeatureFlagParams) error {
 	f, err := c.flag("flag_id", p.FlagID)
 	if err != nil || f == nil {
 		return err
 	}
 	if !p.touches() {
-		c.missing("fields", "name at least one field to change (lists have their own actions: add_feature_flag_list, update_feature_flag_list, remove_feature_flag_list)")
+		c.Missing("fields", "name at least one field to change (lists have their own actions: add_feature_flag_list, update_feature_flag_list, remove_feature_flag_list)")
 		return nil
 	}
 	n := applyFlagUpdate(*f, p)
 	if n.Context != f.Context && f.hasLists() {
-		c.add("context", "flag %q has %s: UpGrade drops every list of a flag whose context changes; remove the lists first, or create a new flag in context %s",
+		c.Add("context", "flag %q has %s: UpGrade drops every list of a flag whose context changes; remove the lists first, or create a new flag in context %s",
 			f.Name, plural(len(f.Include)+len(f.Exclude), "list", "lists"), n.Context)
 		return nil
 	}
 	if p.Name != nil && n.Name == "" {
-		c.add("name", "name cannot be empty")
+		c.Add("name", "name cannot be empty")
 	}
 	if p.Key != nil && n.Key == "" {
-		c.add("key", "key cannot be empty")
+		c.Add("key", "key cannot be empty")
 	}
 	return c.flagRules(n.Name, n.Key, n.Context, n.Status, n.FilterMode, f.ID, n.Key != f.Key || n.Context != f.Context)
 }
@@ -115,30 +119,30 @@ func flagFieldChanges(cur, next flagState) []string {
 	return out
 }
 
-func planUpdateFlag(b *planBuilder, p UpdateFeatureFlagParams) error {
+func planUpdateFlag(b *Planner, p UpdateFeatureFlagParams) error {
 	f, d, err := b.flagAndSegments(p.FlagID)
 	if err != nil {
 		return err
 	}
 	n := applyFlagUpdate(f, p)
-	b.line("Update feature flag %s:", flagHeader(f))
+	b.Line("Update feature flag %s:", flagHeader(f))
 	changes := flagFieldChanges(f, n)
 	for _, c := range changes {
-		b.line("  %s", c)
+		b.Line("  %s", c)
 	}
 	if len(changes) == 0 {
-		b.line("  (no change: every value given equals the current one)")
-		b.warn("nothing would change")
+		b.Line("  (no change: every value given equals the current one)")
+		b.Warn("nothing would change")
 	}
 	before, after := reach(f, d), reach(n, d)
 	if before == after {
-		b.line("Who gets it (unchanged): %s.", after)
+		b.Line("Who gets it (unchanged): %s.", after)
 	} else {
-		b.line("Who gets it now: %s.", before)
-		b.line("After the change: %s.", after)
+		b.Line("Who gets it now: %s.", before)
+		b.Line("After the change: %s.", after)
 	}
 	if n.Key != f.Key {
-		b.warn("clients that ask for key %s stop getting the flag; they must ask for %s", quote(f.Key), quote(n.Key))
+		b.Warn("clients that ask for key %s stop getting the flag; they must ask for %s", quote(f.Key), quote(n.Key))
 	}
 	reachWarnings(b, n)
 	if n.Key != f.Key || n.Context != f.Context {
@@ -160,7 +164,7 @@ func executeUpdateFlag(ctx context.Context, env Env, p UpdateFeatureFlagParams, 
 	if err != nil {
 		return Outcome{}, fmt.Errorf("feature flag %q was updated, but %w", want.Name, err)
 	}
-	return result(flagResult(held))
+	return Result(flagResult(held))
 }
 
 // writeFlagFields sends the fields that differ: a filter mode or a status
@@ -200,7 +204,7 @@ func reconcileFlagFields(ctx context.Context, env Env, id string, apply func(fla
 		return Reconciliation{Outcome: OutcomeNotDone,
 			Note: fmt.Sprintf("feature flag %q does not have the new values yet (%s): the %s did not happen", f.Name, strings.Join(changes, "; "), what)}, nil
 	}
-	raw, err := result(flagResult(f))
+	raw, err := Result(flagResult(f))
 	return Reconciliation{Outcome: OutcomeDone, Result: raw.Result,
 		Note: fmt.Sprintf("feature flag %q already has every value of the %s", f.Name, what)}, err
 }

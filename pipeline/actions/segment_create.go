@@ -9,6 +9,9 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
+// CreateSegment is the name of the create_segment action.
+const CreateSegment Name = "create_segment"
+
 // CreateSegmentParams are the params of create_segment: a public segment.
 type CreateSegmentParams struct {
 	Name        string       `json:"name" jsonschema:"segment name, unique among the public segments of the context"`
@@ -17,7 +20,7 @@ type CreateSegmentParams struct {
 	Tags        []string     `json:"tags,omitempty"`
 	Users       []string     `json:"users,omitempty" jsonschema:"user ids"`
 	Groups      []GroupParam `json:"groups,omitempty" jsonschema:"groups (type and group_id)"`
-	SegmentIDs  []string     `json:"segment_ids,omitempty" jsonschema:"ids of public segments of the same context it holds (names are resolved)"`
+	SegmentIDs  []string     `json:"segment_ids,omitempty" jsonschema:"ids of public segments of the same context it holds (names are resolved)" ref:"segment"`
 }
 
 // Action implements Params.
@@ -33,12 +36,13 @@ func (p CreateSegmentParams) members() memberSet {
 }
 
 func init() {
-	register(&builtin[CreateSegmentParams]{
-		spec: Spec{Name: string(CreateSegment), Invalidates: []Cache{CacheFlags}, Schema: schemaOf[CreateSegmentParams](),
-			Description: "Create a public segment: a named, reusable set of users, groups and other segments in one context."},
-		validate: func(c *checker, p CreateSegmentParams) error {
+	Register(Def[CreateSegmentParams]{
+		Name: CreateSegment, Order: 210, Invalidates: []Cache{CacheFlags},
+		Description: "Create a public segment: a named, reusable set of users, groups and other segments in one context.",
+		Canonical:   CreateSegmentParams.canonical,
+		Validate: func(c *Checker, p CreateSegmentParams) error {
 			if p.Name == "" {
-				c.missing("name", "name is required")
+				c.Missing("name", "name is required")
 			}
 			if _, _, err := c.context(p.Context); err != nil {
 				return err
@@ -48,28 +52,28 @@ func init() {
 			}
 			return c.members("", p.members(), p.Context, "")
 		},
-		plan: func(b *planBuilder, p CreateSegmentParams) error {
+		Plan: func(b *Planner, p CreateSegmentParams) error {
 			d, err := readSegments(b.ctx, b.api)
 			if err != nil {
 				return err
 			}
-			b.line("Create public segment %s in context %s.", quote(p.Name), ident(p.Context))
-			b.line("  Members: %s", fmtMembers(p.members(), d))
+			b.Line("Create public segment %s in context %s.", quote(p.Name), ident(p.Context))
+			b.Line("  Members: %s", fmtMembers(p.members(), d))
 			if p.Description != "" {
-				b.line("  Description: %s", quote(p.Description))
+				b.Line("  Description: %s", quote(p.Description))
 			}
 			if len(p.Tags) > 0 {
-				b.line("  Tags: %s", fmtUsers(p.Tags))
+				b.Line("  Tags: %s", fmtUsers(p.Tags))
 			}
-			b.line("No flag or experiment uses it yet; add it to their lists to use it.")
+			b.Line("No flag or experiment uses it yet; add it to their lists to use it.")
 			if p.members().empty() {
-				b.warn("the segment has no members")
+				b.Warn("the segment has no members")
 			}
 			return nil
 		},
-		execute:   executeCreateSegment,
-		reconcile: reconcileCreateSegment,
-		report: reportAs(func(r SegmentResult) string {
+		Execute:   executeCreateSegment,
+		Reconcile: reconcileCreateSegment,
+		Report: ReportAs(func(r SegmentResult) string {
 			return fmt.Sprintf("Created public segment %q (id %s) in context %s with %s, %s and %s.", r.Name, r.ID, r.Context,
 				plural(len(r.Users), "user", "users"), plural(len(r.Groups), "group", "groups"), plural(len(r.SegmentIDs), "segment", "segments"))
 		}),
@@ -78,7 +82,7 @@ func init() {
 
 // segmentName checks that no other public segment of the context has the
 // name (UpGrade refuses it with a 400 that names no field).
-func (c *checker) segmentName(name, appContext, selfID string) error {
+func (c *Checker) segmentName(name, appContext, selfID string) error {
 	if name == "" || appContext == "" {
 		return nil
 	}
@@ -88,7 +92,7 @@ func (c *checker) segmentName(name, appContext, selfID string) error {
 	}
 	for _, s := range d.byName(name, appContext) {
 		if s.ID != selfID && s.Context == appContext {
-			c.add("name", "public segment %q (id %s) already has this name in context %s; names are unique per context: choose another name or change that segment", s.Name, s.ID, appContext)
+			c.Add("name", "public segment %q (id %s) already has this name in context %s; names are unique per context: choose another name or change that segment", s.Name, s.ID, appContext)
 		}
 	}
 	return nil
@@ -165,7 +169,7 @@ func executeCreateSegment(ctx context.Context, env Env, p CreateSegmentParams, k
 	// confirmation's segment from an earlier attempt, never written over.
 	id := createID(key)
 	if rec, err := env.API.Segment(ctx, id); err == nil {
-		return result(segmentResult(segInfoOf(rec)))
+		return Result(segmentResult(segInfoOf(rec)))
 	} else if !isNotFound(err) {
 		return Outcome{}, fmt.Errorf("checking whether segment %s exists before creating it: %w", id, err)
 	}
@@ -174,7 +178,7 @@ func executeCreateSegment(ctx context.Context, env Env, p CreateSegmentParams, k
 	if err != nil {
 		return Outcome{}, err
 	}
-	return result(segmentResult(held))
+	return Result(segmentResult(held))
 }
 
 func reconcileCreateSegment(ctx context.Context, env Env, p CreateSegmentParams, key string, _ time.Time) (Reconciliation, error) {
@@ -183,7 +187,7 @@ func reconcileCreateSegment(ctx context.Context, env Env, p CreateSegmentParams,
 		rec, err := env.API.Segment(ctx, id)
 		switch {
 		case err == nil:
-			raw, err := result(segmentResult(segInfoOf(rec)))
+			raw, err := Result(segmentResult(segInfoOf(rec)))
 			return Reconciliation{Outcome: OutcomeDone, Result: raw.Result,
 				Note: fmt.Sprintf("segment %q exists under the id this confirmation gives it (%s): the create happened", rec.Name, rec.ID)}, err
 		case !isNotFound(err):

@@ -8,9 +8,12 @@ import (
 	"time"
 )
 
+// DeleteSegment is the name of the delete_segment action.
+const DeleteSegment Name = "delete_segment"
+
 // DeleteSegmentParams are the params of delete_segment.
 type DeleteSegmentParams struct {
-	SegmentID string `json:"segment_id" jsonschema:"id of the public segment to delete (a name is resolved)"`
+	SegmentID string `json:"segment_id" jsonschema:"id of the public segment to delete (a name is resolved)" ref:"segment"`
 }
 
 // Action implements Params.
@@ -21,17 +24,18 @@ func (p DeleteSegmentParams) canonical() DeleteSegmentParams {
 }
 
 func init() {
-	register(&builtin[DeleteSegmentParams]{
-		spec: Spec{Name: string(DeleteSegment), Destructive: true, Invalidates: []Cache{CacheFlags, CacheExperiments},
-			Schema: schemaOf[DeleteSegmentParams](), Description: "Delete a public segment for good; it vanishes from every flag, experiment and segment that uses it."},
-		validate: func(c *checker, p DeleteSegmentParams) error {
+	Register(Def[DeleteSegmentParams]{
+		Name: DeleteSegment, Order: 230, Destructive: true, Invalidates: []Cache{CacheFlags, CacheExperiments},
+		Description: "Delete a public segment for good; it vanishes from every flag, experiment and segment that uses it.",
+		Canonical:   DeleteSegmentParams.canonical,
+		Validate: func(c *Checker, p DeleteSegmentParams) error {
 			_, err := c.segment("segment_id", p.SegmentID)
 			return err
 		},
-		plan:      planDeleteSegment,
-		execute:   executeDeleteSegment,
-		reconcile: reconcileDeleteSegment,
-		report: reportAs(func(r segmentDeleteResult) string {
+		Plan:      planDeleteSegment,
+		Execute:   executeDeleteSegment,
+		Reconcile: reconcileDeleteSegment,
+		Report: ReportAs(func(r segmentDeleteResult) string {
 			s := fmt.Sprintf("Deleted public segment %q (id %s).", r.Name, r.ID)
 			if len(r.UsedBy) > 0 {
 				s += " It is gone from " + strings.Join(r.UsedBy, ", ") + "."
@@ -41,7 +45,7 @@ func init() {
 	})
 }
 
-func planDeleteSegment(b *planBuilder, p DeleteSegmentParams) error {
+func planDeleteSegment(b *Planner, p DeleteSegmentParams) error {
 	d, err := readSegments(b.ctx, b.api)
 	if err != nil {
 		return err
@@ -51,13 +55,13 @@ func planDeleteSegment(b *planBuilder, p DeleteSegmentParams) error {
 		return fmt.Errorf("no public segment with id %s", p.SegmentID)
 	}
 	b.pinObject(s.ID, s.Version)
-	b.line("delete public segment %s (id %s, context %s).", quote(s.Name), s.ID, ident(s.Context))
-	b.line("  Members: %s", fmtMembers(s.Members, d))
+	b.Line("delete public segment %s (id %s, context %s).", quote(s.Name), s.ID, ident(s.Context))
+	b.Line("  Members: %s", fmtMembers(s.Members, d))
 	uses := segmentUsageLines(b, d, s)
 	if live := liveUses(uses); len(live) > 0 {
-		b.warn("the segment is used by %s: UpGrade deletes it silently from their lists, and the change applies to them from the next request", strings.Join(live, ", "))
+		b.Warn("the segment is used by %s: UpGrade deletes it silently from their lists, and the change applies to them from the next request", strings.Join(live, ", "))
 	} else if len(uses) > 0 || len(d.parents(s.ID)) > 0 {
-		b.warn("the segment is removed from every list and segment that holds it")
+		b.Warn("the segment is removed from every list and segment that holds it")
 	}
 	return nil
 }
@@ -90,7 +94,7 @@ func executeDeleteSegment(ctx context.Context, env Env, p DeleteSegmentParams, _
 	} else if !isNotFound(err) {
 		return Outcome{}, fmt.Errorf("segment %q was deleted, but reading it back failed: %w", s.Name, err)
 	}
-	return result(segmentDeleteResult{ID: s.ID, Name: s.Name, Deleted: true, UsedBy: minus(usedBy, nil)})
+	return Result(segmentDeleteResult{ID: s.ID, Name: s.Name, Deleted: true, UsedBy: minus(usedBy, nil)})
 }
 
 func reconcileDeleteSegment(ctx context.Context, env Env, p DeleteSegmentParams, _ string, _ time.Time) (Reconciliation, error) {

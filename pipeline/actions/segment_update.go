@@ -7,24 +7,27 @@ import (
 	"time"
 )
 
+// UpdateSegment is the name of the update_segment action.
+const UpdateSegment Name = "update_segment"
+
 // UpdateSegmentParams are the params of update_segment: the fields given
 // change. Members are given either whole (users, groups, segment_ids: the
 // new list of that kind) or as changes (add_*, remove_*), not both for one
 // kind.
 type UpdateSegmentParams struct {
-	SegmentID        string        `json:"segment_id" jsonschema:"id of the public segment (a name is resolved)"`
+	SegmentID        string        `json:"segment_id" jsonschema:"id of the public segment (a name is resolved)" ref:"segment"`
 	Name             *string       `json:"name,omitempty"`
 	Description      *string       `json:"description,omitempty"`
 	Tags             *[]string     `json:"tags,omitempty"`
 	Users            *[]string     `json:"users,omitempty" jsonschema:"the whole new list of users"`
 	Groups           *[]GroupParam `json:"groups,omitempty" jsonschema:"the whole new list of groups"`
-	SegmentIDs       *[]string     `json:"segment_ids,omitempty" jsonschema:"the whole new list of sub-segments (names are resolved)"`
+	SegmentIDs       *[]string     `json:"segment_ids,omitempty" jsonschema:"the whole new list of sub-segments (names are resolved)" ref:"segment"`
 	AddUsers         []string      `json:"add_users,omitempty"`
 	RemoveUsers      []string      `json:"remove_users,omitempty"`
 	AddGroups        []GroupParam  `json:"add_groups,omitempty"`
 	RemoveGroups     []GroupParam  `json:"remove_groups,omitempty"`
-	AddSegmentIDs    []string      `json:"add_segment_ids,omitempty" jsonschema:"names are resolved"`
-	RemoveSegmentIDs []string      `json:"remove_segment_ids,omitempty" jsonschema:"names are resolved"`
+	AddSegmentIDs    []string      `json:"add_segment_ids,omitempty" jsonschema:"names are resolved" ref:"segment"`
+	RemoveSegmentIDs []string      `json:"remove_segment_ids,omitempty" jsonschema:"names are resolved" ref:"segment"`
 }
 
 // Action implements Params.
@@ -46,14 +49,15 @@ func (p UpdateSegmentParams) canonical() UpdateSegmentParams {
 }
 
 func init() {
-	register(&builtin[UpdateSegmentParams]{
-		spec: Spec{Name: string(UpdateSegment), Invalidates: []Cache{CacheFlags, CacheExperiments}, Schema: schemaOf[UpdateSegmentParams](),
-			Description: "Change a public segment: name, description, tags, and its users, groups and sub-segments (whole lists, or members to add and remove). Every flag and experiment using it changes with it."},
-		validate:  validateUpdateSegment,
-		plan:      planUpdateSegment,
-		execute:   executeUpdateSegment,
-		reconcile: reconcileUpdateSegment,
-		report: reportAs(func(r SegmentResult) string {
+	Register(Def[UpdateSegmentParams]{
+		Name: UpdateSegment, Order: 220, Invalidates: []Cache{CacheFlags, CacheExperiments},
+		Description: "Change a public segment: name, description, tags, and its users, groups and sub-segments (whole lists, or members to add and remove). Every flag and experiment using it changes with it.",
+		Canonical:   UpdateSegmentParams.canonical,
+		Validate:    validateUpdateSegment,
+		Plan:        planUpdateSegment,
+		Execute:     executeUpdateSegment,
+		Reconcile:   reconcileUpdateSegment,
+		Report: ReportAs(func(r SegmentResult) string {
 			return fmt.Sprintf("Updated public segment %q (id %s, context %s): it now has %s, %s and %s.", r.Name, r.ID, r.Context,
 				plural(len(r.Users), "user", "users"), plural(len(r.Groups), "group", "groups"), plural(len(r.SegmentIDs), "segment", "segments"))
 		}),
@@ -94,18 +98,18 @@ func (p UpdateSegmentParams) apply(s segInfo) segInfo {
 	return n
 }
 
-func validateUpdateSegment(c *checker, p UpdateSegmentParams) error {
+func validateUpdateSegment(c *Checker, p UpdateSegmentParams) error {
 	s, err := c.segment("segment_id", p.SegmentID)
 	if err != nil || s == nil {
 		return err
 	}
 	if !p.touches() {
-		c.missing("fields", "name what changes: name, description, tags, users, groups, segment_ids, or add_/remove_ members")
+		c.Missing("fields", "name what changes: name, description, tags, users, groups, segment_ids, or add_/remove_ members")
 		return nil
 	}
 	both := func(whole bool, add, remove int, kind string) {
 		if whole && add+remove > 0 {
-			c.add(kind, "give either the whole list %s or add_%s/remove_%s, not both", kind, kind, kind)
+			c.Add(kind, "give either the whole list %s or add_%s/remove_%s, not both", kind, kind, kind)
 		}
 	}
 	both(p.Users != nil, len(p.AddUsers), len(p.RemoveUsers), "users")
@@ -113,23 +117,23 @@ func validateUpdateSegment(c *checker, p UpdateSegmentParams) error {
 	both(p.SegmentIDs != nil, len(p.AddSegmentIDs), len(p.RemoveSegmentIDs), "segment_ids")
 	for i, u := range p.RemoveUsers {
 		if !contains(s.Members.Users, u) {
-			c.addValue(fmt.Sprintf("remove_users[%d]", i), u, "segment %q has no such user", s.Name)
+			c.AddValue(fmt.Sprintf("remove_users[%d]", i), u, "segment %q has no such user", s.Name)
 		}
 	}
 	for i, g := range p.RemoveGroups {
 		if len(minusGroups([]GroupParam{g}, s.Members.Groups)) > 0 {
-			c.addValue(fmt.Sprintf("remove_groups[%d]", i), g.Type+":"+g.GroupID, "segment %q has no such group", s.Name)
+			c.AddValue(fmt.Sprintf("remove_groups[%d]", i), g.Type+":"+g.GroupID, "segment %q has no such group", s.Name)
 		}
 	}
 	for i, id := range p.RemoveSegmentIDs {
 		if !contains(s.Members.Segments, id) {
-			c.addValue(fmt.Sprintf("remove_segment_ids[%d]", i), id, "segment %q does not hold this segment", s.Name)
+			c.AddValue(fmt.Sprintf("remove_segment_ids[%d]", i), id, "segment %q does not hold this segment", s.Name)
 		}
 	}
 	n := p.apply(*s)
 	if p.Name != nil {
 		if n.Name == "" {
-			c.add("name", "name cannot be empty")
+			c.Add("name", "name cannot be empty")
 		} else if err := c.segmentName(n.Name, n.Context, s.ID); err != nil {
 			return err
 		}
@@ -141,19 +145,19 @@ func validateUpdateSegment(c *checker, p UpdateSegmentParams) error {
 
 // segmentUsageLines says where a segment is used; the warning when a
 // change leaves a used segment empty or deletes it.
-func segmentUsageLines(b *planBuilder, d *segDir, s segInfo) []usage {
+func segmentUsageLines(b *Planner, d *segDir, s segInfo) []usage {
 	uses := d.usages(s.ID)
 	parents := d.parents(s.ID)
 	if len(uses) == 0 && len(parents) == 0 {
-		b.line("Used by: no flag, experiment or segment.")
+		b.Line("Used by: no flag, experiment or segment.")
 		return nil
 	}
-	b.line("Used by:")
+	b.Line("Used by:")
 	for _, u := range uses {
-		b.line("  - %s", u)
+		b.Line("  - %s", u)
 	}
 	for _, p := range parents {
-		b.line("  - segment %s (holds it as a sub-segment)", quote(p.Name))
+		b.Line("  - segment %s (holds it as a sub-segment)", quote(p.Name))
 	}
 	return uses
 }
@@ -170,7 +174,7 @@ func liveUses(uses []usage) []string {
 	return minus(out, nil)
 }
 
-func planUpdateSegment(b *planBuilder, p UpdateSegmentParams) error {
+func planUpdateSegment(b *Planner, p UpdateSegmentParams) error {
 	d, err := readSegments(b.ctx, b.api)
 	if err != nil {
 		return err
@@ -181,30 +185,30 @@ func planUpdateSegment(b *planBuilder, p UpdateSegmentParams) error {
 	}
 	b.pinObject(s.ID, s.Version)
 	n := p.apply(s)
-	b.line("Update public segment %s (id %s, context %s):", quote(s.Name), s.ID, ident(s.Context))
+	b.Line("Update public segment %s (id %s, context %s):", quote(s.Name), s.ID, ident(s.Context))
 	if n.Name != s.Name {
-		b.line("  name: %s -> %s", quote(s.Name), quote(n.Name))
+		b.Line("  name: %s -> %s", quote(s.Name), quote(n.Name))
 	}
 	if n.Description != s.Description {
-		b.line("  description: %s -> %s", quoteOrNone(s.Description), quoteOrNone(n.Description))
+		b.Line("  description: %s -> %s", quoteOrNone(s.Description), quoteOrNone(n.Description))
 	}
 	if fmtUsers(n.Tags) != fmtUsers(s.Tags) {
-		b.line("  tags: %s -> %s", fmtUsers(s.Tags), fmtUsers(n.Tags))
+		b.Line("  tags: %s -> %s", fmtUsers(s.Tags), fmtUsers(n.Tags))
 	}
-	b.line("  Members:")
+	b.Line("  Members:")
 	diff := diffMembers(s.Members, n.Members)
 	fmtDiff(b, diff, d)
-	b.line("  After the change: %s", fmtMembers(n.Members, d))
+	b.Line("  After the change: %s", fmtMembers(n.Members, d))
 	uses := segmentUsageLines(b, d, s)
 	live := liveUses(uses)
 	switch {
 	case len(live) > 0 && n.Members.empty() && !s.Members.empty():
-		b.warn("the segment becomes empty while it is used by %s: UpGrade allows it silently, and the change applies to them from the next request", strings.Join(live, ", "))
+		b.Warn("the segment becomes empty while it is used by %s: UpGrade allows it silently, and the change applies to them from the next request", strings.Join(live, ", "))
 	case len(live) > 0 && !diff.empty():
-		b.warn("the segment is used by %s: the change applies to them from the next request", strings.Join(live, ", "))
+		b.Warn("the segment is used by %s: the change applies to them from the next request", strings.Join(live, ", "))
 	}
 	if diff.empty() && n.Name == s.Name && n.Description == s.Description && fmtUsers(n.Tags) == fmtUsers(s.Tags) {
-		b.warn("nothing would change")
+		b.Warn("nothing would change")
 	}
 	return nil
 }
@@ -219,7 +223,7 @@ func executeUpdateSegment(ctx context.Context, env Env, p UpdateSegmentParams, _
 	if err != nil {
 		return Outcome{}, err
 	}
-	return result(segmentResult(held))
+	return Result(segmentResult(held))
 }
 
 func reconcileUpdateSegment(ctx context.Context, env Env, p UpdateSegmentParams, _ string, _ time.Time) (Reconciliation, error) {
@@ -236,6 +240,6 @@ func reconcileUpdateSegment(ctx context.Context, env Env, p UpdateSegmentParams,
 	if diffs := segmentDiffs(p.apply(cur), cur); len(diffs) > 0 {
 		return Reconciliation{Outcome: OutcomeNotDone, Note: fmt.Sprintf("segment %q does not hold the new values yet (%s): the update did not happen", cur.Name, strings.Join(diffs, "; "))}, nil
 	}
-	raw, err := result(segmentResult(cur))
+	raw, err := Result(segmentResult(cur))
 	return Reconciliation{Outcome: OutcomeDone, Result: raw.Result, Note: fmt.Sprintf("segment %q already holds every value of the update", cur.Name)}, err
 }

@@ -98,7 +98,8 @@ func (r *run) applyFlagSetup(ctx context.Context) error {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
-		if _, err := actions.ResolveFlagRefs(ctx, r.admin, string(action), m); err != nil {
+		act, _ := actions.Lookup(string(action))
+		if _, err := actions.ResolveFlagRefs(ctx, r.admin, act.Spec().Refs, m); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		resolved, _ := json.Marshal(m)
