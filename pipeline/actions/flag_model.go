@@ -222,25 +222,6 @@ func (d *segDir) parents(id string) []segInfo {
 	return out
 }
 
-// ancestors lists id's parents, their parents, and so on (each once).
-func (d *segDir) ancestors(id string) []segInfo {
-	var out []segInfo
-	seen := map[string]bool{id: true}
-	queue := []string{id}
-	for len(queue) > 0 {
-		cur := queue[0]
-		queue = queue[1:]
-		for _, p := range d.parents(cur) {
-			if !seen[p.ID] {
-				seen[p.ID] = true
-				out = append(out, p)
-				queue = append(queue, p.ID)
-			}
-		}
-	}
-	return out
-}
-
 // descendants lists the segments id holds, at any depth (each once).
 func (d *segDir) descendants(id string) []string {
 	var out []string
