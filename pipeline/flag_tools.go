@@ -52,7 +52,7 @@ type explainArgs struct {
 
 // flagDetails reads a flag with everything its lists name.
 func flagDetails(ctx context.Context, t *turn, id string) (readmodel.FlagDetails, error) {
-	snap, err := t.a.API.FlagSnapshot(ctx, id)
+	snap, err := t.a.deps.API.FlagSnapshot(ctx, id)
 	if err != nil {
 		return readmodel.FlagDetails{}, err
 	}
@@ -63,7 +63,7 @@ func flagDetails(ctx context.Context, t *turn, id string) (readmodel.FlagDetails
 
 // segmentDetails reads a public segment with its members and uses.
 func segmentDetails(ctx context.Context, t *turn, id string) (readmodel.SegmentDetails, error) {
-	all, err := t.a.API.Segments(ctx)
+	all, err := t.a.deps.API.Segments(ctx)
 	if err != nil {
 		return readmodel.SegmentDetails{}, err
 	}
@@ -71,7 +71,7 @@ func segmentDetails(ctx context.Context, t *turn, id string) (readmodel.SegmentD
 	var seg *upgrade.SegmentRecord
 	if i >= 0 {
 		seg = &all.Segments[i]
-	} else if seg, err = t.a.API.Segment(ctx, id); err != nil {
+	} else if seg, err = t.a.deps.API.Segment(ctx, id); err != nil {
 		return readmodel.SegmentDetails{}, err
 	}
 	d := readmodel.SegmentDetailsOf(seg, all.SegmentUsage, all.Segments)
@@ -83,11 +83,11 @@ func flagTools() []*toolDef {
 	return []*toolDef{
 		newTool("get_feature_flags", "Feature flags (key, name, context, status, filter mode, list counts) with optional filters.", true,
 			func(ctx context.Context, t *turn, f flagFilter) (any, error) {
-				flags, err := t.a.API.Flags(ctx)
+				flags, err := t.a.deps.API.Flags(ctx)
 				if err != nil {
 					return nil, err
 				}
-				segs, err := t.a.API.Segments(ctx)
+				segs, err := t.a.deps.API.Segments(ctx)
 				if err != nil {
 					return nil, err
 				}
@@ -102,7 +102,7 @@ func flagTools() []*toolDef {
 			}),
 		newTool("find_feature_flag", "Best matches for a flag key or name (exact key, key in any case, exact name, prefix, substring) with ids; the details of a unique match.", true,
 			func(ctx context.Context, t *turn, a flagNameArg) (any, error) {
-				flags, err := t.a.API.Flags(ctx)
+				flags, err := t.a.deps.API.Flags(ctx)
 				if err != nil {
 					return nil, err
 				}
@@ -117,7 +117,7 @@ func flagTools() []*toolDef {
 			}),
 		newTool("get_feature_flag_details", "One feature flag with its include and exclude lists (list ids, members, segments by name) and whom it reaches.", true,
 			func(ctx context.Context, t *turn, a flagRef) (any, error) {
-				id, err := actions.ResolveFlagID(ctx, t.a.API, a.FlagID)
+				id, err := actions.ResolveFlagID(ctx, t.a.deps.API, a.FlagID)
 				if err != nil {
 					return nil, inputErrorf("flag_id: %v", err)
 				}
@@ -125,7 +125,7 @@ func flagTools() []*toolDef {
 			}),
 		newTool("get_segments", "Public segments with member counts and the flags and experiments that use them.", true,
 			func(ctx context.Context, t *turn, f segmentFilter) (any, error) {
-				all, err := t.a.API.Segments(ctx)
+				all, err := t.a.deps.API.Segments(ctx)
 				if err != nil {
 					return nil, err
 				}
@@ -139,7 +139,7 @@ func flagTools() []*toolDef {
 			}),
 		newTool("find_segment", "Best matches for a segment name (exact, prefix, substring) with ids; the details of a unique match.", true,
 			func(ctx context.Context, t *turn, a segmentNameArg) (any, error) {
-				all, err := t.a.API.Segments(ctx)
+				all, err := t.a.deps.API.Segments(ctx)
 				if err != nil {
 					return nil, err
 				}
@@ -154,7 +154,7 @@ func flagTools() []*toolDef {
 			}),
 		newTool("get_segment_details", "One public segment: its users, groups and sub-segments, and the flags and experiments that use it (through parent segments too).", true,
 			func(ctx context.Context, t *turn, a segmentRef) (any, error) {
-				id, err := actions.ResolveSegmentID(ctx, t.a.API, a.SegmentID)
+				id, err := actions.ResolveSegmentID(ctx, t.a.deps.API, a.SegmentID)
 				if err != nil {
 					return nil, inputErrorf("segment_id: %v", err)
 				}
@@ -166,11 +166,11 @@ func flagTools() []*toolDef {
 				if user == "" {
 					return nil, inputErrorf("user_id is required")
 				}
-				id, err := actions.ResolveFlagID(ctx, t.a.API, a.FlagID)
+				id, err := actions.ResolveFlagID(ctx, t.a.deps.API, a.FlagID)
 				if err != nil {
 					return nil, inputErrorf("flag_id: %v", err)
 				}
-				snap, err := t.a.API.FlagSnapshot(ctx, id)
+				snap, err := t.a.deps.API.FlagSnapshot(ctx, id)
 				if err != nil {
 					return nil, err
 				}
@@ -196,7 +196,7 @@ func flagTools() []*toolDef {
 				if err != nil {
 					return nil, err
 				}
-				e, err := t.a.API.Experiment(ctx, id)
+				e, err := t.a.deps.API.Experiment(ctx, id)
 				if err != nil {
 					return nil, err
 				}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/textdist"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
@@ -89,7 +90,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 	defs := []*toolDef{
 		newTool("check_upgrade_health", "Server name and version.", true,
 			func(ctx context.Context, t *turn, _ noArgs) (any, error) {
-				info, err := t.a.API.Health(ctx)
+				info, err := t.a.deps.API.Health(ctx)
 				if err != nil {
 					return nil, err
 				}
@@ -105,7 +106,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				if err != nil {
 					return nil, err
 				}
-				e, err := upgrade.ExperimentWithLists(ctx, t.a.API, id)
+				e, err := upgrade.ExperimentWithLists(ctx, t.a.deps.API, id)
 				if err != nil {
 					return nil, err
 				}
@@ -119,11 +120,11 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				if err != nil {
 					return nil, err
 				}
-				e, err := t.a.API.Experiment(ctx, id)
+				e, err := t.a.deps.API.Experiment(ctx, id)
 				if err != nil {
 					return nil, err
 				}
-				st, err := t.a.API.EnrollmentStats(ctx, id)
+				st, err := t.a.deps.API.EnrollmentStats(ctx, id)
 				if err != nil {
 					return nil, err
 				}
@@ -142,7 +143,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				if m, ok := uniqueMatch(matches); ok {
 					// One experiment is meant: its details come along, so
 					// no second lookup is needed.
-					e, err := upgrade.ExperimentWithLists(ctx, t.a.API, m.ID)
+					e, err := upgrade.ExperimentWithLists(ctx, t.a.deps.API, m.ID)
 					if err != nil {
 						return nil, err
 					}
@@ -215,12 +216,10 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				}
 				name = act.Spec().Name
 				t.update(func(s *State) {
-					if s.ActionNeeded != name {
-						s.ActionParams = nil
-						s.MissingParams = []string{}
+					if t.sess.draft.name != name {
 						t.declared = nil
 					}
-					s.ActionNeeded = name
+					t.sess.chooseAction(name)
 					s.ActionReasoning = a.Reasoning
 					s.NextStep = strings.TrimSpace(a.NextStep)
 					t.problems = nil
@@ -246,7 +245,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 					params = b.Essential()
 				} else {
 					t.mu.Lock()
-					params = deepCopy(t.st.ActionParams)
+					params = deepCopy(t.sess.draft.params)
 					t.mu.Unlock()
 				}
 				if err := setPath(params, strings.TrimSpace(a.Key), a.Value); err != nil {
@@ -256,20 +255,21 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 			}),
 		newTool("set_missing_params", "Name the required parameters only the person can give.", false,
 			func(_ context.Context, t *turn, a setMissingArgs) (any, error) {
-				t.update(func(s *State) {
+				t.update(func(*State) {
 					t.declared = map[string]bool{}
 					for _, m := range a.MissingParams {
 						if m = strings.TrimSpace(m); m != "" {
 							t.declared[m] = true
 						}
 					}
-					s.MissingParams = []string{}
+					missing := []string{}
 					for m := range t.declared {
-						s.MissingParams = append(s.MissingParams, m)
+						missing = append(missing, m)
 					}
-					slices.Sort(s.MissingParams)
+					slices.Sort(missing)
+					t.sess.setMissing(missing)
 					if t.problems != nil {
-						t.setProblems(s, t.problems)
+						t.setProblems(t.problems)
 					}
 					if len(t.declared) > 0 {
 						t.stop = true
@@ -323,9 +323,7 @@ func schemaTool(name actions.Name) *toolDef {
 // canonical params (or, when they cannot be bound at all, the last good
 // ones).
 func (t *turn) setParams(ctx context.Context, params map[string]any) (any, error) {
-	t.mu.Lock()
-	name := t.st.ActionNeeded
-	t.mu.Unlock()
+	name := t.action()
 	if name == "" {
 		return nil, inputErrorf("call set_action_needed first")
 	}
@@ -343,15 +341,15 @@ func (t *turn) setParams(ctx context.Context, params map[string]any) (any, error
 	if b, err = t.resolveRefs(ctx, act, b); err != nil {
 		return nil, err
 	}
-	problems, err := b.Validate(ctx, t.a.env(t.api(), t.sess.CP.SessionID))
+	problems, err := b.Validate(ctx, t.a.env(t.api(), t.sess.cp.SessionID))
 	if err != nil {
 		return nil, err
 	}
 	var missing []string
-	t.update(func(s *State) {
-		s.ActionParams = b.Map()
-		t.setProblems(s, problems)
-		missing = s.MissingParams
+	t.update(func(*State) {
+		t.sess.setDraftParams(b)
+		t.setProblems(problems)
+		missing = t.sess.draft.missing
 	})
 	res := map[string]any{"action": name, "params": json.RawMessage(b.Params)}
 	if len(problems) == 0 && len(missing) == 0 {
@@ -571,7 +569,7 @@ func findExperiments(names []upgrade.ExperimentName, q string, limit int) []matc
 		case strings.Contains(nl, ql):
 			all = append(all, scored{match{n.ID, n.Name, "contains"}, 2})
 		default:
-			d := levenshtein(nl, ql)
+			d := textdist.Levenshtein(nl, ql)
 			if d <= max(2, len(ql)/3) {
 				all = append(all, scored{match{n.ID, n.Name, "fuzzy"}, 3 + d})
 			}
@@ -588,25 +586,4 @@ func findExperiments(names []upgrade.ExperimentName, q string, limit int) []matc
 		out = append(out, all[i].m)
 	}
 	return out
-}
-
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

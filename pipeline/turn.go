@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -200,7 +199,7 @@ func errorType(err error) string {
 // metadata fetches the context metadata at most once per turn.
 func (t *turn) metadata(ctx context.Context) (upgrade.ContextMetadata, error) {
 	t.metaOnce.Do(func() {
-		t.meta, t.metaErr = t.a.API.ContextMetadata(ctx)
+		t.meta, t.metaErr = t.a.deps.API.ContextMetadata(ctx)
 		if t.metaErr == nil {
 			t.update(func(s *State) { s.ContextMetadata = t.meta })
 		}
@@ -227,7 +226,7 @@ func (t *turn) experimentNames(ctx context.Context) ([]upgrade.ExperimentName, e
 	if cached != nil {
 		return cached, nil
 	}
-	names, err := t.a.API.ExperimentNames(ctx)
+	names, err := t.a.deps.API.ExperimentNames(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +242,7 @@ func (t *turn) allExperiments(ctx context.Context) ([]readmodel.Summary, error) 
 	if cached != nil {
 		return cached, nil
 	}
-	list, err := t.a.API.Experiments(ctx)
+	list, err := t.a.deps.API.Experiments(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -252,13 +251,11 @@ func (t *turn) allExperiments(ctx context.Context) ([]readmodel.Summary, error) 
 	return sums, nil
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
 // resolveID accepts an id or a name (the rules of upgrade.ResolveExperiment:
 // exact id or name, then a unique prefix).
 func (t *turn) resolveID(ctx context.Context, ref string) (string, error) {
 	ref = strings.TrimSpace(ref)
-	if uuidRE.MatchString(ref) {
+	if upgrade.IsUUID(ref) {
 		return strings.ToLower(ref), nil // UpGrade's ids are lower case
 	}
 	names, err := t.experimentNames(ctx)

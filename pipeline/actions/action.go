@@ -165,6 +165,16 @@ func (s JobState) Terminal() bool {
 // Valid reports whether s is one of the job states.
 func (s JobState) Valid() bool { return s == JobQueued || s == JobRunning || s.Terminal() }
 
+// JobStates lists every job state, in the order a job goes through them.
+func JobStates() []string {
+	return []string{string(JobQueued), string(JobRunning), string(JobSucceeded), string(JobFailed), string(JobCancelled)}
+}
+
+// ErrTypes lists every error type of spec/cli.md's errors[].type.
+func ErrTypes() []string {
+	return []string{ErrTypeAPI, ErrTypeAuth, ErrTypeValidation, ErrTypeNotFound, ErrTypeUnknown}
+}
+
 // Terminal reports whether the job has ended.
 func (j JobStatus) Terminal() bool { return j.State.Terminal() }
 

@@ -33,61 +33,115 @@ type SetupFlag struct {
 	Line   int
 }
 
-var (
-	setupSegmentKeys = []string{"name", "context", "description", "tags", "users", "groups", "segment_ids"}
-	setupFlagKeys    = []string{"name", "key", "context", "description", "tags", "status", "filter_mode", "include_lists", "exclude_lists"}
-	flagViewKeys     = []string{"key", "name", "context", "status", "filter_mode", "description", "tags", "include_lists", "exclude_lists"}
-	segmentViewKeys  = []string{"name", "context", "description", "tags", "users", "groups", "segments"}
-)
+// segmentYAML is a segment of setup: the params of create_segment.
+type segmentYAML struct {
+	Name        yaml.Node `yaml:"name"`
+	Context     yaml.Node `yaml:"context"`
+	Description yaml.Node `yaml:"description"`
+	Tags        yaml.Node `yaml:"tags"`
+	Users       yaml.Node `yaml:"users"`
+	Groups      yaml.Node `yaml:"groups"`
+	SegmentIDs  yaml.Node `yaml:"segment_ids"`
+}
 
-// setupParams reads one setup entry into the params of action, with its
-// identifying field.
-func (d *decoder) setupParams(n *yaml.Node, what, action, idKey string, known []string) (string, json.RawMessage, error) {
+// flagYAML is a flag of setup: the params of create_feature_flag.
+type flagYAML struct {
+	Name         yaml.Node `yaml:"name"`
+	Key          yaml.Node `yaml:"key"`
+	Context      yaml.Node `yaml:"context"`
+	Description  yaml.Node `yaml:"description"`
+	Tags         yaml.Node `yaml:"tags"`
+	Status       yaml.Node `yaml:"status"`
+	FilterMode   yaml.Node `yaml:"filter_mode"`
+	IncludeLists yaml.Node `yaml:"include_lists"`
+	ExcludeLists yaml.Node `yaml:"exclude_lists"`
+}
+
+// flagExpectYAML is a flag of expect.backend, matched by key; lists are
+// {enabled, users, groups, segments (by name)}.
+type flagExpectYAML struct {
+	Key          yaml.Node `yaml:"key"`
+	Name         yaml.Node `yaml:"name"`
+	Context      yaml.Node `yaml:"context"`
+	Status       yaml.Node `yaml:"status"`
+	FilterMode   yaml.Node `yaml:"filter_mode"`
+	Description  yaml.Node `yaml:"description"`
+	Tags         yaml.Node `yaml:"tags"`
+	IncludeLists yaml.Node `yaml:"include_lists"`
+	ExcludeLists yaml.Node `yaml:"exclude_lists"`
+}
+
+// segmentExpectYAML is a public segment of expect.backend, by name.
+type segmentExpectYAML struct {
+	Name        yaml.Node `yaml:"name"`
+	Context     yaml.Node `yaml:"context"`
+	Description yaml.Node `yaml:"description"`
+	Tags        yaml.Node `yaml:"tags"`
+	Users       yaml.Node `yaml:"users"`
+	Groups      yaml.Node `yaml:"groups"`
+	Segments    yaml.Node `yaml:"segments"`
+}
+
+// setupParams reads one setup entry (a segmentYAML, a flagYAML) into the
+// params of action, with its identifying field.
+func (d *decoder) setupParams(x any, n *yaml.Node, what string, action actions.Name, idKey string) (string, json.RawMessage) {
 	params := map[string]any{}
-	err := d.mapping(n, what, known, func(key string, _, v *yaml.Node) error {
-		val, err := d.value(v, 0)
+	keys, values := written(x)
+	for j, key := range keys {
+		val, err := d.value(values[j], 0)
+		if err != nil {
+			d.err = err
+			return "", nil
+		}
 		params[key] = val
-		return err
-	})
-	if err != nil {
-		return "", nil, err
 	}
 	id, _ := params[idKey].(string)
 	if id == "" {
-		return "", nil, d.errf(n, "%s: %s is required", what, idKey)
+		d.fail(n, "%s: %s is required", what, idKey)
+		return "", nil
 	}
 	raw, err := json.Marshal(params)
 	if err != nil {
-		return "", nil, d.errf(n, "%s: %v", what, err)
+		d.fail(n, "%s: %v", what, err)
+		return "", nil
 	}
-	if _, err := actions.Bind(action, raw); err != nil {
-		return "", nil, d.errf(n, "%s (%s): %v", what, id, err)
+	if _, err := actions.Bind(string(action), raw); err != nil {
+		d.fail(n, "%s (%s): %v", what, id, err)
+		return "", nil
 	}
-	return id, raw, nil
+	return id, raw
 }
 
-func (d *decoder) setupFlagsAndSegments(key string, v *yaml.Node, s *Setup) error {
-	if v.Kind != yaml.SequenceNode {
-		return d.errf(v, "setup.%s: want a list, got %s", key, kindName(v))
-	}
-	for i, item := range v.Content {
-		item = resolve(item)
-		what := fmt.Sprintf("setup.%s[%d]", key, i)
-		if key == "segments" {
-			name, raw, err := d.setupParams(item, what, string(actions.CreateSegment), "name", setupSegmentKeys)
-			if err != nil {
-				return err
-			}
-			s.Segments = append(s.Segments, SetupSegment{Name: name, Params: raw, Line: item.Line})
-			continue
+// setupFlags reads setup.segments and setup.flags.
+func (d *decoder) setupFlags(x *setupYAML, s *Setup) {
+	for i := range x.Segments {
+		if d.err != nil {
+			return
 		}
-		k, raw, err := d.setupParams(item, what, string(actions.CreateFeatureFlag), "key", setupFlagKeys)
-		if err != nil {
-			return err
-		}
-		s.Flags = append(s.Flags, SetupFlag{Key: k, Params: raw, Line: item.Line})
+		n := d.at("setup", "segments", i)
+		name, raw := d.setupParams(&x.Segments[i], n, fmt.Sprintf("setup.segments[%d]", i), actions.CreateSegment, "name")
+		s.Segments = append(s.Segments, SetupSegment{Name: name, Params: raw, Line: n.Line})
 	}
-	return nil
+	for i := range x.Flags {
+		if d.err != nil {
+			return
+		}
+		n := d.at("setup", "flags", i)
+		key, raw := d.setupParams(&x.Flags[i], n, fmt.Sprintf("setup.flags[%d]", i), actions.CreateFeatureFlag, "key")
+		s.Flags = append(s.Flags, SetupFlag{Key: key, Params: raw, Line: n.Line})
+	}
+}
+
+// expectFlags reads backend.flags, flag_absent, segments, segment_absent.
+func (d *decoder) expectFlags(b *backendYAML, step int, bw string, e *ExpectBackend) {
+	for j := range b.Flags {
+		e.Flags = append(e.Flags, d.subset(&b.Flags[j], d.at("steps", step, "expect", "backend", "flags", j), fmt.Sprintf("%s.flags[%d]", bw, j), "key"))
+	}
+	set(d, &e.FlagAbsent, &b.FlagAbsent, bw+".flag_absent", d.strList)
+	for j := range b.Segments {
+		e.Segments = append(e.Segments, d.subset(&b.Segments[j], d.at("steps", step, "expect", "backend", "segments", j), fmt.Sprintf("%s.segments[%d]", bw, j), "name"))
+	}
+	set(d, &e.SegmentAbsent, &b.SegmentAbsent, bw+".segment_absent", d.strList)
 }
 
 // applyFlagSetup creates the segments, then the flags, through the
@@ -227,21 +281,6 @@ func (t *transcript) setupFlagLines(st flagState) {
 		fmt.Fprintf(&t.b, "  flag %s %q %s: %s, %s, %s, %d include lists, %d exclude lists\n", f.Key, f.Name, f.ID, f.ContextName(), f.Status, f.FilterMode,
 			len(f.Inclusion), len(f.Exclusion))
 	}
-}
-
-func (d *decoder) expectFlags(key string, v *yaml.Node, w string, b *ExpectBackend) error {
-	var err error
-	switch key {
-	case "flags":
-		b.Flags, err = d.subsetList(v, w, "key", flagViewKeys)
-	case "flag_absent":
-		b.FlagAbsent, err = d.strList(v, w)
-	case "segments":
-		b.Segments, err = d.subsetList(v, w, "name", segmentViewKeys)
-	case "segment_absent":
-		b.SegmentAbsent, err = d.strList(v, w)
-	}
-	return err
 }
 
 func (r *resolver) expandFlagExpect(bb *ExpectBackend) error {

@@ -905,7 +905,7 @@ func (s *Sim) statsLocked(id string) (upgrade.EnrollmentStats, *apiError) {
 	e := s.idx[id]
 	if e == nil {
 		// The server dereferences the missing experiment.
-		if !isUUID(id) {
+		if !upgrade.IsUUID(id) {
 			// PostgreSQL refuses the id before any row is read.
 			return upgrade.EnrollmentStats{}, &apiError{Status: 500, Name: "QueryFailedError",
 				Message: fmt.Sprintf("invalid input syntax for type uuid: %q", id)}

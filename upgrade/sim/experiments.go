@@ -174,7 +174,7 @@ func (s *Sim) createLocked(body []byte) (*upgrade.Experiment, *apiError) {
 }
 
 func (s *Sim) insertLocked(e *upgrade.Experiment, payloads []conditionPayload) (*upgrade.Experiment, *apiError) {
-	if e.ID != "" && !isUUID(e.ID) {
+	if e.ID != "" && !upgrade.IsUUID(e.ID) {
 		// The id is the primary key of a uuid column: PostgreSQL refuses it.
 		return nil, &apiError{Status: 500, Name: "QueryFailedError", Type: typeQueryFailed,
 			Message: fmt.Sprintf("invalid input syntax for type uuid: %q", e.ID)}
@@ -397,7 +397,7 @@ func (s *Sim) handleNames(c *call) {
 }
 
 func (s *Sim) handleSingle(c *call, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -441,7 +441,7 @@ func (s *Sim) handleCreate(c *call) {
 }
 
 func (s *Sim) handleUpdate(c *call, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -477,7 +477,7 @@ func (s *Sim) handleState(c *call) {
 		return
 	}
 	ck := &checker{}
-	if id := ck.str(m, "", "experimentId", true); id != "" && !isUUID(id) {
+	if id := ck.str(m, "", "experimentId", true); id != "" && !upgrade.IsUUID(id) {
 		ck.failf("experimentId", "must be a UUID")
 	}
 	if v, ok := m["state"]; !ok || v == nil {
@@ -514,7 +514,7 @@ func (s *Sim) handleState(c *call) {
 }
 
 func (s *Sim) handleDelete(c *call, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}

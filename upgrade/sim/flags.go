@@ -109,7 +109,7 @@ func (s *Sim) handleFlags(c *call) {
 }
 
 func (s *Sim) handleFlagGet(c *call, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -218,7 +218,7 @@ func (s *Sim) handleFlagCreate(c *call) {
 }
 
 func (s *Sim) handleFlagPut(c *call, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -261,7 +261,7 @@ func (s *Sim) handleFlagPatch(c *call, field string, values []string) {
 	ck := &checker{}
 	id := ck.str(m, "", "flagId", true)
 	val := ck.enum(m, "", field, values, true)
-	if id != "" && !isUUID(id) {
+	if id != "" && !upgrade.IsUUID(id) {
 		ck.failf("flagId", "must be a UUID")
 	}
 	if aerr := ck.err(); aerr != nil {
@@ -290,7 +290,7 @@ func (s *Sim) handleFlagPatch(c *call, field string, values []string) {
 }
 
 func (s *Sim) handleFlagDelete(c *call, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -509,7 +509,7 @@ func (s *Sim) handleFlagListAdd(c *call, kind string) {
 }
 
 func (s *Sim) handleFlagListPut(c *call, kind, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -540,7 +540,7 @@ func (s *Sim) handleFlagListPut(c *call, kind, id string) {
 }
 
 func (s *Sim) handleFlagListDelete(c *call, kind, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}

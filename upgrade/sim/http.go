@@ -8,7 +8,6 @@ import (
 	"html"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 )
 
@@ -77,10 +76,6 @@ type errorBody struct {
 
 // Handler serves the API under /api.
 func (s *Sim) Handler() http.Handler { return http.HandlerFunc(s.serve) }
-
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-func isUUID(s string) bool { return uuidRE.MatchString(s) }
 
 // call is one request being answered.
 type call struct {

@@ -141,7 +141,7 @@ func (s *Sim) handleListAdd(c *call, kind string) {
 }
 
 func (s *Sim) handleListUpdate(c *call, kind, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -188,7 +188,7 @@ func (s *Sim) handleListUpdate(c *call, kind, id string) {
 }
 
 func (s *Sim) handleListDelete(c *call, kind, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}

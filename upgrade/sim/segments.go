@@ -102,7 +102,7 @@ func (s *Sim) upsertSegmentLocked(cat *catalog, in *segmentInput) (*simSegment, 
 			}
 		}
 	}
-	if in.ID != "" && !isUUID(in.ID) {
+	if in.ID != "" && !upgrade.IsUUID(in.ID) {
 		return nil, &apiError{Status: 500, Name: "QueryFailedError", Type: typeQueryFailed,
 			Message: fmt.Sprintf("invalid input syntax for type uuid: %q", in.ID)}
 	}
@@ -184,7 +184,7 @@ func (s *Sim) handleGlobalSegments(c *call) {
 }
 
 func (s *Sim) handleSegmentGet(c *call, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -201,7 +201,7 @@ func (s *Sim) handleSegmentGet(c *call, id string) {
 }
 
 func (s *Sim) handleSegmentStatus(c *call, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -307,7 +307,7 @@ func (s *Sim) handleSegmentUpsert(c *call) {
 }
 
 func (s *Sim) handleSegmentDelete(c *call, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -349,7 +349,7 @@ func (s *Sim) handleSegmentListAdd(c *call) {
 }
 
 func (s *Sim) handleSegmentListDelete(c *call, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -359,7 +359,7 @@ func (s *Sim) handleSegmentListDelete(c *call, id string) {
 		return
 	}
 	ck := &checker{}
-	if p := ck.str(m, "", "parentSegmentId", true); p != "" && !isUUID(p) {
+	if p := ck.str(m, "", "parentSegmentId", true); p != "" && !upgrade.IsUUID(p) {
 		ck.failf("parentSegmentId", "must be a UUID")
 	}
 	if aerr := ck.err(); aerr != nil {
