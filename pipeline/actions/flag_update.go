@@ -20,7 +20,7 @@ type UpdateFeatureFlagParams struct {
 	Context     *string   `json:"context,omitempty" jsonschema:"refused for a flag with lists: UpGrade would drop every list"`
 	Description *string   `json:"description,omitempty"`
 	Tags        *[]string `json:"tags,omitempty"`
-	Status      *string   `json:"status,omitempty" jsonschema:"enabled, disabled or archived"`
+	Status      *string   `json:"status,omitempty" jsonschema:"only the current status is accepted: status changes go through update_feature_flag_status"`
 	FilterMode  *string   `json:"filter_mode,omitempty" jsonschema:"excludeAll (nobody but the included) or includeAll (everyone but the excluded)"`
 }
 
@@ -87,6 +87,12 @@ func validateUpdateFlag(c *Checker, p UpdateFeatureFlagParams) error {
 		return nil
 	}
 	n := applyFlagUpdate(*f, p)
+	if n.Status != f.Status {
+		// Every status change of a flag is destructive (spec/pipeline.md):
+		// it goes through the action that says so, never in passing.
+		c.AddValue("status", n.Status, "a status change goes through update_feature_flag_status (it needs a yes under every policy); leave status out here")
+		return nil
+	}
 	if n.Context != f.Context && f.hasLists() {
 		c.Add("context", "flag %q has %s: UpGrade drops every list of a flag whose context changes; remove the lists first, or create a new flag in context %s",
 			f.Name, plural(len(f.Include)+len(f.Exclude), "list", "lists"), n.Context)
@@ -167,9 +173,9 @@ func executeUpdateFlag(ctx context.Context, env Env, p UpdateFeatureFlagParams, 
 	return Result(flagResult(held))
 }
 
-// writeFlagFields sends the fields that differ: a filter mode or a status
-// alone through its own route (as the web UI does), anything else with a
-// PUT of the whole flag.
+// writeFlagFields sends the fields that differ: a filter mode alone
+// through its own route (as the web UI does), anything else with a PUT of
+// the whole flag.
 func writeFlagFields(ctx context.Context, api API, cur, want flagState) error {
 	changes := flagFieldChanges(cur, want)
 	only := func(field string) bool {
@@ -180,9 +186,6 @@ func writeFlagFields(ctx context.Context, api API, cur, want flagState) error {
 		return nil
 	case only("filter_mode"):
 		_, err := api.SetFlagFilterMode(ctx, want.ID, want.FilterMode)
-		return err
-	case only("status"):
-		_, err := api.SetFlagStatus(ctx, want.ID, want.Status)
 		return err
 	}
 	_, err := api.UpdateFlag(ctx, flagBodyOf(want))

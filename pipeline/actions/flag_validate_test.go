@@ -58,7 +58,9 @@ func TestValidateFlags(t *testing.T) {
 		{"update: context of a flag without lists", UpdateFeatureFlagParams{FlagID: tutorFlagID, Context: ptr("assign-prog")}, nil},
 		{"update: key taken", UpdateFeatureFlagParams{FlagID: tutorFlagID, Context: ptr("assign-prog"), Key: ptr("MATH_HINTS")},
 			[]wantProblem{{field: "key", contains: "keys are unique per context"}}},
-		{"update: own key kept", UpdateFeatureFlagParams{FlagID: mathFlagID, Key: ptr("MATH_HINTS"), Status: ptr("disabled")}, nil},
+		{"update: own key kept", UpdateFeatureFlagParams{FlagID: mathFlagID, Key: ptr("MATH_HINTS"), Status: ptr("Enabled")}, nil},
+		{"update: a status change in passing", UpdateFeatureFlagParams{FlagID: mathFlagID, Name: ptr("x"), Status: ptr("disabled")},
+			[]wantProblem{{field: "status", contains: "goes through update_feature_flag_status"}}},
 
 		// update_feature_flag_status
 		{"status: valid", UpdateFeatureFlagStatusParams{FlagID: tutorFlagID, Status: "Enabled"}, nil},
