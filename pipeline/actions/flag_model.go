@@ -582,3 +582,18 @@ func derefRec(r *Reconciliation) Reconciliation {
 	}
 	return *r
 }
+
+// segmentAndSegments reads the public segments and the one a plan
+// describes, and pins the plan to its version.
+func (b *Planner) segmentAndSegments(id string) (segInfo, *segDir, error) {
+	d, err := readSegments(b.ctx, b.api)
+	if err != nil {
+		return segInfo{}, nil, err
+	}
+	s, ok := d.get(id)
+	if !ok {
+		return segInfo{}, nil, fmt.Errorf("no public segment with id %s", id)
+	}
+	b.pinObject(s.ID, s.Version)
+	return s, d, nil
+}

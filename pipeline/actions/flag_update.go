@@ -140,17 +140,10 @@ func planUpdateFlag(b *Planner, p UpdateFeatureFlagParams) error {
 		b.Line("  (no change: every value given equals the current one)")
 		b.Warn("nothing would change")
 	}
-	before, after := reach(f, d), reach(n, d)
-	if before == after {
-		b.Line("Who gets it (unchanged): %s.", after)
-	} else {
-		b.Line("Who gets it now: %s.", before)
-		b.Line("After the change: %s.", after)
-	}
+	reachChange(b, f, n, d)
 	if n.Key != f.Key {
 		b.Warn("clients that ask for key %s stop getting the flag; they must ask for %s", quote(f.Key), quote(n.Key))
 	}
-	reachWarnings(b, n)
 	if n.Key != f.Key || n.Context != f.Context {
 		return keyCaseWarning(b, n.Key, n.Context, f.ID)
 	}

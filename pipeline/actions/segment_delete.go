@@ -46,15 +46,10 @@ func init() {
 }
 
 func planDeleteSegment(b *Planner, p DeleteSegmentParams) error {
-	d, err := readSegments(b.ctx, b.api)
+	s, d, err := b.segmentAndSegments(p.SegmentID)
 	if err != nil {
 		return err
 	}
-	s, ok := d.get(p.SegmentID)
-	if !ok {
-		return fmt.Errorf("no public segment with id %s", p.SegmentID)
-	}
-	b.pinObject(s.ID, s.Version)
 	b.Line("delete public segment %s (id %s, context %s).", quote(s.Name), s.ID, ident(s.Context))
 	b.Line("  Members: %s", fmtMembers(s.Members, d))
 	uses := segmentUsageLines(b, d, s)

@@ -175,15 +175,10 @@ func liveUses(uses []usage) []string {
 }
 
 func planUpdateSegment(b *Planner, p UpdateSegmentParams) error {
-	d, err := readSegments(b.ctx, b.api)
+	s, d, err := b.segmentAndSegments(p.SegmentID)
 	if err != nil {
 		return err
 	}
-	s, ok := d.get(p.SegmentID)
-	if !ok {
-		return fmt.Errorf("no public segment with id %s", p.SegmentID)
-	}
-	b.pinObject(s.ID, s.Version)
 	n := p.apply(s)
 	b.Line("Update public segment %s (id %s, context %s):", quote(s.Name), s.ID, ident(s.Context))
 	if n.Name != s.Name {
