@@ -13,8 +13,9 @@ import (
 )
 
 // The flag and segment writes under TestCrashConfirmedWrites: a segment
-// created (its id derives from the confirmation), a list added to a flag
-// (the list id too) and a flag's status changed, each killed at every
+// created (its id derives from the confirmation), a flag created with a
+// list (found again by key and context), a list added to a flag (its id
+// derives from the confirmation) and a flag's status changed, each killed at every
 // kill point and resumed until done, must reach UpGrade exactly once.
 
 const proposeCreateSegment = `- call:
@@ -31,6 +32,14 @@ const proposeAddList = `- call:
     set_action_needed: {action: add_feature_flag_list, reasoning: asked}
     set_action_params: {action_params: {flag_id: crash_flag, kind: include, groups: ["classId:c7"]}}
 - reply: About to add class c7.
+`
+
+const proposeCreateFlag = `- call:
+    analyze_user_request: {intent_type: needs_info, confidence: 0.9, user_request_summary: create CRASH_NEW for u1, reasoning: action}
+- call:
+    set_action_needed: {action: create_feature_flag, reasoning: asked}
+    set_action_params: {action_params: {name: Crash new, key: CRASH_NEW, context: assign-prog, status: enabled, include_lists: {users: [u1]}}}
+- reply: About to create CRASH_NEW.
 `
 
 const proposeFlagStatus = `- call:
@@ -58,6 +67,29 @@ func init() {
 				}
 				if n != 1 {
 					t.Errorf("%d segments named crash seg, want exactly 1", n)
+				}
+			}},
+		crashWrite{name: "create flag", propose: proposeCreateFlag, method: http.MethodPost, path: "/flags", check: noSimCheck,
+			checkAPI: func(t *testing.T, c *upgrade.Client) {
+				all, err := c.Flags(ctxTimeout(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ids []string
+				for _, f := range all {
+					if f.Key == "CRASH_NEW" {
+						ids = append(ids, f.ID)
+					}
+				}
+				if len(ids) != 1 {
+					t.Fatalf("%d flags with key CRASH_NEW, want exactly 1", len(ids))
+				}
+				f, err := c.Flag(ctxTimeout(t), ids[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f.Status != upgrade.FlagEnabled || len(f.Inclusion) != 1 {
+					t.Errorf("CRASH_NEW is %s with %d include lists, want enabled with exactly 1", f.Status, len(f.Inclusion))
 				}
 			}},
 		crashWrite{name: "add flag list", propose: proposeAddList, method: http.MethodPost, path: "/flags/inclusionList",
