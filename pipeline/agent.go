@@ -22,6 +22,9 @@ import (
 type Backend interface {
 	actions.API
 	Health(ctx context.Context) (*upgrade.ServerInfo, error)
+	// FlagSnapshot reads a flag with every segment its lists reach, for
+	// explain_feature_flag and the flag details (admin routes only).
+	FlagSnapshot(ctx context.Context, id string) (*upgrade.FlagSnapshot, error)
 }
 
 // Confirmation policies (pipeline.md).

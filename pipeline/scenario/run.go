@@ -154,10 +154,13 @@ type run struct {
 	rep   *Report
 	clk   *clock
 	admin *upgrade.Client // setup and checks: holds the token when one is needed
-	agent *pipeline.Agent
-	store *checkpoint.FileStore
-	sim   *sim.Server
-	llmS  *llmtest.Server // nil unless llm: script
+	// flagAware: the scenario uses flags or segments, so each step learns
+	// their ids for templates and transcripts (flags.go).
+	flagAware bool
+	agent     *pipeline.Agent
+	store     *checkpoint.FileStore
+	sim       *sim.Server
+	llmS      *llmtest.Server // nil unless llm: script
 	// seen counts the requests of llmS measured by earlier steps: the
 	// server records every request of the scenario.
 	seen  int
@@ -355,8 +358,15 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 	if err != nil {
 		return cleanup, err
 	}
+	if err := r.applyFlagSetup(ctx); err != nil {
+		return cleanup, err
+	}
+	r.flagAware = usesFlags(sc)
 	r.learn(ctx)
 	r.tr.setup(sc, created)
+	if len(sc.Setup.Flags)+len(sc.Setup.Segments) > 0 {
+		r.tr.setupFlagLines(r.readFlags(ctx))
+	}
 	return cleanup, nil
 }
 
@@ -410,6 +420,9 @@ func (r *run) learn(ctx context.Context) ([]upgrade.Experiment, error) {
 	}
 	r.res.learn(es)
 	r.norm.learn(es)
+	if r.flagAware {
+		r.learnFlags(r.readFlags(ctx))
+	}
 	return es, nil
 }
 
@@ -532,6 +545,9 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 		return sr
 	}
 	be := &backendState{experiments: es}
+	if expect.Backend != nil && len(expect.Backend.Flags)+len(expect.Backend.FlagAbsent)+len(expect.Backend.Segments)+len(expect.Backend.SegmentAbsent) > 0 {
+		be.flags = r.readFlags(ctx)
+	}
 	if r.sim != nil {
 		be.user = r.sim.Sim().User
 	}
