@@ -117,6 +117,23 @@ func runFlagActions(t *testing.T, apiURL string) {
 	if shown.ID != one.ID || len(shown.Include) != 3 || len(shown.Exclude) != 1 {
 		t.Errorf("flags show %s: %+v", keyOne, shown)
 	}
+	d.lookups([]llmtest.Call{
+		llmtest.NewCall("get_feature_flags", map[string]any{"context": "assign-prog", "key": keyOne}),
+		llmtest.NewCall("find_feature_flag", map[string]any{"name_or_key": strings.ToLower(keyOne)}),
+		llmtest.NewCall("get_feature_flag_details", map[string]any{"flag_id": keyOne}),
+		llmtest.NewCall("get_segments", map[string]any{"context": "assign-prog"}),
+		llmtest.NewCall("find_segment", map[string]any{"name": segB}),
+		llmtest.NewCall("get_segment_details", map[string]any{"segment_id": segA}),
+		llmtest.NewCall("explain_feature_flag", map[string]any{"flag_id": keyOne, "user_id": "u2"}),
+	}, map[string][]string{
+		"get_feature_flags":        {`"key":"` + keyOne + `"`},
+		"find_feature_flag":        {one.ID},
+		"get_feature_flag_details": {`"users":["u1","u2"]`, `"name":"` + segB + `"`},
+		"get_segments":             {segA, segB},
+		"find_segment":             {b.ID, `"users":["u9"]`},
+		"get_segment_details":      {`"name":"` + realName + `one"`, `"via":["` + segB + `"]`},
+		"explain_feature_flag":     {`"served":true`, `"rule":"user_included"`},
+	})
 	d.explain(keyOne, map[string]bool{"u1": true, "u5": false, "u9": true, "zz classId=c7": true,
 		"u5 classId=c7": false, "zz classId=c8": false, "zz schoolId=c7": false})
 
@@ -261,6 +278,8 @@ func runFlagActions(t *testing.T, apiURL string) {
 	if want := []string{"inactive>enrolling", "enrolling>enrollmentComplete"}; !slices.Equal(moves, want) || h.Status != upgrade.StateEnrollmentComplete {
 		t.Errorf("experiments history %s: %s %v, want enrollmentComplete %v", exp, h.Status, moves, want)
 	}
+	d.lookups([]llmtest.Call{llmtest.NewCall("get_experiment_history", map[string]any{"experiment_id": exp})},
+		map[string][]string{"get_experiment_history": {`"from":"inactive","to":"enrolling"`, `"from":"enrolling","to":"enrollmentComplete"`}})
 	code, out, errOut := agentIn(t, d.env, "experiments", "show", exp)
 	if code != 0 || !strings.Contains(out, "inactive   enrolling") || !strings.Contains(out, "enrolling  enrollmentComplete") {
 		t.Errorf("experiments show %s: exit %d, no history table\n%s\n%s", exp, code, out, errOut)
@@ -355,6 +374,37 @@ func (d *flagDriver) refused(action string, params map[string]any, why string) {
 	if code != 0 || res.Confirmation != nil || len(res.Actions) != 0 || len(res.Errors) == 0 ||
 		res.Errors[0].Type != "validation" || !strings.Contains(res.Errors[0].Message, why) {
 		t.Fatalf("%s: exit %d, want a validation error saying %q and nothing run\n%s\n%s", action, code, why, out, errOut)
+	}
+}
+
+// lookups has the model ask for the gatherer's lookups in one turn and
+// checks that each result holds the texts wanted and no error.
+func (d *flagDriver) lookups(calls []llmtest.Call, want map[string][]string) {
+	t := d.t
+	t.Helper()
+	d.llm.Reset()
+	analyze := llmtest.NewCall("analyze_user_request", map[string]any{"intent_type": "needs_info", "confidence": 0.9,
+		"user_request_summary": "a lookup", "reasoning": "reads", "needs_action": false})
+	d.llm.Enqueue(llmtest.CallReply(append([]llmtest.Call{analyze}, calls...)...), llmtest.TextReply("Here is what I found."))
+	code, out, errOut := agentIn(t, d.env, "ask", "-o", "json", "tell me about the flags")
+	d.verifyLLM("lookups")
+	if code != 0 {
+		t.Fatalf("lookups: exit %d\n%s\n%s", code, out, errOut)
+	}
+	reqs := d.llm.Requests()
+	var seen strings.Builder
+	for _, m := range reqs[len(reqs)-1].Messages {
+		seen.WriteString(m.Content + "\n")
+	}
+	if strings.Contains(seen.String(), `"error"`) {
+		t.Errorf("a lookup failed:\n%s", seen.String())
+	}
+	for _, c := range calls {
+		for _, w := range want[c.Name] {
+			if !strings.Contains(seen.String(), w) {
+				t.Errorf("%s: the responder was not shown %s", c.Name, w)
+			}
+		}
 	}
 }
 
