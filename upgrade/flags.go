@@ -2,13 +2,16 @@ package upgrade
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"time"
 )
 
 // Feature flag enumerations (upgrade-flags-segments.md).
@@ -203,7 +206,31 @@ func (c *Client) Flag(ctx context.Context, id string) (*FeatureFlag, error) {
 	if out == nil {
 		return nil, c.localError(r.method, r.path, CategoryNotFound, fmt.Sprintf("feature flag %s not found", id))
 	}
+	out.sortLists()
 	return out, nil
+}
+
+// compareTimes orders two RFC 3339 times; one that does not parse sorts
+// as its text.
+func compareTimes(a, b string) int {
+	ta, errA := time.Parse(time.RFC3339Nano, a)
+	tb, errB := time.Parse(time.RFC3339Nano, b)
+	if errA != nil || errB != nil {
+		return cmp.Compare(a, b)
+	}
+	return ta.Compare(tb)
+}
+
+// sortLists puts both lists oldest first (createdAt). A real 6.5 server
+// returns them in its database's row order, which changes when a list is
+// updated (PostgreSQL rewrites the row), so plans, reach sentences and
+// tables would otherwise list them differently from one read to the next;
+// createdAt survives a list's PUT. Lists of the same millisecond keep the
+// server's order (the simulator's is the order they were added in).
+func (f *FeatureFlag) sortLists() {
+	for _, ls := range [][]FlagList{f.Inclusion, f.Exclusion} {
+		slices.SortStableFunc(ls, func(a, b FlagList) int { return compareTimes(a.CreatedAt, b.CreatedAt) })
+	}
 }
 
 // flagIDError explains a 400 for a malformed id.
@@ -268,6 +295,7 @@ func (c *Client) UpdateFlag(ctx context.Context, f *FeatureFlag) (*FeatureFlag, 
 	if err := c.call(ctx, r, &out); err != nil {
 		return nil, c.flagMissing(ctx, conflictIsValidation(flagIDError(err, f.ID)), f.ID)
 	}
+	out.sortLists()
 	return &out, nil
 }
 

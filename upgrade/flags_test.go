@@ -237,3 +237,40 @@ func TestStateHistorySorted(t *testing.T) {
 		t.Errorf("history (-want +got):\n%s", diff)
 	}
 }
+
+// TestFlagListsOldestFirst: a real 6.5 server returned a flag's lists in
+// its database's row order, newest first here, and moved a list to the end
+// when it was updated; Flag and UpdateFlag hand them out oldest first
+// (createdAt; ties keep the server's order), times compared as times
+// (".25Z" is before ".258Z").
+func TestFlagListsOldestFirst(t *testing.T) {
+	row := func(id, created string) string {
+		return `{"segmentId":"` + id + `","enabled":true,"listType":"Individual","createdAt":"` + created + `"}`
+	}
+	flag := `{"id":"` + flagID + `","name":"f","key":"F","context":["assign-prog"],"status":"enabled","filterMode":"includeAll",
+	"featureFlagSegmentInclusion":[` + row("c", "2026-11-26T12:50:52.258Z") + `,` + row("b", "2026-11-26T12:50:13.059Z") + `,` +
+		row("a", "2026-11-26T12:50:52.258Z") + `,` + row("d", "2026-11-26T12:50:52.25Z") + `],
+	"featureFlagSegmentExclusion":[` + row("y", "2026-11-26T12:50:13Z") + `,` + row("x", "2026-11-26T12:49:59.999Z") + `]}`
+	f := newFake(t, map[string][]reply{"GET /api/flags/" + flagID: {{body: flag}}, "PUT /api/flags/" + flagID: {{body: flag}}})
+	c, _ := newClient(t, f.url(), nil)
+	ids := func(ls []FlagList) string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.ID())
+		}
+		return strings.Join(out, " ")
+	}
+	got, err := c.Flag(t.Context(), flagID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, err := c.UpdateFlag(t.Context(), got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, g := range map[string]*FeatureFlag{"Flag": got, "UpdateFlag": put} {
+		if inc, exc := ids(g.Inclusion), ids(g.Exclusion); inc != "b d c a" || exc != "x y" {
+			t.Errorf("%s: include %q, exclude %q; want \"b d c a\", \"x y\"", name, inc, exc)
+		}
+	}
+}

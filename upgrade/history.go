@@ -76,6 +76,6 @@ func (c *Client) StateHistory(ctx context.Context, id string) ([]StateTimeLog, e
 // no order); ties keep their order.
 func SortedHistory(logs []StateTimeLog) []StateTimeLog {
 	out := append([]StateTimeLog{}, logs...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].TimeLog < out[j].TimeLog })
+	sort.SliceStable(out, func(i, j int) bool { return compareTimes(out[i].TimeLog, out[j].TimeLog) < 0 })
 	return out
 }

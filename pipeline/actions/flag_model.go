@@ -324,7 +324,10 @@ func reach(f flagState, d *segDir) string {
 }
 
 func reachWhenEnabled(f flagState, d *segDir) string {
-	inc, exc := enabledLists(f.Include), enabledLists(f.Exclude)
+	// A list without members (say, its only segment was deleted: UpGrade
+	// drops it from the list silently) matches nobody, so it is left out
+	// of the sentence rather than shown as "except (no members)".
+	inc, exc := withMembers(enabledLists(f.Include)), withMembers(enabledLists(f.Exclude))
 	ctx := identOrNone(f.Context)
 	except := ""
 	if len(exc) > 0 {
@@ -338,6 +341,9 @@ func reachWhenEnabled(f flagState, d *segDir) string {
 		return "everyone in context " + ctx + except
 	}
 	if len(inc) == 0 {
+		if len(enabledLists(f.Include)) > 0 {
+			return "nobody (filter mode excludeAll and its enabled include lists have no members)"
+		}
 		return "nobody (filter mode excludeAll and no enabled include list)"
 	}
 	parts := make([]string, len(inc))
@@ -345,6 +351,16 @@ func reachWhenEnabled(f flagState, d *segDir) string {
 		parts[i] = fmtMembers(l.Members, d)
 	}
 	return "only " + strings.Join(parts, ", or ") + " in context " + ctx + except
+}
+
+func withMembers(ls []flagList) []flagList {
+	var out []flagList
+	for _, l := range ls {
+		if !l.Members.empty() {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // reachWarnings are the warnings of spec/pipeline.md for a flag as it will

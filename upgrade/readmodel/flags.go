@@ -1,6 +1,8 @@
 package readmodel
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,6 +85,11 @@ func MembersOf(s *upgrade.SegmentRecord, names SegmentNames) Members {
 		}
 		m.Segments = append(m.Segments, SegmentRef{ID: sub.ID, Name: name})
 	}
+	// A real 6.5 server returns members in its database's row order (u3
+	// before u2 after an edit); sorted, a table reads the same every time.
+	slices.Sort(m.Users)
+	slices.SortFunc(m.Groups, func(a, b Group) int { return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.GroupID, b.GroupID)) })
+	slices.SortFunc(m.Segments, func(a, b SegmentRef) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })
 	return m
 }
 

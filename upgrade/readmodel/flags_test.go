@@ -59,3 +59,20 @@ func TestUsesOfFollowsNesting(t *testing.T) {
 		t.Errorf("counts %v", c)
 	}
 }
+
+// TestMembersSorted: the real server returned a segment's users as u3, u2
+// after an edit (its database's row order); members are shown sorted.
+func TestMembersSorted(t *testing.T) {
+	s := &upgrade.SegmentRecord{
+		Users:       []upgrade.SegmentUser{{UserID: "u3"}, {UserID: "u2"}},
+		Groups:      []upgrade.SegmentGroup{{Type: "schoolId", GroupID: "s2"}, {Type: "classId", GroupID: "c9"}, {Type: "schoolId", GroupID: "s1"}},
+		SubSegments: []upgrade.SegmentRecord{{ID: "2", Name: "b"}, {ID: "1", Name: "a"}},
+	}
+	got := MembersOf(s, nil)
+	want := Members{Users: []string{"u2", "u3"},
+		Groups:   []Group{{Type: "classId", GroupID: "c9"}, {Type: "schoolId", GroupID: "s1"}, {Type: "schoolId", GroupID: "s2"}},
+		Segments: []SegmentRef{{ID: "1", Name: "a"}, {ID: "2", Name: "b"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("members (-want +got):\n%s", diff)
+	}
+}
