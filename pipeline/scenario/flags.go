@@ -82,13 +82,21 @@ type segmentExpectYAML struct {
 	Segments    yaml.Node `yaml:"segments"`
 }
 
-// setupParams reads one setup entry (a segmentYAML, a flagYAML) into the
-// params of action, with its identifying field.
-func (d *decoder) setupParams(x any, n *yaml.Node, what string, action actions.Name, idKey string) (string, json.RawMessage) {
+// setupParams reads one setup entry (an experimentYAML, a segmentYAML, a
+// flagYAML) into the params of action, with its identifying field idKey.
+// field, when not nil, takes the keys it returns true for out of the
+// params (an experiment's status), reporting its errors in d.err.
+func (d *decoder) setupParams(x any, n *yaml.Node, what string, action actions.Name, idKey string, field func(key string, v *yaml.Node) bool) (string, json.RawMessage) {
 	params := map[string]any{}
 	keys, values := written(x)
 	for j, key := range keys {
-		val, err := d.value(values[j], 0)
+		if field != nil && field(key, values[j]) {
+			if d.err != nil {
+				return "", nil
+			}
+			continue
+		}
+		val, err := d.experimentValue(key, values[j])
 		if err != nil {
 			d.err = err
 			return "", nil
@@ -112,36 +120,14 @@ func (d *decoder) setupParams(x any, n *yaml.Node, what string, action actions.N
 	return id, raw
 }
 
-// setupFlags reads setup.segments and setup.flags.
-func (d *decoder) setupFlags(x *setupYAML, s *Setup) {
-	for i := range x.Segments {
-		if d.err != nil {
-			return
-		}
-		n := d.at("setup", "segments", i)
-		name, raw := d.setupParams(&x.Segments[i], n, fmt.Sprintf("setup.segments[%d]", i), actions.CreateSegment, "name")
-		s.Segments = append(s.Segments, SetupSegment{Name: name, Params: raw, Line: n.Line})
-	}
-	for i := range x.Flags {
-		if d.err != nil {
-			return
-		}
-		n := d.at("setup", "flags", i)
-		key, raw := d.setupParams(&x.Flags[i], n, fmt.Sprintf("setup.flags[%d]", i), actions.CreateFeatureFlag, "key")
-		s.Flags = append(s.Flags, SetupFlag{Key: key, Params: raw, Line: n.Line})
-	}
+func (d *decoder) setupSegment(x *segmentYAML, n *yaml.Node, i int) SetupSegment {
+	name, raw := d.setupParams(x, n, fmt.Sprintf("setup.segments[%d]", i), actions.CreateSegment, "name", nil)
+	return SetupSegment{Name: name, Params: raw, Line: n.Line}
 }
 
-// expectFlags reads backend.flags, flag_absent, segments, segment_absent.
-func (d *decoder) expectFlags(b *backendYAML, step int, bw string, e *ExpectBackend) {
-	for j := range b.Flags {
-		e.Flags = append(e.Flags, d.subset(&b.Flags[j], d.at("steps", step, "expect", "backend", "flags", j), fmt.Sprintf("%s.flags[%d]", bw, j), "key"))
-	}
-	set(d, &e.FlagAbsent, &b.FlagAbsent, bw+".flag_absent", d.strList)
-	for j := range b.Segments {
-		e.Segments = append(e.Segments, d.subset(&b.Segments[j], d.at("steps", step, "expect", "backend", "segments", j), fmt.Sprintf("%s.segments[%d]", bw, j), "name"))
-	}
-	set(d, &e.SegmentAbsent, &b.SegmentAbsent, bw+".segment_absent", d.strList)
+func (d *decoder) setupFlag(x *flagYAML, n *yaml.Node, i int) SetupFlag {
+	key, raw := d.setupParams(x, n, fmt.Sprintf("setup.flags[%d]", i), actions.CreateFeatureFlag, "key", nil)
+	return SetupFlag{Key: key, Params: raw, Line: n.Line}
 }
 
 // applyFlagSetup creates the segments, then the flags, through the
