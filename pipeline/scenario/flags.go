@@ -285,7 +285,7 @@ func (r *resolver) expandFlagExpect(bb *ExpectBackend) error {
 }
 
 func checkFlags(b *ExpectBackend, st flagState) []string {
-	if len(b.Flags)+len(b.FlagAbsent)+len(b.Segments)+len(b.SegmentAbsent) == 0 {
+	if !b.expectsFlags() {
 		return nil
 	}
 	if st.err != nil {
@@ -302,32 +302,26 @@ func checkFlags(b *ExpectBackend, st flagState) []string {
 	for _, f := range st.flags {
 		flagByKey[f.Key] = append(flagByKey[f.Key], f)
 	}
-	for _, k := range b.FlagAbsent {
-		if n := len(flagByKey[k]); n > 0 {
-			out = append(out, fmt.Sprintf("backend.flag_absent: flag %q exists (%d)", k, n))
-		}
-	}
-	for _, n := range b.SegmentAbsent {
-		if c := len(segByName[n]); c > 0 {
-			out = append(out, fmt.Sprintf("backend.segment_absent: segment %q exists (%d)", n, c))
-		}
-	}
-	for i, want := range b.Flags {
-		key := want["key"].(string)
-		p := fmt.Sprintf("backend.flags[%d] (%s)", i, key)
-		if list := flagByKey[key]; len(list) != 1 {
-			out = append(out, fmt.Sprintf("%s: %d flags have that key", p, len(list)))
+	out = append(out, absent("flag_absent", "flag", b.FlagAbsent, flagByKey)...)
+	out = append(out, absent("segment_absent", "segment", b.SegmentAbsent, segByName)...)
+	out = append(out, matchOne("flags", "key", "flags have that key", b.Flags, flagByKey,
+		func(f upgrade.FeatureFlag) any { return flagView(f, names) })...)
+	out = append(out, matchOne("segments", "name", "public segments have that name", b.Segments, segByName,
+		func(s upgrade.SegmentRecord) any { return segmentView(s, names) })...)
+	return out
+}
+
+// matchOne compares each entry of backend.<key> with the one record of its
+// idKey in byID; none or several is a failure ("<n> <many>").
+func matchOne[T any](key, idKey, many string, wants []map[string]any, byID map[string][]T, view func(T) any) []string {
+	var out []string
+	for i, want := range wants {
+		id := want[idKey].(string)
+		p := fmt.Sprintf("backend.%s[%d] (%s)", key, i, id)
+		if list := byID[id]; len(list) != 1 {
+			out = append(out, fmt.Sprintf("%s: %d %s", p, len(list), many))
 		} else {
-			out = append(out, subset(p, want, flagView(list[0], names))...)
-		}
-	}
-	for i, want := range b.Segments {
-		name := want["name"].(string)
-		p := fmt.Sprintf("backend.segments[%d] (%s)", i, name)
-		if list := segByName[name]; len(list) != 1 {
-			out = append(out, fmt.Sprintf("%s: %d public segments have that name", p, len(list)))
-		} else {
-			out = append(out, subset(p, want, segmentView(list[0], names))...)
+			out = append(out, subset(p, want, view(list[0]))...)
 		}
 	}
 	return out
@@ -387,6 +381,11 @@ func segmentView(s upgrade.SegmentRecord, names map[string]string) any {
 	return jsonValue(m)
 }
 
+// expectsFlags reports whether b names flags or segments.
+func (b *ExpectBackend) expectsFlags() bool {
+	return len(b.Flags)+len(b.FlagAbsent)+len(b.Segments)+len(b.SegmentAbsent) > 0
+}
+
 // usesFlags reports whether a scenario sets up, names or expects flags or
 // segments: only then does each step read them.
 func usesFlags(sc *Scenario) bool {
@@ -394,7 +393,7 @@ func usesFlags(sc *Scenario) bool {
 		return true
 	}
 	for _, st := range sc.Steps {
-		if b := st.Expect.Backend; b != nil && len(b.Flags)+len(b.FlagAbsent)+len(b.Segments)+len(b.SegmentAbsent) > 0 {
+		if b := st.Expect.Backend; b != nil && b.expectsFlags() {
 			return true
 		}
 		for _, rep := range st.LLM {
