@@ -157,14 +157,14 @@ func (r FeatureFlagRequest) MarshalJSON() ([]byte, error) {
 	}{r.Context, groups, *r.IncludeStoredUserGroups})
 }
 
-// listRoute is the path of a flag list kind: /flags/inclusionList.
-func flagListRoute(kind ListKind) string { return "/flags/" + string(kind) + "List" }
-
-func (c *Client) checkKind(method, path string, kind ListKind) error {
+// flagListRoute is the path of a flag list kind (/flags/inclusionList),
+// once kind and the id (of what) are checked.
+func (c *Client) flagListRoute(method string, kind ListKind, what, id string) (string, error) {
+	path := "/flags/" + string(kind) + "List"
 	if kind != ListInclusion && kind != ListExclusion {
-		return c.localError(method, path, CategoryValidation, fmt.Sprintf("unknown list kind %q (inclusion or exclusion)", string(kind)))
+		return "", c.localError(method, path, CategoryValidation, fmt.Sprintf("unknown list kind %q (inclusion or exclusion)", string(kind)))
 	}
-	return nil
+	return path, c.checkID(method, path, what, id)
 }
 
 func (c *Client) checkID(method, path, what, id string) error {
@@ -201,7 +201,7 @@ func (c *Client) Flag(ctx context.Context, id string) (*FeatureFlag, error) {
 	var out *FeatureFlag
 	r := request{method: http.MethodGet, path: path, idempotent: true, emptyMeansNull: true}
 	if err := c.call(ctx, r, &out); err != nil {
-		return nil, flagIDError(err, id)
+		return nil, idError(err, id)
 	}
 	if out == nil {
 		return nil, c.localError(r.method, r.path, CategoryNotFound, fmt.Sprintf("feature flag %s not found", id))
@@ -233,8 +233,8 @@ func (f *FeatureFlag) sortLists() {
 	}
 }
 
-// flagIDError explains a 400 for a malformed id.
-func flagIDError(err error, id string) error {
+// idError explains a 400 for a malformed id.
+func idError(err error, id string) error {
 	var e *Error
 	if errors.As(err, &e) && e.Category == CategoryValidation && !IsUUID(id) {
 		e.Message = fmt.Sprintf("%q is not a valid id (UpGrade ids are UUIDs)", id)
@@ -245,13 +245,21 @@ func flagIDError(err error, id string) error {
 // FlagsPage returns one page of flags, each with its exposure count. It is a
 // POST that only reads, so it is retried.
 func (c *Client) FlagsPage(ctx context.Context, req PageRequest) (*FlagPage, error) {
-	var out FlagPage
-	r := request{method: http.MethodPost, path: "/flags/paginated", body: req, idempotent: true}
-	if err := c.call(ctx, r, &out); err != nil {
+	out, err := postPage[FlagPage](ctx, c, "/flags/paginated", req)
+	if err != nil {
 		return nil, err
 	}
 	if out.Nodes == nil {
 		out.Nodes = []FeatureFlag{}
+	}
+	return out, nil
+}
+
+// postPage POSTs a page request (a read, so retried) and decodes a P.
+func postPage[P any](ctx context.Context, c *Client, path string, req PageRequest) (*P, error) {
+	var out P
+	if err := c.call(ctx, request{method: http.MethodPost, path: path, body: req, idempotent: true}, &out); err != nil {
+		return nil, err
 	}
 	return &out, nil
 }
@@ -293,7 +301,7 @@ func (c *Client) UpdateFlag(ctx context.Context, f *FeatureFlag) (*FeatureFlag, 
 	var out FeatureFlag
 	r := request{method: http.MethodPut, path: "/flags/" + url.PathEscape(f.ID), body: flagBody(f, true)}
 	if err := c.call(ctx, r, &out); err != nil {
-		return nil, c.flagMissing(ctx, conflictIsValidation(flagIDError(err, f.ID)), f.ID)
+		return nil, c.flagMissing(ctx, conflictIsValidation(idError(err, f.ID)), f.ID)
 	}
 	out.sortLists()
 	return &out, nil
@@ -334,7 +342,7 @@ func (c *Client) DeleteFlag(ctx context.Context, id string) (*FeatureFlag, error
 		if CategoryOf(err) == CategoryNotFound {
 			return nil, c.localError(r.method, r.path, CategoryNotFound, fmt.Sprintf("feature flag %s not found", id))
 		}
-		return nil, flagIDError(err, id)
+		return nil, idError(err, id)
 	}
 	rows, err := c.decodeRows(r, data)
 	if err != nil {
@@ -368,11 +376,8 @@ func (c *Client) decodeRows(r request, data []byte) ([]FeatureFlag, error) {
 // in.FlagID and returns the list with its segment and flag. Empty member
 // arrays are sent as []. An unknown flag is not_found. Never retried.
 func (c *Client) AddFlagList(ctx context.Context, kind ListKind, in FlagListInput) (*FlagList, error) {
-	path := flagListRoute(kind)
-	if err := c.checkKind(http.MethodPost, path, kind); err != nil {
-		return nil, err
-	}
-	if err := c.checkID(http.MethodPost, path, "flag", in.FlagID); err != nil {
+	path, err := c.flagListRoute(http.MethodPost, kind, "flag", in.FlagID)
+	if err != nil {
 		return nil, err
 	}
 	in.Segment = in.Segment.normalized()
@@ -387,11 +392,8 @@ func (c *Client) AddFlagList(ctx context.Context, kind ListKind, in FlagListInpu
 // (members, enabled, list type) and returns it. An unknown list, or one of
 // the other kind, is not_found. Never retried.
 func (c *Client) UpdateFlagList(ctx context.Context, kind ListKind, in FlagListInput) (*FlagList, error) {
-	base := flagListRoute(kind)
-	if err := c.checkKind(http.MethodPut, base, kind); err != nil {
-		return nil, err
-	}
-	if err := c.checkID(http.MethodPut, base, "list", in.Segment.ID); err != nil {
+	base, err := c.flagListRoute(http.MethodPut, kind, "list", in.Segment.ID)
+	if err != nil {
 		return nil, err
 	}
 	in.Segment = in.Segment.normalized()
@@ -407,11 +409,8 @@ func (c *Client) UpdateFlagList(ctx context.Context, kind ListKind, in FlagListI
 // segment row. An unknown list, or one of the other kind, is not_found.
 // Never retried.
 func (c *Client) DeleteFlagList(ctx context.Context, kind ListKind, listID string) (*SegmentRecord, error) {
-	base := flagListRoute(kind)
-	if err := c.checkKind(http.MethodDelete, base, kind); err != nil {
-		return nil, err
-	}
-	if err := c.checkID(http.MethodDelete, base, "list", listID); err != nil {
+	base, err := c.flagListRoute(http.MethodDelete, kind, "list", listID)
+	if err != nil {
 		return nil, err
 	}
 	var out SegmentRecord
@@ -450,13 +449,22 @@ func (c *Client) FeatureFlagKeys(ctx context.Context, userID string, req Feature
 // once a GET confirms that the flag does not exist; any other error, or a
 // flag that exists, keeps the original error.
 func (c *Client) flagMissing(ctx context.Context, err error, id string) error {
+	return confirmMissing(err, "feature flag", id, func() error {
+		_, err := c.Flag(ctx, id)
+		return err
+	})
+}
+
+// confirmMissing turns the server's 500 for an unknown id into not_found
+// ("<what> <id> not found") once get, a read of the id, answers not_found.
+func confirmMissing(err error, what, id string, get func() error) error {
 	var e *Error
 	if !errors.As(err, &e) || e.Status < 500 || !IsUUID(id) {
 		return err
 	}
-	if _, gerr := c.Flag(ctx, id); CategoryOf(gerr) == CategoryNotFound {
+	if CategoryOf(get()) == CategoryNotFound {
 		return &Error{Category: CategoryNotFound, Status: e.Status, Method: e.Method, URL: e.URL,
-			Message: fmt.Sprintf("feature flag %s not found", id), Err: err}
+			Message: fmt.Sprintf("%s %s not found", what, id), Err: err}
 	}
 	return err
 }

@@ -189,24 +189,21 @@ func (c *Client) Segments(ctx context.Context) (*SegmentsAnswer, error) {
 // Segment returns segment id with its members and sub-segments. Private
 // and unknown segments are not_found.
 func (c *Client) Segment(ctx context.Context, id string) (*SegmentRecord, error) {
-	if err := c.checkID(http.MethodGet, "/segments/", "segment", id); err != nil {
-		return nil, err
-	}
-	var out SegmentRecord
-	r := request{method: http.MethodGet, path: "/segments/" + url.PathEscape(id), idempotent: true}
-	if err := c.call(ctx, r, &out); err != nil {
-		return nil, segmentError(err, id)
-	}
-	return &out, nil
+	return getSegment[SegmentRecord](ctx, c, "/segments/", id)
 }
 
 // SegmentStatus returns segment id with its status and the usage arrays.
 func (c *Client) SegmentStatus(ctx context.Context, id string) (*SegmentStatusAnswer, error) {
-	if err := c.checkID(http.MethodGet, "/segments/status/", "segment", id); err != nil {
+	return getSegment[SegmentStatusAnswer](ctx, c, "/segments/status/", id)
+}
+
+// getSegment GETs base+id, a read of segment id.
+func getSegment[T any](ctx context.Context, c *Client, base, id string) (*T, error) {
+	if err := c.checkID(http.MethodGet, base, "segment", id); err != nil {
 		return nil, err
 	}
-	var out SegmentStatusAnswer
-	r := request{method: http.MethodGet, path: "/segments/status/" + url.PathEscape(id), idempotent: true}
+	var out T
+	r := request{method: http.MethodGet, path: base + url.PathEscape(id), idempotent: true}
 	if err := c.call(ctx, r, &out); err != nil {
 		return nil, segmentError(err, id)
 	}
@@ -221,15 +218,14 @@ func (c *Client) GlobalSegments(ctx context.Context) ([]SegmentRecord, error) {
 // SegmentsPage returns one page of public segments. A POST that only
 // reads, so it is retried.
 func (c *Client) SegmentsPage(ctx context.Context, req PageRequest) (*SegmentPage, error) {
-	var out SegmentPage
-	r := request{method: http.MethodPost, path: "/segments/paginated", body: req, idempotent: true}
-	if err := c.call(ctx, r, &out); err != nil {
+	out, err := postPage[SegmentPage](ctx, c, "/segments/paginated", req)
+	if err != nil {
 		return nil, err
 	}
 	if out.Nodes.Segments == nil {
 		out.Nodes.Segments = []SegmentRecord{}
 	}
-	return &out, nil
+	return out, nil
 }
 
 // UpsertSegment creates segment in, or replaces segment in.ID (members and
@@ -261,14 +257,10 @@ func (c *Client) DeleteSegment(ctx context.Context, id string) (*SegmentRecord, 
 	var out SegmentRecord
 	r := request{method: http.MethodDelete, path: "/segments/" + url.PathEscape(id), emptyMeansNull: true}
 	if err := c.call(ctx, r, &out); err != nil {
-		var e *Error
-		if errors.As(err, &e) && e.Status >= 500 && IsUUID(id) {
-			if _, gerr := c.Segment(ctx, id); CategoryOf(gerr) == CategoryNotFound {
-				return nil, &Error{Category: CategoryNotFound, Status: e.Status, Method: e.Method, URL: e.URL,
-					Message: fmt.Sprintf("segment %s not found", id), Err: err}
-			}
-		}
-		return nil, segmentError(err, id)
+		return nil, segmentError(confirmMissing(err, "segment", id, func() error {
+			_, err := c.Segment(ctx, id)
+			return err
+		}), id)
 	}
 	if out.ID == "" {
 		out.ID = id
@@ -315,14 +307,8 @@ func (c *Client) DeleteSegmentList(ctx context.Context, listID, parentID string)
 // segmentError names the segment in a not_found and explains a malformed id.
 func segmentError(err error, id string) error {
 	var e *Error
-	if !errors.As(err, &e) {
-		return err
-	}
-	switch {
-	case e.Category == CategoryValidation && !IsUUID(id):
-		e.Message = fmt.Sprintf("%q is not a valid id (UpGrade ids are UUIDs)", id)
-	case e.Category == CategoryNotFound:
+	if errors.As(err, &e) && e.Category == CategoryNotFound {
 		e.Message = fmt.Sprintf("segment %s not found", id)
 	}
-	return err
+	return idError(err, id)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -28,29 +29,12 @@ func askProcesses(ctx context.Context, root string, runs int) ([]row, error) {
 	if runs < 3 {
 		return nil, fmt.Errorf("-ask-runs must be at least 3")
 	}
-	tmp, err := os.MkdirTemp("", "benchtable-ask-")
+	a, err := newAskSetup(ctx, root, "benchtable-ask-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "upgrade-agent")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	script := filepath.Join(tmp, "script.yaml")
-	if err := os.WriteFile(script, []byte(askScript), 0o600); err != nil {
-		return nil, err
-	}
-	env := []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + tmp,
-		"XDG_CONFIG_HOME=" + filepath.Join(tmp, "config"), // no config file
-		"NO_COLOR=1",
-	}
-	diskState := filepath.Join(tmp, "state")
-	walls, peakKiB, err := timeAsks(ctx, bin, script, diskState, env, runs)
+	defer a.close()
+	walls, peakKiB, err := a.timeAsks(ctx, filepath.Join(a.tmp, "state"), nil, runs)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +45,7 @@ func askProcesses(ctx context.Context, root string, runs int) ([]row, error) {
 	}
 	if shm, err := os.MkdirTemp("/dev/shm", "benchtable-ask-"); err == nil {
 		defer os.RemoveAll(shm)
-		w, _, err := timeAsks(ctx, bin, script, filepath.Join(shm, "state"), env, runs)
+		w, _, err := a.timeAsks(ctx, filepath.Join(shm, "state"), nil, runs)
 		if err != nil {
 			return nil, err
 		}
@@ -70,8 +54,8 @@ func askProcesses(ctx context.Context, root string, runs int) ([]row, error) {
 	}
 	start := time.Now()
 	for range runs {
-		v := exec.CommandContext(ctx, bin, "version")
-		v.Env = env
+		v := exec.CommandContext(ctx, a.bin, "version")
+		v.Env = a.env
 		if out, err := v.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("version: %v\n%s", err, out)
 		}
@@ -87,15 +71,57 @@ func askProcesses(ctx context.Context, root string, runs int) ([]row, error) {
 	return rows, nil
 }
 
+// askSetup is the binary built once, the info flow's script and a clean
+// environment, all in one temp dir, for timing whole processes.
+type askSetup struct {
+	tmp, bin, script string
+	env              []string
+}
+
+// newAskSetup builds the binary of root into a new temp dir named with
+// prefix; close removes it.
+func newAskSetup(ctx context.Context, root, prefix string) (*askSetup, error) {
+	tmp, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, err
+	}
+	a := &askSetup{
+		tmp:    tmp,
+		bin:    filepath.Join(tmp, "upgrade-agent"),
+		script: filepath.Join(tmp, "script.yaml"),
+		env: []string{
+			"PATH=" + os.Getenv("PATH"),
+			"HOME=" + tmp,
+			"XDG_CONFIG_HOME=" + filepath.Join(tmp, "config"), // no config file
+			"NO_COLOR=1",
+		},
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-o", a.bin, ".")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		a.close()
+		return nil, fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(a.script, []byte(askScript), 0o600); err != nil {
+		a.close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *askSetup) close() { os.RemoveAll(a.tmp) }
+
 // timeAsks runs `ask` runs times (after two warm-up runs that pay for the
 // page cache and create the simulator's data file) in one state dir, a new
-// session each time, and returns the wall times and the peak RSS in KiB.
-func timeAsks(ctx context.Context, bin, script, state string, env []string, runs int) ([]time.Duration, int64, error) {
+// session each time, with extraEnv added to the environment, and returns
+// the wall times and the peak RSS in KiB.
+func (a *askSetup) timeAsks(ctx context.Context, state string, extraEnv []string, runs int) ([]time.Duration, int64, error) {
+	env := append(slices.Clip(a.env), extraEnv...)
 	var walls []time.Duration
 	var peakKiB int64
 	const warmup = 2
 	for i := range runs + warmup {
-		cmd := exec.CommandContext(ctx, bin, "ask", "--state-dir", state, "--llm", "script:"+script, "List my experiments.")
+		cmd := exec.CommandContext(ctx, a.bin, "ask", "--state-dir", state, "--llm", "script:"+a.script, "List my experiments.")
 		cmd.Env = env
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

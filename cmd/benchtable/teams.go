@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -31,34 +29,23 @@ func teamFigures(ctx context.Context, root string, runs int, ls *sessionResult) 
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp("", "benchtable-team-")
+	a, err := newAskSetup(ctx, root, "benchtable-team-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "upgrade-agent")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	script := filepath.Join(tmp, "script.yaml")
-	if err := os.WriteFile(script, []byte(askScript), 0o600); err != nil {
-		return nil, err
-	}
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + tmp, "XDG_CONFIG_HOME=" + filepath.Join(tmp, "config"), "NO_COLOR=1"}
+	defer a.close()
 	// Alternate the two stores in rounds, so that a noisy neighbour weighs
 	// on both alike.
 	var files, pgs []time.Duration
 	const rounds = 5
 	per := max(3, runs/rounds)
 	for range rounds {
-		w, _, err := timeAsks(ctx, bin, script, filepath.Join(tmp, "state-files"), env, per)
+		w, _, err := a.timeAsks(ctx, filepath.Join(a.tmp, "state-files"), nil, per)
 		if err != nil {
 			return nil, fmt.Errorf("file store: %w", err)
 		}
 		files = append(files, w...)
-		w, _, err = timeAsks(ctx, bin, script, filepath.Join(tmp, "state-pg"), append(env, "UPGRADE_AGENT_STORE="+url), per)
+		w, _, err = a.timeAsks(ctx, filepath.Join(a.tmp, "state-pg"), []string{"UPGRADE_AGENT_STORE=" + url}, per)
 		if err != nil {
 			return nil, fmt.Errorf("postgres store: %w", err)
 		}

@@ -142,23 +142,40 @@ func (f *fakeAPI) Flags(ctx context.Context) ([]upgrade.FeatureFlag, error) {
 }
 
 func (f *fakeAPI) Flag(ctx context.Context, id string) (*upgrade.FeatureFlag, error) {
-	if err := f.enter("Flag"); err != nil {
+	return onFlag(f, "Flag", id, func(fl *upgrade.FeatureFlag) *upgrade.FeatureFlag {
+		c := clone(*fl)
+		if c.Inclusion == nil {
+			c.Inclusion = []upgrade.FlagList{}
+		}
+		if c.Exclusion == nil {
+			c.Exclusion = []upgrade.FlagList{}
+		}
+		return &c
+	})
+}
+
+// onFlag counts a call of method, then runs do on flag id under the lock;
+// an unknown id is not found.
+func onFlag[T any](f *fakeAPI, method, id string, do func(fl *upgrade.FeatureFlag) *T) (*T, error) {
+	return onRecord(f, method, id, func() map[string]*upgrade.FeatureFlag { return f.fl.flags }, flagNotFound, do)
+}
+
+// onSegment is onFlag for a public segment.
+func onSegment[T any](f *fakeAPI, method, id string, do func(s *upgrade.SegmentRecord) *T) (*T, error) {
+	return onRecord(f, method, id, func() map[string]*upgrade.SegmentRecord { return f.fl.segs }, segNotFound, do)
+}
+
+func onRecord[V, T any](f *fakeAPI, method, id string, records func() map[string]*V, notFound func(string) error, do func(*V) *T) (*T, error) {
+	if err := f.enter(method); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	fl, ok := f.fl.flags[id]
+	v, ok := records()[id]
 	if !ok {
-		return nil, flagNotFound(id)
+		return nil, notFound(id)
 	}
-	c := clone(*fl)
-	if c.Inclusion == nil {
-		c.Inclusion = []upgrade.FlagList{}
-	}
-	if c.Exclusion == nil {
-		c.Exclusion = []upgrade.FlagList{}
-	}
-	return &c, nil
+	return do(v), nil
 }
 
 func (f *fakeAPI) CreateFlag(ctx context.Context, in *upgrade.FeatureFlag) (*upgrade.FeatureFlag, error) {
@@ -192,39 +209,25 @@ func (f *fakeAPI) touchFlag(fl *upgrade.FeatureFlag) {
 }
 
 func (f *fakeAPI) UpdateFlag(ctx context.Context, in *upgrade.FeatureFlag) (*upgrade.FeatureFlag, error) {
-	if err := f.enter("UpdateFlag"); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	fl, ok := f.fl.flags[in.ID]
-	if !ok {
-		return nil, flagNotFound(in.ID)
-	}
-	if len(in.Context) > 0 && len(fl.Context) > 0 && in.Context[0] != fl.Context[0] {
-		fl.Inclusion, fl.Exclusion = nil, nil // UpGrade drops every list
-	}
-	fl.Name, fl.Key, fl.Description, fl.Context, fl.Tags, fl.Status, fl.FilterMode = in.Name, in.Key, in.Description, in.Context, in.Tags, in.Status, in.FilterMode
-	f.touchFlag(fl)
-	out := clone(*fl)
-	return &out, nil
+	return onFlag(f, "UpdateFlag", in.ID, func(fl *upgrade.FeatureFlag) *upgrade.FeatureFlag {
+		if len(in.Context) > 0 && len(fl.Context) > 0 && in.Context[0] != fl.Context[0] {
+			fl.Inclusion, fl.Exclusion = nil, nil // UpGrade drops every list
+		}
+		fl.Name, fl.Key, fl.Description, fl.Context, fl.Tags, fl.Status, fl.FilterMode = in.Name, in.Key, in.Description, in.Context, in.Tags, in.Status, in.FilterMode
+		f.touchFlag(fl)
+		out := clone(*fl)
+		return &out
+	})
 }
 
 func (f *fakeAPI) patch(method, id string, set func(fl *upgrade.FeatureFlag)) (*upgrade.FeatureFlag, error) {
-	if err := f.enter(method); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	fl, ok := f.fl.flags[id]
-	if !ok {
-		return nil, flagNotFound(id)
-	}
-	set(fl)
-	f.touchFlag(fl)
-	out := clone(*fl)
-	out.Inclusion, out.Exclusion = nil, nil
-	return &out, nil
+	return onFlag(f, method, id, func(fl *upgrade.FeatureFlag) *upgrade.FeatureFlag {
+		set(fl)
+		f.touchFlag(fl)
+		out := clone(*fl)
+		out.Inclusion, out.Exclusion = nil, nil
+		return &out
+	})
 }
 
 func (f *fakeAPI) SetFlagStatus(ctx context.Context, id, status string) (*upgrade.FeatureFlag, error) {
@@ -236,18 +239,11 @@ func (f *fakeAPI) SetFlagFilterMode(ctx context.Context, id, mode string) (*upgr
 }
 
 func (f *fakeAPI) DeleteFlag(ctx context.Context, id string) (*upgrade.FeatureFlag, error) {
-	if err := f.enter("DeleteFlag"); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	fl, ok := f.fl.flags[id]
-	if !ok {
-		return nil, flagNotFound(id)
-	}
-	delete(f.fl.flags, id)
-	out := clone(*fl)
-	return &out, nil
+	return onFlag(f, "DeleteFlag", id, func(fl *upgrade.FeatureFlag) *upgrade.FeatureFlag {
+		delete(f.fl.flags, id)
+		out := clone(*fl)
+		return &out
+	})
 }
 
 func (f *fakeAPI) listsOf(fl *upgrade.FeatureFlag, kind upgrade.ListKind) *[]upgrade.FlagList {
@@ -258,25 +254,32 @@ func (f *fakeAPI) listsOf(fl *upgrade.FeatureFlag, kind upgrade.ListKind) *[]upg
 }
 
 func (f *fakeAPI) AddFlagList(ctx context.Context, kind upgrade.ListKind, in upgrade.FlagListInput) (*upgrade.FlagList, error) {
-	if err := f.enter("AddFlagList"); err != nil {
-		return nil, err
+	return onFlag(f, "AddFlagList", in.FlagID, func(fl *upgrade.FeatureFlag) *upgrade.FlagList {
+		if in.Segment.ID == "" {
+			in.Segment.ID = f.fl.newID()
+		}
+		rec := f.fl.recordOf(in.Segment, upgrade.SegmentPrivate) // forced private
+		now := f.fl.stamp()
+		row := upgrade.FlagList{SegmentID: rec.ID, FeatureFlagID: fl.ID, Enabled: in.Enabled, ListType: in.ListType, CreatedAt: now, UpdatedAt: now, VersionNumber: 1, Segment: &rec}
+		lists := f.listsOf(fl, kind)
+		*lists = append(*lists, row)
+		out := clone(row)
+		return &out
+	})
+}
+
+// findList finds list id of the kind among every flag's lists: it is
+// (*lists)[i].
+func (f *fakeAPI) findList(kind upgrade.ListKind, id string) (lists *[]upgrade.FlagList, i int, ok bool) {
+	for _, fl := range f.fl.flags {
+		lists := f.listsOf(fl, kind)
+		for i := range *lists {
+			if (*lists)[i].SegmentID == id {
+				return lists, i, true
+			}
+		}
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	fl, ok := f.fl.flags[in.FlagID]
-	if !ok {
-		return nil, flagNotFound(in.FlagID)
-	}
-	if in.Segment.ID == "" {
-		in.Segment.ID = f.fl.newID()
-	}
-	rec := f.fl.recordOf(in.Segment, upgrade.SegmentPrivate) // forced private
-	now := f.fl.stamp()
-	row := upgrade.FlagList{SegmentID: rec.ID, FeatureFlagID: fl.ID, Enabled: in.Enabled, ListType: in.ListType, CreatedAt: now, UpdatedAt: now, VersionNumber: 1, Segment: &rec}
-	lists := f.listsOf(fl, kind)
-	*lists = append(*lists, row)
-	out := clone(row)
-	return &out, nil
+	return nil, 0, false
 }
 
 func (f *fakeAPI) UpdateFlagList(ctx context.Context, kind upgrade.ListKind, in upgrade.FlagListInput) (*upgrade.FlagList, error) {
@@ -285,17 +288,12 @@ func (f *fakeAPI) UpdateFlagList(ctx context.Context, kind upgrade.ListKind, in 
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, fl := range f.fl.flags {
-		lists := f.listsOf(fl, kind)
-		for i := range *lists {
-			if (*lists)[i].SegmentID == in.Segment.ID {
-				rec := f.fl.recordOf(in.Segment, upgrade.SegmentPrivate)
-				(*lists)[i].Enabled, (*lists)[i].ListType, (*lists)[i].Segment = in.Enabled, in.ListType, &rec
-				(*lists)[i].UpdatedAt = f.fl.stamp()
-				out := clone((*lists)[i])
-				return &out, nil
-			}
-		}
+	if lists, i, ok := f.findList(kind, in.Segment.ID); ok {
+		rec := f.fl.recordOf(in.Segment, upgrade.SegmentPrivate)
+		(*lists)[i].Enabled, (*lists)[i].ListType, (*lists)[i].Segment = in.Enabled, in.ListType, &rec
+		(*lists)[i].UpdatedAt = f.fl.stamp()
+		out := clone((*lists)[i])
+		return &out, nil
 	}
 	return nil, &upgrade.Error{Category: upgrade.CategoryNotFound, Status: 500, Message: "No existing " + string(kind) + " record found"}
 }
@@ -306,15 +304,10 @@ func (f *fakeAPI) DeleteFlagList(ctx context.Context, kind upgrade.ListKind, lis
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, fl := range f.fl.flags {
-		lists := f.listsOf(fl, kind)
-		for i := range *lists {
-			if (*lists)[i].SegmentID == listID {
-				rec := (*lists)[i].Segment
-				*lists = slices.Delete(*lists, i, i+1)
-				return rec, nil
-			}
-		}
+	if lists, i, ok := f.findList(kind, listID); ok {
+		rec := (*lists)[i].Segment
+		*lists = slices.Delete(*lists, i, i+1)
+		return rec, nil
 	}
 	return nil, &upgrade.Error{Category: upgrade.CategoryNotFound, Status: 500, Message: "Segment with ID " + listID + " not found for " + string(kind)}
 }
@@ -353,17 +346,10 @@ func (f *fakeAPI) Segments(ctx context.Context) (*upgrade.SegmentsAnswer, error)
 }
 
 func (f *fakeAPI) Segment(ctx context.Context, id string) (*upgrade.SegmentRecord, error) {
-	if err := f.enter("Segment"); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	s, ok := f.fl.segs[id]
-	if !ok {
-		return nil, segNotFound(id)
-	}
-	out := clone(*s)
-	return &out, nil
+	return onSegment(f, "Segment", id, func(s *upgrade.SegmentRecord) *upgrade.SegmentRecord {
+		out := clone(*s)
+		return &out
+	})
 }
 
 func (f *fakeAPI) UpsertSegment(ctx context.Context, in upgrade.SegmentInput) (*upgrade.SegmentRecord, error) {
@@ -385,30 +371,23 @@ func (f *fakeAPI) UpsertSegment(ctx context.Context, in upgrade.SegmentInput) (*
 }
 
 func (f *fakeAPI) DeleteSegment(ctx context.Context, id string) (*upgrade.SegmentRecord, error) {
-	if err := f.enter("DeleteSegment"); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	s, ok := f.fl.segs[id]
-	if !ok {
-		return nil, segNotFound(id)
-	}
-	delete(f.fl.segs, id)
-	drop := func(subs []upgrade.SegmentRecord) []upgrade.SegmentRecord {
-		return slices.DeleteFunc(subs, func(r upgrade.SegmentRecord) bool { return r.ID == id })
-	}
-	for _, p := range f.fl.segs {
-		p.SubSegments = drop(p.SubSegments)
-	}
-	for _, fl := range f.fl.flags {
-		for _, ls := range [][]upgrade.FlagList{fl.Inclusion, fl.Exclusion} {
-			for i := range ls {
-				if ls[i].Segment != nil {
-					ls[i].Segment.SubSegments = drop(ls[i].Segment.SubSegments)
+	return onSegment(f, "DeleteSegment", id, func(s *upgrade.SegmentRecord) *upgrade.SegmentRecord {
+		delete(f.fl.segs, id)
+		drop := func(subs []upgrade.SegmentRecord) []upgrade.SegmentRecord {
+			return slices.DeleteFunc(subs, func(r upgrade.SegmentRecord) bool { return r.ID == id })
+		}
+		for _, p := range f.fl.segs {
+			p.SubSegments = drop(p.SubSegments)
+		}
+		for _, fl := range f.fl.flags {
+			for _, ls := range [][]upgrade.FlagList{fl.Inclusion, fl.Exclusion} {
+				for i := range ls {
+					if ls[i].Segment != nil {
+						ls[i].Segment.SubSegments = drop(ls[i].Segment.SubSegments)
+					}
 				}
 			}
 		}
-	}
-	return s, nil
+		return s
+	})
 }

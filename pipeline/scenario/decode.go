@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -338,19 +337,21 @@ func (d *decoder) options(x *optionsYAML, o *Options) {
 
 func (d *decoder) setup(x *setupYAML, s *Setup) {
 	set(d, &s.AuthRequired, &x.AuthRequired, "setup.auth_required", d.boolean)
-	for i := range x.Experiments {
+	setupList(d, &s.Experiments, x.Experiments, "experiments", d.setupExperiment)
+	setupList(d, &s.Users, x.Users, "users", d.setupUser)
+	setupList(d, &s.Segments, x.Segments, "segments", d.setupSegment)
+	setupList(d, &s.Flags, x.Flags, "flags", d.setupFlag)
+}
+
+// setupList converts the entries of setup.<key> with conv, up to the
+// first error.
+func setupList[X, S any](d *decoder, dst *[]S, xs []X, key string, conv func(x *X, n *yaml.Node, i int) S) {
+	for i := range xs {
 		if d.err != nil {
 			return
 		}
-		s.Experiments = append(s.Experiments, d.setupExperiment(&x.Experiments[i], d.at("setup", "experiments", i), i))
+		*dst = append(*dst, conv(&xs[i], d.at("setup", key, i), i))
 	}
-	for i := range x.Users {
-		if d.err != nil {
-			return
-		}
-		s.Users = append(s.Users, d.setupUser(&x.Users[i], d.at("setup", "users", i), i))
-	}
-	d.setupFlags(x, s)
 }
 
 // written lists the values a struct of yaml.Node fields (an
@@ -377,46 +378,23 @@ func (d *decoder) experimentValue(key string, n *yaml.Node) (any, error) {
 func (d *decoder) setupExperiment(x *experimentYAML, n *yaml.Node, i int) SetupExperiment {
 	what := fmt.Sprintf("setup.experiments[%d]", i)
 	e := SetupExperiment{Line: n.Line}
-	params := map[string]any{}
-	keys, values := written(x)
-	for j, key := range keys {
-		v := values[j]
-		if key == "status" {
-			s, err := d.str(v, what+".status")
-			if err != nil {
-				d.err = err
-				return e
-			}
-			st := upgrade.NormalizeState(s)
-			if !st.Valid() {
-				d.fail(v, "%s.status: unknown state %q", what, s)
-				return e
-			}
-			e.Status = string(st)
-			continue
+	e.Name, e.Params = d.setupParams(x, n, what, actions.CreateExperiment, "name", func(key string, v *yaml.Node) bool {
+		if key != "status" {
+			return false
 		}
-		val, err := d.experimentValue(key, v)
+		s, err := d.str(v, what+".status")
 		if err != nil {
 			d.err = err
-			return e
+			return true
 		}
-		params[key] = val
-	}
-	e.Name, _ = params["name"].(string)
-	if e.Name == "" {
-		d.fail(n, "%s: name is required", what)
-		return e
-	}
-	raw, err := json.Marshal(params)
-	if err != nil {
-		d.fail(n, "%s: %v", what, err)
-		return e
-	}
-	if _, err := actions.Bind(string(actions.CreateExperiment), raw); err != nil {
-		d.fail(n, "%s (%s): %v", what, e.Name, err)
-		return e
-	}
-	e.Params = raw
+		st := upgrade.NormalizeState(s)
+		if !st.Valid() {
+			d.fail(v, "%s.status: unknown state %q", what, s)
+			return true
+		}
+		e.Status = string(st)
+		return true
+	})
 	return e
 }
 
@@ -551,19 +529,25 @@ func (d *decoder) expect(x *expectYAML, step int, what string, e *Expect) {
 	if b := x.Backend; b != nil {
 		e.Backend = &ExpectBackend{}
 		bw := w("backend")
-		for j := range b.Experiments {
-			e.Backend.Experiments = append(e.Backend.Experiments,
-				d.subset(&b.Experiments[j], d.at("steps", step, "expect", "backend", "experiments", j), fmt.Sprintf("%s.experiments[%d]", bw, j), "name"))
-		}
+		e.Backend.Experiments = backendList(d, b.Experiments, step, bw, "experiments", "name")
 		set(d, &e.Backend.ExperimentAbsent, &b.ExperimentAbsent, bw+".experiment_absent", d.strList)
 		set(d, &e.Backend.ExperimentCount, &b.ExperimentCount, bw+".experiment_count", ptr(d.nonNegative))
-		for j := range b.Users {
-			e.Backend.Users = append(e.Backend.Users,
-				d.subset(&b.Users[j], d.at("steps", step, "expect", "backend", "users", j), fmt.Sprintf("%s.users[%d]", bw, j), "id"))
-		}
-		d.expectFlags(b, step, bw, e.Backend)
+		e.Backend.Users = backendList(d, b.Users, step, bw, "users", "id")
+		e.Backend.Flags = backendList(d, b.Flags, step, bw, "flags", "key")
+		set(d, &e.Backend.FlagAbsent, &b.FlagAbsent, bw+".flag_absent", d.strList)
+		e.Backend.Segments = backendList(d, b.Segments, step, bw, "segments", "name")
+		set(d, &e.Backend.SegmentAbsent, &b.SegmentAbsent, bw+".segment_absent", d.strList)
 	}
 	set(d, &e.TerminationReason, &x.TerminationReason, w("termination_reason"), ptr(d.str))
+}
+
+// backendList converts the entries of expect.backend.<key> with subset.
+func backendList[X any](d *decoder, xs []X, step int, bw, key, idKey string) []map[string]any {
+	var out []map[string]any
+	for j := range xs {
+		out = append(out, d.subset(&xs[j], d.at("steps", step, "expect", "backend", key, j), fmt.Sprintf("%s.%s[%d]", bw, key, j), idKey))
+	}
+	return out
 }
 
 // subset converts an expected experiment or user (an experimentYAML or a

@@ -228,6 +228,17 @@ func checkErrors(want []ExpectError, got []pipeline.ErrorEntry) []string {
 	return out
 }
 
+// absent reports each of names (backend.<key>) that is there in byName.
+func absent[T any](key, noun string, names []string, byName map[string][]T) []string {
+	var out []string
+	for _, name := range names {
+		if n := len(byName[name]); n > 0 {
+			out = append(out, fmt.Sprintf("backend.%s: %s %q exists (%d)", key, noun, name, n))
+		}
+	}
+	return out
+}
+
 func checkBackend(b *ExpectBackend, be *backendState) []string {
 	var out []string
 	byName := map[string][]upgrade.Experiment{}
@@ -242,11 +253,7 @@ func checkBackend(b *ExpectBackend, be *backendState) []string {
 		sort.Strings(names)
 		out = append(out, fmt.Sprintf("backend.experiment_count: expected %d, got %d [%s]", *b.ExperimentCount, len(be.experiments), strings.Join(names, ", ")))
 	}
-	for _, name := range b.ExperimentAbsent {
-		if n := len(byName[name]); n > 0 {
-			out = append(out, fmt.Sprintf("backend.experiment_absent: experiment %q exists (%d)", name, n))
-		}
-	}
+	out = append(out, absent("experiment_absent", "experiment", b.ExperimentAbsent, byName)...)
 	for i, want := range b.Experiments {
 		name := want["name"].(string)
 		p := fmt.Sprintf("backend.experiments[%d] (%s)", i, name)

@@ -82,13 +82,21 @@ type segmentExpectYAML struct {
 	Segments    yaml.Node `yaml:"segments"`
 }
 
-// setupParams reads one setup entry (a segmentYAML, a flagYAML) into the
-// params of action, with its identifying field.
-func (d *decoder) setupParams(x any, n *yaml.Node, what string, action actions.Name, idKey string) (string, json.RawMessage) {
+// setupParams reads one setup entry (an experimentYAML, a segmentYAML, a
+// flagYAML) into the params of action, with its identifying field idKey.
+// field, when not nil, takes the keys it returns true for out of the
+// params (an experiment's status), reporting its errors in d.err.
+func (d *decoder) setupParams(x any, n *yaml.Node, what string, action actions.Name, idKey string, field func(key string, v *yaml.Node) bool) (string, json.RawMessage) {
 	params := map[string]any{}
 	keys, values := written(x)
 	for j, key := range keys {
-		val, err := d.value(values[j], 0)
+		if field != nil && field(key, values[j]) {
+			if d.err != nil {
+				return "", nil
+			}
+			continue
+		}
+		val, err := d.experimentValue(key, values[j])
 		if err != nil {
 			d.err = err
 			return "", nil
@@ -112,36 +120,14 @@ func (d *decoder) setupParams(x any, n *yaml.Node, what string, action actions.N
 	return id, raw
 }
 
-// setupFlags reads setup.segments and setup.flags.
-func (d *decoder) setupFlags(x *setupYAML, s *Setup) {
-	for i := range x.Segments {
-		if d.err != nil {
-			return
-		}
-		n := d.at("setup", "segments", i)
-		name, raw := d.setupParams(&x.Segments[i], n, fmt.Sprintf("setup.segments[%d]", i), actions.CreateSegment, "name")
-		s.Segments = append(s.Segments, SetupSegment{Name: name, Params: raw, Line: n.Line})
-	}
-	for i := range x.Flags {
-		if d.err != nil {
-			return
-		}
-		n := d.at("setup", "flags", i)
-		key, raw := d.setupParams(&x.Flags[i], n, fmt.Sprintf("setup.flags[%d]", i), actions.CreateFeatureFlag, "key")
-		s.Flags = append(s.Flags, SetupFlag{Key: key, Params: raw, Line: n.Line})
-	}
+func (d *decoder) setupSegment(x *segmentYAML, n *yaml.Node, i int) SetupSegment {
+	name, raw := d.setupParams(x, n, fmt.Sprintf("setup.segments[%d]", i), actions.CreateSegment, "name", nil)
+	return SetupSegment{Name: name, Params: raw, Line: n.Line}
 }
 
-// expectFlags reads backend.flags, flag_absent, segments, segment_absent.
-func (d *decoder) expectFlags(b *backendYAML, step int, bw string, e *ExpectBackend) {
-	for j := range b.Flags {
-		e.Flags = append(e.Flags, d.subset(&b.Flags[j], d.at("steps", step, "expect", "backend", "flags", j), fmt.Sprintf("%s.flags[%d]", bw, j), "key"))
-	}
-	set(d, &e.FlagAbsent, &b.FlagAbsent, bw+".flag_absent", d.strList)
-	for j := range b.Segments {
-		e.Segments = append(e.Segments, d.subset(&b.Segments[j], d.at("steps", step, "expect", "backend", "segments", j), fmt.Sprintf("%s.segments[%d]", bw, j), "name"))
-	}
-	set(d, &e.SegmentAbsent, &b.SegmentAbsent, bw+".segment_absent", d.strList)
+func (d *decoder) setupFlag(x *flagYAML, n *yaml.Node, i int) SetupFlag {
+	key, raw := d.setupParams(x, n, fmt.Sprintf("setup.flags[%d]", i), actions.CreateFeatureFlag, "key", nil)
+	return SetupFlag{Key: key, Params: raw, Line: n.Line}
 }
 
 // applyFlagSetup creates the segments, then the flags, through the
@@ -299,7 +285,7 @@ func (r *resolver) expandFlagExpect(bb *ExpectBackend) error {
 }
 
 func checkFlags(b *ExpectBackend, st flagState) []string {
-	if len(b.Flags)+len(b.FlagAbsent)+len(b.Segments)+len(b.SegmentAbsent) == 0 {
+	if !b.expectsFlags() {
 		return nil
 	}
 	if st.err != nil {
@@ -316,32 +302,26 @@ func checkFlags(b *ExpectBackend, st flagState) []string {
 	for _, f := range st.flags {
 		flagByKey[f.Key] = append(flagByKey[f.Key], f)
 	}
-	for _, k := range b.FlagAbsent {
-		if n := len(flagByKey[k]); n > 0 {
-			out = append(out, fmt.Sprintf("backend.flag_absent: flag %q exists (%d)", k, n))
-		}
-	}
-	for _, n := range b.SegmentAbsent {
-		if c := len(segByName[n]); c > 0 {
-			out = append(out, fmt.Sprintf("backend.segment_absent: segment %q exists (%d)", n, c))
-		}
-	}
-	for i, want := range b.Flags {
-		key := want["key"].(string)
-		p := fmt.Sprintf("backend.flags[%d] (%s)", i, key)
-		if list := flagByKey[key]; len(list) != 1 {
-			out = append(out, fmt.Sprintf("%s: %d flags have that key", p, len(list)))
+	out = append(out, absent("flag_absent", "flag", b.FlagAbsent, flagByKey)...)
+	out = append(out, absent("segment_absent", "segment", b.SegmentAbsent, segByName)...)
+	out = append(out, matchOne("flags", "key", "flags have that key", b.Flags, flagByKey,
+		func(f upgrade.FeatureFlag) any { return flagView(f, names) })...)
+	out = append(out, matchOne("segments", "name", "public segments have that name", b.Segments, segByName,
+		func(s upgrade.SegmentRecord) any { return segmentView(s, names) })...)
+	return out
+}
+
+// matchOne compares each entry of backend.<key> with the one record of its
+// idKey in byID; none or several is a failure ("<n> <many>").
+func matchOne[T any](key, idKey, many string, wants []map[string]any, byID map[string][]T, view func(T) any) []string {
+	var out []string
+	for i, want := range wants {
+		id := want[idKey].(string)
+		p := fmt.Sprintf("backend.%s[%d] (%s)", key, i, id)
+		if list := byID[id]; len(list) != 1 {
+			out = append(out, fmt.Sprintf("%s: %d %s", p, len(list), many))
 		} else {
-			out = append(out, subset(p, want, flagView(list[0], names))...)
-		}
-	}
-	for i, want := range b.Segments {
-		name := want["name"].(string)
-		p := fmt.Sprintf("backend.segments[%d] (%s)", i, name)
-		if list := segByName[name]; len(list) != 1 {
-			out = append(out, fmt.Sprintf("%s: %d public segments have that name", p, len(list)))
-		} else {
-			out = append(out, subset(p, want, segmentView(list[0], names))...)
+			out = append(out, subset(p, want, view(list[0]))...)
 		}
 	}
 	return out
@@ -401,6 +381,11 @@ func segmentView(s upgrade.SegmentRecord, names map[string]string) any {
 	return jsonValue(m)
 }
 
+// expectsFlags reports whether b names flags or segments.
+func (b *ExpectBackend) expectsFlags() bool {
+	return len(b.Flags)+len(b.FlagAbsent)+len(b.Segments)+len(b.SegmentAbsent) > 0
+}
+
 // usesFlags reports whether a scenario sets up, names or expects flags or
 // segments: only then does each step read them.
 func usesFlags(sc *Scenario) bool {
@@ -408,7 +393,7 @@ func usesFlags(sc *Scenario) bool {
 		return true
 	}
 	for _, st := range sc.Steps {
-		if b := st.Expect.Backend; b != nil && len(b.Flags)+len(b.FlagAbsent)+len(b.Segments)+len(b.SegmentAbsent) > 0 {
+		if b := st.Expect.Backend; b != nil && b.expectsFlags() {
 			return true
 		}
 		for _, rep := range st.LLM {

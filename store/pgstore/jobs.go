@@ -25,10 +25,7 @@ func (j *Jobs) Where(id string) string {
 
 // Get returns the record's bytes, fs.ErrNotExist when there is none.
 func (j *Jobs) Get(id string) ([]byte, error) {
-	var data []byte
-	err := j.s.with(func(ctx context.Context, c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT data FROM upgrade_agent_jobs WHERE id = $1`, id).Scan(&data)
-	})
+	data, err := j.s.readData(`SELECT data FROM upgrade_agent_jobs WHERE id = $1`, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fs.ErrNotExist
 	}

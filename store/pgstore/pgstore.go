@@ -169,6 +169,16 @@ func (s *Store) with(fn func(ctx context.Context, c *pgx.Conn) error) error {
 	return fn(ctx, s.conn)
 }
 
+// readData scans the one column of the one row query selects: a data
+// column; pgx.ErrNoRows when there is no row.
+func (s *Store) readData(query string, args ...any) ([]byte, error) {
+	var data []byte
+	err := s.with(func(ctx context.Context, c *pgx.Conn) error {
+		return c.QueryRow(ctx, query, args...).Scan(&data)
+	})
+	return data, err
+}
+
 // tx runs fn in a transaction.
 func (s *Store) tx(fn func(ctx context.Context, tx pgx.Tx) error) error {
 	return s.with(func(ctx context.Context, c *pgx.Conn) error {

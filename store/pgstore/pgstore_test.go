@@ -34,29 +34,42 @@ func open(t testing.TB, url string, secrets ...string) *pgstore.Store {
 	return s
 }
 
-func exec(t *testing.T, url, sql string, args ...any) {
+// connect is a direct connection to url; the caller closes it.
+func connect(t *testing.T, url string) *pgx.Conn {
 	t.Helper()
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, url)
+	c, err := pgx.Connect(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, sql, args...); err != nil {
+	return c
+}
+
+// newDatabase is a new empty database on the test cluster.
+func newDatabase(t *testing.T) (*pgtest.Cluster, string) {
+	t.Helper()
+	c := pgtest.Need(t)
+	url, err := c.NewDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, url
+}
+
+func exec(t *testing.T, url, sql string, args ...any) {
+	t.Helper()
+	c := connect(t, url)
+	defer c.Close(context.Background())
+	if _, err := c.Exec(context.Background(), sql, args...); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func raw(t *testing.T, url, id string) []byte {
 	t.Helper()
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
+	c := connect(t, url)
+	defer c.Close(context.Background())
 	var b []byte
-	if err := c.QueryRow(ctx, `SELECT data FROM upgrade_agent_sessions WHERE id = $1`, id).Scan(&b); err != nil {
+	if err := c.QueryRow(context.Background(), `SELECT data FROM upgrade_agent_sessions WHERE id = $1`, id).Scan(&b); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -95,14 +108,10 @@ func TestPostgresStoreConformance(t *testing.T) {
 // TestSchemaNewerIsRefused: a database migrated by a newer binary is refused
 // with both versions named, and nothing is written to it.
 func TestSchemaNewerIsRefused(t *testing.T) {
-	c := pgtest.Need(t)
-	url, err := c.NewDatabase()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, url := newDatabase(t)
 	open(t, url)
 	exec(t, url, `UPDATE upgrade_agent_schema SET version = 99`)
-	_, err = pgstore.Open(context.Background(), url, pgstore.Options{})
+	_, err := pgstore.Open(context.Background(), url, pgstore.Options{})
 	if !errors.Is(err, pgstore.ErrSchemaNewer) || !strings.Contains(err.Error(), "99") || !strings.Contains(err.Error(), "version 1") {
 		t.Fatalf("open of a newer schema: %v", err)
 	}
@@ -111,11 +120,7 @@ func TestSchemaNewerIsRefused(t *testing.T) {
 // TestConcurrentMigration: machines starting at once on an empty database
 // all succeed; the schema is made once.
 func TestConcurrentMigration(t *testing.T) {
-	c := pgtest.Need(t)
-	url, err := c.NewDatabase()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, url := newDatabase(t)
 	errs := make(chan error, 4)
 	for i := 0; i < 4; i++ {
 		go func() {
@@ -131,14 +136,10 @@ func TestConcurrentMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, url)
+	defer conn.Close(context.Background())
 	var n int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM upgrade_agent_schema`).Scan(&n); err != nil || n != 1 {
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM upgrade_agent_schema`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("schema rows %d %v, want 1", n, err)
 	}
 }
@@ -165,11 +166,7 @@ func TestPasswordNeverInErrors(t *testing.T) {
 // by the database whatever the client sends, and the trail is append-only
 // for a least-privilege role.
 func TestAuditDBUserFilledByDatabase(t *testing.T) {
-	c := pgtest.Need(t)
-	url, err := c.NewDatabase()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, url := newDatabase(t)
 	open(t, url) // the owner migrates
 	db := url[strings.LastIndex(url, "/")+1 : strings.Index(url, "?")]
 	role := "ua_app_" + db
@@ -185,14 +182,10 @@ func TestAuditDBUserFilledByDatabase(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].DBUser != role {
 		t.Fatalf("entries %+v %v, want db_user %s", got, err, role)
 	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t, app)
+	defer conn.Close(context.Background())
 	for _, q := range []string{`UPDATE upgrade_agent_audit SET entry = '{}'`, `DELETE FROM upgrade_agent_audit`} {
-		if _, err := conn.Exec(ctx, q); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		if _, err := conn.Exec(context.Background(), q); err == nil || !strings.Contains(err.Error(), "permission denied") {
 			t.Errorf("%s as the app role: %v, want permission denied", q, err)
 		}
 	}

@@ -274,10 +274,7 @@ func (s *Store) Export(id string) ([]byte, error) {
 	if !checkpoint.ValidID(id) {
 		return nil, checkpoint.NotFound(id)
 	}
-	var data []byte
-	err := s.with(func(ctx context.Context, c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT data FROM upgrade_agent_sessions WHERE id = $1`, id).Scan(&data)
-	})
+	data, err := s.readData(`SELECT data FROM upgrade_agent_sessions WHERE id = $1`, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, checkpoint.NotFound(id)
 	}
@@ -365,10 +362,7 @@ func (s *Store) LoadHistory(id string, seq int) (*checkpoint.Checkpoint, error) 
 	if !checkpoint.ValidID(id) {
 		return nil, checkpoint.NotFound(id)
 	}
-	var data []byte
-	err := s.with(func(ctx context.Context, c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT data FROM upgrade_agent_history WHERE session_id = $1 AND seq = $2`, id, seq).Scan(&data)
-	})
+	data, err := s.readData(`SELECT data FROM upgrade_agent_history WHERE session_id = $1 AND seq = $2`, id, seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("session %s has no checkpoint %d in its history: %w", id, seq, checkpoint.ErrNotFound)
 	}
