@@ -90,7 +90,7 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 		}
 		s.Output = &pipeline.OutputConfig{Schema: schema, Enabled: o.ConversationalOutputs}
 	}
-	client, closer, err := f.LLM()
+	client, closer, err := f.turnLLM()
 	if err != nil {
 		return nil, err
 	}
