@@ -52,6 +52,9 @@ type FileStore struct {
 	// Secrets are values that must never reach the disk (the API key, the UpGrade
 	// token). Values shorter than 8 bytes are ignored: they would match ordinary text.
 	Secrets []string
+	// Server, when not empty, is recorded as upgrade_server by Save in a checkpoint
+	// that names no server yet: the UpGrade this process works against.
+	Server string
 
 	dir string
 
@@ -230,6 +233,9 @@ func (s *FileStore) Save(cp *Checkpoint) error {
 		next.CreatedAt = now
 	}
 	next.UpdatedAt = now
+	if next.UpgradeServer == "" {
+		next.UpgradeServer = s.Server
+	}
 	if err := next.Validate(); err != nil {
 		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
 	}

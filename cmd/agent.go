@@ -19,7 +19,9 @@ type TurnOptions struct {
 	OutputSchema          string
 	ConversationalOutputs bool
 	WaitJobs              time.Duration
-	waitJobsSet           bool
+	// AllowOtherServer continues a session proposed against another UpGrade.
+	AllowOtherServer bool
+	waitJobsSet      bool
 }
 
 // turnEnv is an agent wired to the configured LLM, UpGrade and session

@@ -58,6 +58,7 @@ func addTurnFlags(c *cobra.Command, t *TurnOptions) {
 	c.Flags().StringVar(&t.OutputSchema, "output-schema", "", "JSON Schema `file` for structured output")
 	c.Flags().BoolVar(&t.ConversationalOutputs, "conversational-outputs", false, "fill the output schema's custom fields after each reply")
 	c.Flags().DurationVar(&t.WaitJobs, "wait-jobs", 0, "how long a turn waits for a job it started before it suspends (default 5s)")
+	c.Flags().BoolVar(&t.AllowOtherServer, "allow-other-server", false, "continue a session proposed against another UpGrade than this run's")
 }
 
 func runAsk(ctx context.Context, f *Factory, o *AskOptions) error {
@@ -87,6 +88,9 @@ func runAsk(ctx context.Context, f *Factory, o *AskOptions) error {
 		}
 	case id == "":
 		id, create = checkpoint.NewSessionID(), true
+	}
+	if err := guardServer(f, env.store, id, "", o.Turn.AllowOtherServer); err != nil {
+		return err
 	}
 	sess, unlock, err := openSession(env.store, id, create, f.Now())
 	if err != nil {

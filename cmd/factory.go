@@ -85,6 +85,9 @@ type Factory struct {
 
 	loggerOnce sync.Once
 	logger     *slog.Logger
+
+	// embedded is the simulator Upgrade started, if any (server_check.go).
+	embedded *sim.Server
 }
 
 // NewFactory builds a Factory over streams and an environment.
@@ -157,6 +160,7 @@ func (f *Factory) Upgrade(ctx context.Context) (*upgrade.Client, func(), error) 
 			return nil, nil, err
 		}
 		fmt.Fprintf(f.IO.ErrOut, "upgrade-agent: using the embedded UpGrade simulator (state in %s); set UPGRADE_API_URL for a real server\n", dir)
+		f.embedded = srv
 		// The embedded simulator has login switched off; a token meant
 		// for a real server has no business there.
 		cfg.BaseURL, cfg.Token = srv.URL(), ""

@@ -83,11 +83,19 @@ func runResume(ctx context.Context, f *Factory, o *ResumeOptions) error {
 		if _, serr := os.Lstat(id); serr != nil {
 			return Usagef("%q is neither a session id nor a checkpoint file", id)
 		}
+		if err := guardServer(f, env.store, "", id, o.Turn.AllowOtherServer); err != nil {
+			return err
+		}
 		if id, err = env.store.Import(id); err != nil {
 			return err
 		}
 		imported = true
 		fmt.Fprintf(f.IO.ErrOut, "imported %s as session %s\n", o.Session, id)
+	}
+	if !imported {
+		if err := guardServer(f, env.store, id, "", o.Turn.AllowOtherServer); err != nil {
+			return err
+		}
 	}
 	sess, unlock, err := openSession(env.store, id, false, f.Now())
 	if err != nil {
