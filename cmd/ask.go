@@ -49,7 +49,7 @@ that it waits on a job.`,
 	c.Flags().StringVar(&o.Session, "session", "", "continue session `ID`")
 	c.Flags().BoolVar(&o.Continue, "continue", false, "continue the most recent session")
 	addTurnFlags(c, &o.Turn)
-	return c
+	return withOutputs(c, "json")
 }
 
 func addTurnFlags(c *cobra.Command, t *TurnOptions) {
@@ -88,6 +88,10 @@ func runAsk(ctx context.Context, f *Factory, o *AskOptions) error {
 		}
 	case id == "":
 		id, create = checkpoint.NewSessionID(), true
+	default:
+		if id, err = resolveSession(env.store, id); err != nil {
+			return err
+		}
 	}
 	if err := guardServer(f, env.store, id, "", o.Turn.AllowOtherServer); err != nil {
 		return err

@@ -31,6 +31,9 @@ type IOStreams struct {
 	Out, ErrOut io.Writer
 
 	StdinTTY, StdoutTTY, StderrTTY bool
+	// Width is what a table may take: $COLUMNS, else the terminal's width;
+	// 0 = no limit (stdout is not a terminal).
+	Width int
 }
 
 // SystemIO is the process's own streams with terminal detection.
@@ -42,6 +45,7 @@ func SystemIO() *IOStreams {
 		StdinTTY:  term.IsTerminal(int(os.Stdin.Fd())),
 		StdoutTTY: term.IsTerminal(int(os.Stdout.Fd())),
 		StderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
+		Width:     terminalWidth(os.Getenv, term.IsTerminal(int(os.Stdout.Fd()))),
 	}
 }
 

@@ -61,7 +61,8 @@ pass, 1 when any fails, 2 when a file is invalid.`,
 		Example: `  upgrade-agent scenario run scenarios/
   upgrade-agent scenario run --verbose scenarios/demo.yaml
   upgrade-agent scenario run --update --run 'create-.*' scenarios/
-  upgrade-agent scenario run --parallel 8 --junit report.xml scenarios/`,
+  upgrade-agent scenario run --parallel 8 --junit report.xml scenarios/
+  upgrade-agent scenario run --keep-state kept/ scenarios/demo.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Paths = args
@@ -79,7 +80,7 @@ pass, 1 when any fails, 2 when a file is invalid.`,
 	c.Flags().StringVar(&opts.Filter, "run", "", "only scenarios whose name matches `REGEX`")
 	c.Flags().StringVar(&opts.KeepState, "keep-state", "", "keep each scenario's state dir (sessions, simulator data) in `DIR`/<name>/, for resume")
 	addAllowOutsidePaths(c, &opts.Parse)
-	return c
+	return withOutputs(c)
 }
 
 // addAllowOutsidePaths is the flag of run and check that lets a trusted
@@ -244,7 +245,7 @@ func NewCmdScenarioCheck(f *Factory, runF func(context.Context, *ScenarioCheckOp
 		},
 	}
 	addAllowOutsidePaths(c, &opts.Parse)
-	return c
+	return withOutputs(c)
 }
 
 func runScenarioCheck(_ context.Context, opts *ScenarioCheckOptions) error {

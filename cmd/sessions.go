@@ -16,18 +16,21 @@ import (
 func newCmdSessions(f *Factory) *cobra.Command {
 	c := groupCmd("sessions", "Inspect stored sessions (checkpoints)")
 	c.AddCommand(
-		&cobra.Command{
+		withOutputs(&cobra.Command{
 			Use: "list", Short: "List sessions, most recent first", Args: noArgs,
-			RunE: func(c *cobra.Command, _ []string) error { return runSessionsList(c.Context(), f) },
-		},
-		&cobra.Command{
-			Use: "show SESSION", Short: "Show one session", Args: exactArgs("SESSION"),
-			RunE: func(c *cobra.Command, args []string) error { return runSessionsShow(c.Context(), f, args[0]) },
-		},
-		&cobra.Command{
-			Use: "rm SESSION...", Short: "Remove sessions", Args: cobra.MinimumNArgs(1),
-			RunE: func(c *cobra.Command, args []string) error { return runSessionsRm(c.Context(), f, args) },
-		},
+			Example: "  upgrade-agent sessions list\n  upgrade-agent sessions list -o wide\n  upgrade-agent sessions list -o json",
+			RunE:    func(c *cobra.Command, _ []string) error { return runSessionsList(c.Context(), f) },
+		}, "wide", "json", "yaml"),
+		withOutputs(&cobra.Command{
+			Use: "show SESSION", Short: "Show one session (SESSION: its id or a unique prefix)", Args: exactArgs("SESSION"),
+			Example: "  upgrade-agent sessions show 3f2a9c0d1e4b\n  upgrade-agent sessions show 3f2a -o json",
+			RunE:    func(c *cobra.Command, args []string) error { return runSessionsShow(c.Context(), f, args[0]) },
+		}, "json", "yaml"),
+		withOutputs(&cobra.Command{
+			Use: "rm SESSION...", Short: "Remove sessions (each an id or a unique prefix)", Args: cobra.MinimumNArgs(1),
+			Example: "  upgrade-agent sessions rm 3f2a9c0d1e4b\n  upgrade-agent sessions rm 3f2a 7c1e",
+			RunE:    func(c *cobra.Command, args []string) error { return runSessionsRm(c.Context(), f, args) },
+		}),
 	)
 	return c
 }
@@ -57,23 +60,24 @@ func runSessionsList(_ context.Context, f *Factory) error {
 		rows = append(rows, SessionRow{ID: s.ID, Status: string(s.Status), Turns: s.Turns, LastMessage: s.LastMessage,
 			UpdatedAt: s.UpdatedAt, Usage: s.Usage, Error: s.Error})
 	}
-	if out := f.opts().Output; out == "json" || out == "yaml" {
+	if out := f.opts().Output; isData(out) {
 		return WriteData(f.IO.Out, out, rows)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "no sessions")
 		return nil
 	}
-	var table [][]string
+	t := Table{Columns: []Column{{Header: "ID"}, {Header: "STATUS"}, {Header: "TURNS"}, {Header: "LAST MESSAGE", Shrink: true},
+		{Header: "UPDATED"}, {Header: "LLM CALLS", Wide: true}, {Header: "TOKENS", Wide: true}}}
 	for _, r := range rows {
 		last := r.LastMessage
 		if r.Error != "" {
 			last = r.Error
 		}
-		table = append(table, []string{r.ID, r.Status, strconv.Itoa(r.Turns), last, r.UpdatedAt.Local().Format("2006-01-02 15:04"),
+		t.Rows = append(t.Rows, []string{r.ID, r.Status, strconv.Itoa(r.Turns), last, r.UpdatedAt.Local().Format("2006-01-02 15:04"),
 			strconv.Itoa(r.Usage.LLMCalls), strconv.Itoa(r.Usage.PromptTokens + r.Usage.CompletionTokens)})
 	}
-	return RenderTable(f.IO.Out, []string{"ID", "STATUS", "TURNS", "LAST MESSAGE", "UPDATED", "LLM CALLS", "TOKENS"}, table)
+	return t.Write(f.IO.Out, f.opts().Output, f.IO.Width)
 }
 
 // SessionDetail is `sessions show`.
@@ -94,6 +98,9 @@ type SessionDetail struct {
 func runSessionsShow(_ context.Context, f *Factory, id string) error {
 	store, err := f.Sessions()
 	if err != nil {
+		return err
+	}
+	if id, err = resolveSession(store, id); err != nil {
 		return err
 	}
 	sess, err := pipeline.LoadSession(store, id)
@@ -150,7 +157,11 @@ func runSessionsRm(_ context.Context, f *Factory, ids []string) error {
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
+	for _, ref := range ids {
+		id, err := resolveSession(store, ref)
+		if err != nil {
+			return err
+		}
 		if err := store.Remove(id); err != nil {
 			if errors.Is(err, checkpoint.ErrNotFound) {
 				return &UsageError{Err: err}
