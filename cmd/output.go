@@ -38,7 +38,7 @@ func supportedOutputs(c *cobra.Command) []string {
 
 // checkOutput applies the command's -o values to the resolved one.
 func checkOutput(c *cobra.Command, o *GlobalOptions, explicit bool) error {
-	if c.Name() == "help" || !c.Runnable() {
+	if c.Name() == "help" || !c.Runnable() || c.HasSubCommands() {
 		return nil
 	}
 	allowed := supportedOutputs(c)
