@@ -18,7 +18,8 @@ import (
 //	<!-- test: run -->            each line is a command line; "go run ." and
 //	                              "upgrade-agent" run the CLI, "export K=V" sets
 //	                              the environment, "# exit N" at the end of a
-//	                              line is its expected exit code (default 0)
+//	                              line ("# exit 2: why" too) is its expected
+//	                              exit code (default 0)
 //	<!-- test: file NAME -->      the block is the file NAME for later blocks
 //	<!-- test: scenario NAME -->  the file NAME, then `scenario run NAME`: exit 0
 //	<!-- test: config NAME -->    the file NAME, then `--config NAME sessions list`: exit 0
@@ -231,7 +232,7 @@ func squash(s string) string {
 	return strings.Join(out, "\n")
 }
 
-var exitComment = regexp.MustCompile(`\s#\s*exit\s+(\d+)\s*$`)
+var exitComment = regexp.MustCompile(`\s#\s*exit\s+(\d+)\b.*$`)
 
 // docCommands turns the command lines of a run block into script lines.
 func docCommands(body string) (string, error) {
@@ -361,5 +362,39 @@ func TestDocsNameOnlyShippedFiles(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDocScriptRules: unmarked runnable blocks, skips without a reason and
+// unknown markers are errors; command lines become script lines.
+func TestDocScriptRules(t *testing.T) {
+	blocks := []docBlock{
+		{line: 1, lang: "yaml", body: "a: 1\n"},
+		{line: 5, lang: "sh", kind: "skip", body: "x\n"},
+		{line: 9, lang: "sh", kind: "bogus", body: "x\n"},
+		{line: 13, lang: "go", body: "x := 1\n"},
+		{line: 17, lang: "sh", kind: "run", body: "export A=b\ngo run . resume --answer \"yes please\"   # exit 10\nupgrade-agent sessions list  # the list\n"},
+	}
+	script, count, errs := docScript("doc.md", blocks, "..")
+	var msgs []string
+	for _, e := range errs {
+		msgs = append(msgs, e.Error())
+	}
+	got := strings.Join(msgs, "\n")
+	for _, want := range []string{"doc.md:1: a ```yaml block without a <!-- test: ... --> marker", "doc.md:5: test: skip needs a reason", "doc.md:9: unknown marker test: bogus"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("errors %q lack %q", got, want)
+		}
+	}
+	if count != 1 {
+		t.Errorf("count = %d, want 1 (the run block)", count)
+	}
+	for _, want := range []string{"env A=b\n", "exits 10 upgrade-agent resume --answer 'yes please'\n", "exits 0 upgrade-agent sessions list\n"} {
+		if !strings.Contains(script, want) {
+			t.Errorf("script lacks %q:\n%s", want, script)
+		}
+	}
+	if _, err := docCommands("rm -rf /\n"); err == nil {
+		t.Error("a line that is not upgrade-agent, go run . or export was accepted")
 	}
 }

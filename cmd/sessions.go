@@ -93,6 +93,8 @@ type SessionDetail struct {
 	History       []pipeline.Exchange   `json:"history" yaml:"history"`
 	Actions       []pipeline.LogEntry   `json:"execution_log" yaml:"execution_log"`
 	Path          string                `json:"path" yaml:"path"`
+	// UpgradeServer is the UpGrade the session belongs to ("" = not recorded).
+	UpgradeServer string `json:"upgrade_server,omitempty" yaml:"upgrade_server,omitempty"`
 }
 
 func runSessionsShow(_ context.Context, f *Factory, id string) error {
@@ -113,7 +115,7 @@ func runSessionsShow(_ context.Context, f *Factory, id string) error {
 	cp, st := sess.CP, sess.State
 	d := SessionDetail{ID: cp.SessionID, Status: string(cp.Status), Turns: cp.Counters.Turns, CreatedAt: cp.CreatedAt,
 		UpdatedAt: cp.UpdatedAt, Usage: cp.Usage, Interrupt: cp.Interrupt, PendingAction: st.ActionNeeded,
-		History: st.ConversationHistory, Actions: st.ExecutionLog, Path: store.Path(id)}
+		History: st.ConversationHistory, Actions: st.ExecutionLog, Path: store.Path(id), UpgradeServer: cp.UpgradeServer}
 	if out := f.opts().Output; out == "json" || out == "yaml" {
 		return WriteData(f.IO.Out, out, d)
 	}
@@ -121,6 +123,9 @@ func runSessionsShow(_ context.Context, f *Factory, id string) error {
 	fmt.Fprintf(w, "Session:  %s\nStatus:   %s\nTurns:    %d\nCreated:  %s\nUpdated:  %s\nLLM:      %d calls, %d prompt + %d completion tokens (%d cached)\nFile:     %s\n",
 		d.ID, d.Status, d.Turns, d.CreatedAt.Format(time.RFC3339), d.UpdatedAt.Format(time.RFC3339),
 		d.Usage.LLMCalls, d.Usage.PromptTokens, d.Usage.CompletionTokens, d.Usage.CachedTokens, d.Path)
+	if d.UpgradeServer != "" {
+		fmt.Fprintf(w, "Server:   %s\n", describeServer(d.UpgradeServer))
+	}
 	if ic := d.Interrupt; ic != nil {
 		switch {
 		case ic.Confirmation != nil:

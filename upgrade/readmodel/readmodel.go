@@ -102,13 +102,8 @@ type Experiment struct {
 
 // ExperimentOf is e in the CLI's shape; empty lists are [], never null.
 func ExperimentOf(e *upgrade.Experiment) Experiment {
-	d := DetailsOf(e)
-	x := Experiment{
-		ID: d.ID, Name: d.Name, Description: d.Description, Context: d.Context, Status: d.Status,
-		Unit: d.Unit, GroupType: d.GroupType, Consistency: d.Consistency, PostRule: d.PostRule, RevertTo: d.RevertTo,
-		FilterMode: d.FilterMode, Tags: d.Tags, Conditions: d.Conditions, DecisionPoints: d.DecisionPoints,
-		Inclusion: d.Inclusion, Exclusion: d.Exclusion, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
-	}
+	// The same fields as Details, in the same order: only the names differ.
+	x := Experiment(DetailsOf(e))
 	if x.Tags == nil {
 		x.Tags = []string{}
 	}
