@@ -20,11 +20,11 @@ test:
 	$(GO) test -race ./...
 
 # One table of every figure of spec/quality.md, each with its target and
-# PASS/MISS, ratios measured in the same run (internal/benchtable). The Go
+# PASS/MISS, ratios measured in the same run (cmd/benchtable). The Go
 # benchmarks of the packages stay runnable with
 # go test -run '^$' -bench . -benchtime $(BENCHTIME) ./... (BENCHTIME above).
 bench:
-	$(GO) run ./internal/benchtable
+	$(GO) run ./cmd/benchtable
 
 # staticcheck and deadcode are pinned in tools/go.mod (a module of their
 # own, so building and testing the agent never fetches them); the first run

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/jobs"
 	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
 )
@@ -136,14 +137,14 @@ func TestCrashWhileStartingJob(t *testing.T) {
 
 			// Counts on the server and in the state dir.
 			recs, err := mustJobs(t, state).List()
-			if err != nil || len(recs) != 1 || recs[0].ID != jobID || recs[0].State != jobs.StateSucceeded || recs[0].Progress.Done != jobUsers {
+			if err != nil || len(recs) != 1 || recs[0].ID != jobID || recs[0].State != actions.JobSucceeded || recs[0].Progress.Done != jobUsers {
 				t.Errorf("job records: %v %s", err, describeJobs(recs))
 			}
 			n := 0
 			for _, u := range s.Users() {
 				if strings.HasPrefix(u.ID, "job-") {
 					n++
-					if !strings.HasPrefix(u.ID, jobs.UserPrefix(jobID)) {
+					if !strings.HasPrefix(u.ID, jobs.Key(jobID)+"-") {
 						t.Errorf("user %s belongs to another job than %s", u.ID, jobID)
 					}
 				}
@@ -181,7 +182,7 @@ func afterKill(t *testing.T, state, id string, killed bool) string {
 		return "effect saved, no job record"
 	}
 	rec := loadJob(t, state, jobID)
-	if rec.State == jobs.StateQueued && rec.Attempts == 0 && rec.PID == 0 {
+	if rec.State == actions.JobQueued && rec.Attempts == 0 && rec.PID == 0 {
 		return "job record written, no worker launched"
 	}
 	return "worker launched, turn not suspended"

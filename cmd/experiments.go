@@ -19,6 +19,7 @@ func NewCmdExperiments(f *Factory) *cobra.Command {
 		NewCmdExperimentsList(f, nil),
 		NewCmdExperimentsShow(f, nil),
 		NewCmdExperimentsStats(f, nil),
+		NewCmdExperimentsHistory(f, nil),
 	)
 	return c
 }

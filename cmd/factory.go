@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"sync"
 	"time"
 
@@ -249,43 +247,13 @@ func (f *Factory) Sessions() (*checkpoint.FileStore, error) {
 	return s, nil
 }
 
-// credentialKey matches attribute names whose values are credentials
-// whatever they contain.
-var credentialKey = regexp.MustCompile(`(?i)(^|[_.-])(authorization|token|api[_-]?key|secret|password|cookie)$`)
-
-// harmlessCredential tells descriptions such as "none" or "bearer
-// [redacted]", which other packages log in place of a credential, from the
-// credential itself.
-func harmlessCredential(v slog.Value) bool {
-	if v.Kind() != slog.KindString {
-		return false
-	}
-	s := strings.ToLower(v.String())
-	return s == "" || s == "none" || strings.HasSuffix(s, "redacted") || strings.HasSuffix(s, "redacted]")
-}
-
 func newLogger(w io.Writer, verbose bool, secrets []string) *slog.Logger {
 	level := slog.LevelWarn
 	if verbose {
 		level = slog.LevelDebug
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
-		Level: level,
-		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key != slog.MessageKey && credentialKey.MatchString(a.Key) && !harmlessCredential(a.Value) {
-				return slog.String(a.Key, "[REDACTED]")
-			}
-			switch a.Value.Kind() {
-			case slog.KindString:
-				if s := a.Value.String(); redact.String(s, secrets...) != s {
-					return slog.String(a.Key, redact.String(s, secrets...))
-				}
-			case slog.KindAny:
-				if s := fmt.Sprint(a.Value.Any()); redact.String(s, secrets...) != s {
-					return slog.String(a.Key, redact.String(s, secrets...))
-				}
-			}
-			return a
-		},
+		Level:       level,
+		ReplaceAttr: redact.New(secrets...).Attr,
 	}))
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -50,11 +51,11 @@ reports the cancellation as the action's result on its next resume.`,
 
 // JobRow is one job in `jobs list`.
 type JobRow struct {
-	ID        string        `json:"id" yaml:"id"`
-	SessionID string        `json:"session_id" yaml:"session_id"`
-	Action    string        `json:"action" yaml:"action"`
-	State     string        `json:"state" yaml:"state"`
-	Progress  jobs.Progress `json:"progress" yaml:"progress"`
+	ID        string           `json:"id" yaml:"id"`
+	SessionID string           `json:"session_id" yaml:"session_id"`
+	Action    string           `json:"action" yaml:"action"`
+	State     actions.JobState `json:"state" yaml:"state"`
+	Progress  actions.Progress `json:"progress" yaml:"progress"`
 	// Stale: the job should be running but its worker is gone; the next
 	// resume of its session restarts it.
 	Stale     bool      `json:"stale,omitempty" yaml:"stale,omitempty"`
@@ -121,7 +122,7 @@ func runJobsList(_ context.Context, f *Factory) error {
 	t := Table{Columns: []Column{{Header: "ID"}, {Header: "SESSION"}, {Header: "ACTION", Shrink: true}, {Header: "STATE", Shrink: true},
 		{Header: "PROGRESS"}, {Header: "UPDATED"}}}
 	for _, row := range rows {
-		state := row.State
+		state := string(row.State)
 		if row.Stale {
 			state += " (no worker)"
 		}
@@ -135,7 +136,7 @@ func runJobsList(_ context.Context, f *Factory) error {
 	return t.Write(f.IO.Out, f.opts().Output, f.IO.Width)
 }
 
-func formatProgress(p jobs.Progress) string {
+func formatProgress(p actions.Progress) string {
 	if p.Total == 0 {
 		return "-"
 	}
@@ -158,7 +159,7 @@ func runJobsShow(_ context.Context, f *Factory, id string) error {
 	if out := f.opts().Output; out == "json" || out == "yaml" {
 		return WriteData(f.IO.Out, out, d)
 	}
-	state := rec.State
+	state := string(rec.State)
 	if d.Stale {
 		state += " (its worker is gone; `upgrade-agent resume " + rec.SessionID + "` restarts it)"
 	}
@@ -198,9 +199,15 @@ func runJobsShow(_ context.Context, f *Factory, id string) error {
 		return nil
 	}
 	fmt.Fprintln(w, "\nResult:")
-	var res actions.BalanceResult
-	if rec.Action == string(actions.TestConditionBalance) && json.Unmarshal(rec.Result, &res) == nil {
-		return renderBalance(f, &res)
+	// The action words its own result; one that has no words for it (or
+	// is no longer registered) is shown as JSON.
+	if act, ok := actions.Lookup(rec.Action); ok {
+		if r, ok := act.(actions.Reporter); ok {
+			if text := r.Report(rec.Result); text != "" {
+				fmt.Fprintln(w, indentLines(text, "  "))
+				return nil
+			}
+		}
 	}
 	var buf bytes.Buffer
 	if err := json.Indent(&buf, rec.Result, "  ", "  "); err != nil {
@@ -219,37 +226,15 @@ func compactJSON(raw json.RawMessage) string {
 	return buf.String()
 }
 
-// renderBalance shows a condition-balance result: counts against the
-// shares the weights expect, and the goodness-of-fit test.
-func renderBalance(f *Factory, res *actions.BalanceResult) error {
-	w := f.IO.Out
-	if res.ExperimentName != "" {
-		fmt.Fprintf(w, "  experiment %q (%s, %s)\n", res.ExperimentName, res.ExperimentID, res.ExperimentState)
-	}
-	rows := make([][]string, 0, len(res.Conditions))
-	for _, c := range res.Conditions {
-		rows = append(rows, []string{c.Code, strconv.Itoa(c.Count), formatShare(c.Share), formatShare(c.ExpectedShare)})
-	}
-	if err := RenderTable(w, []string{"  CONDITION", "USERS", "SHARE", "EXPECTED"}, indentRows(rows)); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "  users %d, assigned %d, unassigned %d, errors %d\n", res.Users, res.Assigned, res.Unassigned, res.Errors)
-	if res.DF > 0 {
-		fmt.Fprintf(w, "  chi-square %.3f (df %d), p = %.4g\n", res.ChiSquare, res.DF, res.PValue)
-	}
-	for _, warn := range res.Warnings {
-		fmt.Fprintf(w, "  warning: %s\n", warn)
-	}
-	return nil
-}
-
-func indentRows(rows [][]string) [][]string {
-	for _, r := range rows {
-		if len(r) > 0 {
-			r[0] = "  " + r[0]
+// indentLines puts prefix before every line of text that is not empty.
+func indentLines(text, prefix string) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
 		}
 	}
-	return rows
+	return strings.Join(lines, "\n")
 }
 
 func runJobsCancel(ctx context.Context, f *Factory, id string) error {
@@ -262,7 +247,7 @@ func runJobsCancel(ctx context.Context, f *Factory, id string) error {
 	}
 	rec, err := r.Cancel(ctx, id)
 	switch {
-	case errors.Is(err, jobs.ErrFinished) && rec != nil && rec.State == jobs.StateCancelled:
+	case errors.Is(err, jobs.ErrFinished) && rec != nil && rec.State == actions.JobCancelled:
 		// Cancelling twice is what a retrying script does; it is done.
 		fmt.Fprintf(f.IO.ErrOut, "job %s was already cancelled\n", id)
 	case errors.Is(err, jobs.ErrFinished):

@@ -390,7 +390,7 @@ func TestJobEndToEndEmbeddedSimulator(t *testing.T) {
 	}
 
 	rec = loadJob(t, state, jobID)
-	if rec.State != jobs.StateSucceeded || rec.Progress.Done != 300 || rec.Tally == nil || rec.Tally.Done != 300 {
+	if rec.State != actions.JobSucceeded || rec.Progress.Done != 300 || tallyDone(t, rec) != 300 {
 		t.Errorf("job record at the end: %+v", rec)
 	}
 	for _, p := range []string{filepath.Join(state, "jobs", jobID+".json"), filepath.Join(state, "jobs", jobID+".log")} {
@@ -510,7 +510,7 @@ func TestJobEndToEndKilledWorker(t *testing.T) {
 	}
 	poll(t, "the killed worker to be gone", func() bool { return pidGone(pid) })
 	close(g.open)
-	if rec := loadJob(t, state, jobID); rec.State != jobs.StateRunning || rec.Progress.Done != 50 {
+	if rec := loadJob(t, state, jobID); rec.State != actions.JobRunning || rec.Progress.Done != 50 {
 		t.Fatalf("after the kill: %+v", rec)
 	}
 
@@ -537,7 +537,7 @@ func TestJobEndToEndKilledWorker(t *testing.T) {
 	}
 	users := 0
 	for _, u := range s.Users() {
-		if strings.HasPrefix(u.ID, jobs.UserPrefix(jobID)) {
+		if strings.HasPrefix(u.ID, jobs.Key(jobID)+"-") {
 			users++
 		}
 	}
@@ -545,12 +545,12 @@ func TestJobEndToEndKilledWorker(t *testing.T) {
 		t.Errorf("the simulator knows %d users of the job, want 300", users)
 	}
 	for i := 0; i < 50; i++ {
-		if n := g.initsOf(actions.BalanceUserID(jobs.UserPrefix(jobID), i)); n != 1 {
+		if n := g.initsOf(actions.BalanceUserID(jobs.Key(jobID)+"-", i)); n != 1 {
 			t.Errorf("user %d of the committed batch was initialised %d times, want once", i, n)
 		}
 	}
 	rec = loadJob(t, state, jobID)
-	if rec.State != jobs.StateSucceeded || rec.Attempts != 2 || rec.Tally.Done != 300 {
+	if rec.State != actions.JobSucceeded || rec.Attempts != 2 || tallyDone(t, rec) != 300 {
 		t.Errorf("job record at the end: %+v", rec)
 	}
 	poll(t, "the second worker to exit", func() bool { return pidGone(rec.PID) })
@@ -595,7 +595,7 @@ func TestJobEndToEndCancel(t *testing.T) {
 	if len(res.Actions) != 1 || res.Actions[0].Status != "cancelled" || !strings.Contains(res.Actions[0].Error, "cancelled") {
 		t.Errorf("resume after cancel: %s", stdout)
 	}
-	if rec := loadJob(t, state, jobID); rec.State != jobs.StateCancelled || rec.Progress.Done != 50 || rec.Attempts != 1 {
+	if rec := loadJob(t, state, jobID); rec.State != actions.JobCancelled || rec.Progress.Done != 50 || rec.Attempts != 1 {
 		t.Errorf("job record: %+v", rec)
 	}
 	if st, _ := s.EnrollmentStats(expID); st.Users >= 300 {
@@ -605,4 +605,14 @@ func TestJobEndToEndCancel(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr, "already cancelled") {
 		t.Errorf("second cancel: exit %d, %s", code, stderr)
 	}
+}
+
+// tallyDone is the done count of a record's committed balance tally.
+func tallyDone(t *testing.T, rec *jobs.Record) int {
+	t.Helper()
+	var tally actions.BalanceTally
+	if err := json.Unmarshal(rec.Tally, &tally); err != nil {
+		t.Fatalf("tally of job %s: %v (%s)", rec.ID, err, rec.Tally)
+	}
+	return tally.Done
 }

@@ -51,6 +51,3 @@ func checkOutput(c *cobra.Command, o *GlobalOptions, explicit bool) error {
 	}
 	return &FlagError{Err: fmt.Errorf("%q does not support --output %s: use %s", c.CommandPath(), o.Output, strings.Join(allowed, ", ")), CmdPath: c.CommandPath()}
 }
-
-// isData reports whether the output is a data format (json, yaml).
-func isData(format string) bool { return format == "json" || format == "yaml" }

@@ -233,7 +233,14 @@ func (v *humanView) Experiment(e *upgrade.Experiment) error {
 		}
 		rows = append(rows, []string{p.Site, p.Target, excl})
 	}
-	return RenderTable(v.out, []string{"SITE", "TARGET", "EXCLUDE IF REACHED"}, rows)
+	if err := RenderTable(v.out, []string{"SITE", "TARGET", "EXCLUDE IF REACHED"}, rows); err != nil {
+		return err
+	}
+	if h := readmodel.HistoryOf(e); len(h.Changes) > 0 {
+		fmt.Fprintln(v.out)
+		return historyTable(v.out, h)
+	}
+	return nil
 }
 
 func formatShare(s float64) string { return strconv.FormatFloat(100*s, 'f', 1, 64) + "%" }

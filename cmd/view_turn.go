@@ -11,6 +11,7 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/config"
 	"github.com/upgrade-agent/upgrade-agent/exitcode"
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
 
 // TurnView renders the turns of ask and resume. There are two, chosen by
@@ -204,7 +205,7 @@ func (p *jobProgress) update(st pipeline.JobStatus) {
 			)
 		}
 		_ = p.bar.Set(st.Done)
-		if st.Terminal() && st.State != pipeline.JobSucceeded {
+		if st.Terminal() && st.State != actions.JobSucceeded {
 			_ = p.bar.Exit() // ends the bar's line
 			p.bar = nil
 			fmt.Fprintf(p.w, "job %s %s at %d/%d\n", p.id, st.State, st.Done, st.Total)
@@ -213,7 +214,7 @@ func (p *jobProgress) update(st pipeline.JobStatus) {
 	}
 	line := fmt.Sprintf("job %s: %d/%d", p.id, st.Done, st.Total)
 	if st.Terminal() {
-		line += " " + st.State
+		line += " " + string(st.State)
 	}
 	now := p.now()
 	switch {

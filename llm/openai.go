@@ -74,15 +74,11 @@ type Options struct {
 
 // OpenAI is a Client for any OpenAI-compatible chat-completions endpoint.
 type OpenAI struct {
-	client       *openai.Client
-	model        string
-	provider     string
-	timeout      time.Duration
-	maxRetries   int
-	maxRetryTime time.Duration
-	sleep        func(context.Context, time.Duration) error
-	log          *slog.Logger
-	secret       redact.Redactor
+	client   *openai.Client
+	model    string
+	provider string
+	timing   retry.Settings
+	secret   redact.Redactor
 }
 
 var _ Client = (*OpenAI)(nil)
@@ -137,36 +133,16 @@ func New(opts Options) (*OpenAI, error) {
 	cfg.HTTPClient = hc
 
 	c := &OpenAI{
-		client:       openai.NewClientWithConfig(cfg),
-		model:        opts.Model,
-		provider:     provider,
-		timeout:      opts.Timeout,
-		maxRetries:   opts.MaxRetries,
-		maxRetryTime: opts.MaxRetryTime,
-		sleep:        opts.Sleep,
-		log:          opts.Logger,
-		secret:       redact.New(opts.APIKey),
+		client:   openai.NewClientWithConfig(cfg),
+		model:    opts.Model,
+		provider: provider,
+		timing: retry.Settings{Timeout: opts.Timeout, MaxRetries: opts.MaxRetries, MaxRetryTime: opts.MaxRetryTime,
+			Sleep: opts.Sleep, Log: opts.Logger}.WithDefaults(retry.Settings{
+			Timeout: defaultTimeout, MaxRetries: defaultMaxRetries, MaxRetryTime: defaultMaxRetryTime}),
+		secret: redact.New(opts.APIKey),
 	}
 	if c.model == "" {
 		c.model = DefaultModel
-	}
-	if c.timeout <= 0 {
-		c.timeout = defaultTimeout
-	}
-	switch {
-	case c.maxRetries == 0:
-		c.maxRetries = defaultMaxRetries
-	case c.maxRetries < 0:
-		c.maxRetries = 0
-	}
-	if c.maxRetryTime <= 0 {
-		c.maxRetryTime = defaultMaxRetryTime
-	}
-	if c.sleep == nil {
-		c.sleep = retry.Sleep
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
 	}
 	return c, nil
 }
@@ -200,8 +176,7 @@ func (c *OpenAI) Chat(ctx context.Context, req Request) (*Response, error) {
 
 	var resp *Response
 	var last *Error
-	policy := retry.Policy{MaxAttempts: max(c.maxRetries, 0) + 1, MaxTime: c.maxRetryTime,
-		Initial: backoffInitial, Max: backoffMax, Sleep: c.sleep}
+	policy := c.timing.Policy(backoffInitial, backoffMax)
 	r := retry.Do(ctx, policy, func(n int) (retry.Verdict, error) {
 		a := &attempt{node: node, zeroTemp: zeroTemp}
 		t0 := time.Now()
@@ -209,7 +184,7 @@ func (c *OpenAI) Chat(ctx context.Context, req Request) (*Response, error) {
 		resp = got
 		if res.err == nil {
 			resp.Attempts = n
-			c.log.DebugContext(ctx, "llm call", "provider", c.provider, "node", node, "model", model,
+			c.timing.Log.DebugContext(ctx, "llm call", "provider", c.provider, "node", node, "model", model,
 				"attempt", n, "messages", len(req.Messages), "tools", len(req.Tools), "stream", req.Stream,
 				"duration", time.Since(t0), "prompt_tokens", resp.Usage.PromptTokens,
 				"completion_tokens", resp.Usage.CompletionTokens, "cached_tokens", resp.Usage.CachedTokens,
@@ -218,11 +193,11 @@ func (c *OpenAI) Chat(ctx context.Context, req Request) (*Response, error) {
 		}
 		last = res.err
 		last.Attempts = n
-		c.log.DebugContext(ctx, "llm call failed", "provider", c.provider, "node", node, "model", model,
+		c.timing.Log.DebugContext(ctx, "llm call failed", "provider", c.provider, "node", node, "model", model,
 			"attempt", n, "duration", time.Since(t0), "kind", last.Kind, "status", last.Status)
 		return retry.Verdict{Retry: res.retryable, After: res.retryAfter}, last
 	}, func(n int, wait time.Duration, _ error) {
-		c.log.WarnContext(ctx, "llm retry", "provider", c.provider, "node", node, "attempt", n,
+		c.timing.Log.WarnContext(ctx, "llm retry", "provider", c.provider, "node", node, "attempt", n,
 			"kind", last.Kind, "status", last.Status, "wait", wait)
 	})
 	switch {
@@ -232,7 +207,7 @@ func (c *OpenAI) Chat(ctx context.Context, req Request) (*Response, error) {
 		return nil, &Error{Kind: KindCanceled, Provider: c.provider, Attempts: r.Attempts,
 			Message: "canceled while waiting to retry after: " + last.Message, Err: errors.Join(r.Canceled, last)}
 	case r.Budget:
-		last.Message = strings.TrimSpace(last.Message + " (retry time budget of " + c.maxRetryTime.String() + " spent)")
+		last.Message = strings.TrimSpace(last.Message + " (retry time budget of " + c.timing.MaxRetryTime.String() + " spent)")
 	}
 	return resp, last
 }
@@ -246,7 +221,7 @@ type result struct {
 
 // once runs a single attempt.
 func (c *OpenAI) once(ctx context.Context, a *attempt, creq openai.ChatCompletionRequest, req Request) (*Response, result) {
-	actx, cancel := context.WithTimeout(ctx, c.timeout)
+	actx, cancel := context.WithTimeout(ctx, c.timing.Timeout)
 	defer cancel()
 	actx = context.WithValue(actx, attemptKey, a)
 	if req.Stream {
@@ -360,7 +335,7 @@ func (c *OpenAI) classify(ctx, actx context.Context, a *attempt, err error) resu
 		return c.statusResult(a.status, err.Error(), a.header, err)
 	}
 	if errors.Is(actx.Err(), context.DeadlineExceeded) {
-		return result{err: c.fail(KindNetwork, 0, fmt.Sprintf("no complete answer within %s", c.timeout), err), retryable: true}
+		return result{err: c.fail(KindNetwork, 0, fmt.Sprintf("no complete answer within %s", c.timing.Timeout), err), retryable: true}
 	}
 	if a.status != 0 {
 		// An answer started but its body could not be read to the end or

@@ -1,9 +1,11 @@
 package mcpclient_test
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // testdata/mcpserver is skipped by go build ./... and go vet ./...; this keeps
@@ -16,7 +18,11 @@ func TestMCPServerCommandBuilds(t *testing.T) {
 	if err != nil {
 		t.Skip("no go command in PATH")
 	}
-	out, err := exec.CommandContext(testCtx(t), goTool, "build", "-o", filepath.Join(t.TempDir(), "mcpserver"), "./testdata/mcpserver").CombinedOutput()
+	// A cold build compiles the MCP SDK: on two busy cores that takes longer than
+	// testCtx's 30 seconds, so the bound here is the build's own.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, goTool, "build", "-o", filepath.Join(t.TempDir(), "mcpserver"), "./testdata/mcpserver").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build ./testdata/mcpserver: %v\n%s", err, out)
 	}

@@ -46,15 +46,6 @@ type JobRunner = actions.JobRunner
 // JobStatus is a job as the pipeline sees it.
 type JobStatus = actions.JobStatus
 
-// Job states.
-const (
-	JobQueued    = actions.JobQueued
-	JobRunning   = actions.JobRunning
-	JobSucceeded = actions.JobSucceeded
-	JobFailed    = actions.JobFailed
-	JobCancelled = actions.JobCancelled
-)
-
 // Deps are what an agent talks to. LLM and API are required.
 type Deps struct {
 	LLM   llm.Client
@@ -189,17 +180,14 @@ type ConfirmationOut struct {
 
 // JobOut is the job in the JSON output.
 type JobOut struct {
-	ID       string    `json:"id"`
-	Action   string    `json:"action"`
-	State    string    `json:"state"`
-	Progress *Progress `json:"progress,omitempty"`
+	ID       string           `json:"id"`
+	Action   string           `json:"action"`
+	State    actions.JobState `json:"state"`
+	Progress *Progress        `json:"progress,omitempty"`
 }
 
 // Progress of a job.
-type Progress struct {
-	Done  int `json:"done"`
-	Total int `json:"total"`
-}
+type Progress = actions.Progress
 
 // ActionOut is one executed action in the JSON output.
 type ActionOut struct {
@@ -257,7 +245,7 @@ func (a *Agent) policy() string {
 
 func (a *Agent) gTools() *toolSet {
 	if a.tools == nil {
-		a.tools = gathererTools(mcpReadTools(a.MCP)...)
+		a.tools = gathererTools(a.actionNames(), mcpReadTools(a.MCP)...)
 	}
 	return a.tools
 }

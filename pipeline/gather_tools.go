@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/textdist"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
@@ -83,7 +84,9 @@ var (
 		})
 )
 
-func gathererTools(extra ...*toolDef) *toolSet {
+// gathererTools are the gatherer's tools; names, the actions it may
+// choose, become set_action_needed's enum.
+func gathererTools(names []string, extra ...*toolDef) *toolSet {
 	defs := []*toolDef{
 		newTool("check_upgrade_health", "Server name and version.", true,
 			func(ctx context.Context, t *turn, _ noArgs) (any, error) {
@@ -198,7 +201,7 @@ func gathererTools(extra ...*toolDef) *toolSet {
 	}
 	defs = append(defs, extra...)
 	defs = append(defs,
-		newTool("set_action_needed", "Choose the one action to prepare.", false,
+		withEnum(names, "action", newTool("set_action_needed", "Choose the one action to prepare.", false,
 			func(_ context.Context, t *turn, a setActionNeededArgs) (any, error) {
 				name := strings.TrimSpace(a.Action)
 				act, ok := t.a.action(name)
@@ -223,7 +226,7 @@ func gathererTools(extra ...*toolDef) *toolSet {
 					t.problems = nil
 				})
 				return map[string]any{"ok": true, "action": name}, nil
-			}),
+			})),
 		newTool("set_action_params", "Set all parameters of the chosen action.", false,
 			func(ctx context.Context, t *turn, a setActionParamsArgs) (any, error) {
 				res, err := t.setParams(ctx, a.ActionParams)
@@ -365,36 +368,25 @@ func (t *turn) setParams(ctx context.Context, params map[string]any) (any, error
 	return res, nil
 }
 
-// experimentRefs are the params that name an experiment by id.
-var experimentRefs = [][]string{{"experiment_id"}, {"assigned_condition", "experiment_id"}}
-
+// resolveRefs resolves the params the action declares as references (a
+// `ref` tag on its params type) that hold a name instead of an id.
 func (t *turn) resolveRefs(ctx context.Context, act actions.Action, b *actions.Bound) (*actions.Bound, error) {
 	m := b.Map()
 	changed := false
-	for _, path := range experimentRefs {
-		obj := m
-		for _, k := range path[:len(path)-1] {
-			next, ok := obj[k].(map[string]any)
-			if !ok {
-				obj = nil
-				break
+	for _, ref := range act.Spec().Refs {
+		if ref.Kind != actions.RefExperiment {
+			continue
+		}
+		ch, err := ref.Resolve(m, func(v string) (string, error) {
+			if v == "" || upgrade.IsUUID(v) {
+				return v, nil
 			}
-			obj = next
-		}
-		if obj == nil {
-			continue
-		}
-		key := path[len(path)-1]
-		ref, ok := obj[key].(string)
-		if !ok || ref == "" || upgrade.IsUUID(ref) {
-			continue
-		}
-		id, err := t.resolveID(ctx, ref)
+			return t.resolveID(ctx, v)
+		})
 		if err != nil {
-			return nil, inputErrorf("%s: %v", strings.Join(path, "."), err)
+			return nil, inputErrorf("%s: %v", ref.Path, err)
 		}
-		obj[key] = id
-		changed = true
+		changed = changed || ch
 	}
 	if !changed {
 		return b, nil
@@ -573,7 +565,7 @@ func findExperiments(names []upgrade.ExperimentName, q string, limit int) []matc
 		case strings.Contains(nl, ql):
 			all = append(all, scored{match{n.ID, n.Name, "contains"}, 2})
 		default:
-			d := levenshtein(nl, ql)
+			d := textdist.Levenshtein(nl, ql)
 			if d <= max(2, len(ql)/3) {
 				all = append(all, scored{match{n.ID, n.Name, "fuzzy"}, 3 + d})
 			}
@@ -590,25 +582,4 @@ func findExperiments(names []upgrade.ExperimentName, q string, limit int) []matc
 		out = append(out, all[i].m)
 	}
 	return out
-}
-
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

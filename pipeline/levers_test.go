@@ -174,12 +174,14 @@ func (s *scriptedJob) Poll(_ context.Context, _ actions.Env, _ actions.JobRef, d
 func TestPollJobChecksAtOnceThenEverySecond(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	a := &Agent{Deps: Deps{Now: func() time.Time { return now }}}
-	running := func(done int) JobStatus { return JobStatus{ID: "j1", State: JobRunning, Done: done, Total: 300} }
-	job := &scriptedJob{now: &now, states: []JobStatus{running(0), running(50), running(200), {ID: "j1", State: JobSucceeded, Done: 300, Total: 300}}}
+	running := func(done int) JobStatus {
+		return JobStatus{ID: "j1", State: actions.JobRunning, Done: done, Total: 300}
+	}
+	job := &scriptedJob{now: &now, states: []JobStatus{running(0), running(50), running(200), {ID: "j1", State: actions.JobSucceeded, Done: 300, Total: 300}}}
 	var seen []int
 	st, err := a.pollJob(context.Background(), job, actions.Env{}, &JobWait{Ref: actions.JobRef{ID: "j1"}},
 		ResumeRequest{Wait: time.Minute, Progress: func(s JobStatus) { seen = append(seen, s.Done) }})
-	if err != nil || st.State != JobSucceeded {
+	if err != nil || st.State != actions.JobSucceeded {
 		t.Fatalf("got %+v, %v", st, err)
 	}
 	if fmtInts(seen) != "[0,50,200,300]" {
@@ -192,7 +194,7 @@ func TestPollJobChecksAtOnceThenEverySecond(t *testing.T) {
 	now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	job = &scriptedJob{now: &now, states: []JobStatus{running(10)}}
 	st, err = a.pollJob(context.Background(), job, actions.Env{}, &JobWait{Ref: actions.JobRef{ID: "j1"}}, ResumeRequest{Wait: 2500 * time.Millisecond})
-	if err != nil || st.State != JobRunning {
+	if err != nil || st.State != actions.JobRunning {
 		t.Fatalf("got %+v, %v", st, err)
 	}
 	if got := fmtDurations(job.waits); got != "[0s 1s 1s 500ms]" {

@@ -180,7 +180,7 @@ func (x *mcpAction) Poll(ctx context.Context, _ actions.Env, ref actions.JobRef,
 	if err != nil {
 		return actions.JobStatus{}, err
 	}
-	return actions.JobStatus{ID: ref.ID, Action: x.tl.QualifiedName, State: s.State, Done: s.Done, Total: s.Total, Error: s.Message}, nil
+	return actions.JobStatus{ID: ref.ID, Action: x.tl.QualifiedName, State: actions.JobState(s.State), Done: s.Done, Total: s.Total, Error: s.Message}, nil
 }
 
 func (x *mcpAction) Fetch(ctx context.Context, _ actions.Env, ref actions.JobRef, _ actions.JobStatus) (json.RawMessage, error) {

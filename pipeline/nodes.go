@@ -50,7 +50,7 @@ var analyzerLookups = []string{"check_upgrade_health", "get_available_contexts",
 
 var analyzerTools = func() *toolSet {
 	defs := []*toolDef{analyzeTool}
-	g := gathererTools()
+	g := gathererTools(nil)
 	for _, name := range analyzerLookups {
 		defs = append(defs, g.byName[name])
 	}
@@ -341,7 +341,7 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 		user = "Next step of the request: " + t.nextStep
 		t.nextStep = ""
 	}
-	msgs := a.promptMessages(t, gathererPrompt, ctxInfo, user)
+	msgs := a.promptMessages(t, gathererSystem(), ctxInfo, user)
 	ts := a.gTools()
 	t.takeStop()
 	if calls := t.prefetch; len(calls) > 0 {

@@ -35,13 +35,14 @@ const (
 	IntentNeedsInfo    = "needs_info"
 )
 
-// Error types of State.Errors and the JSON output.
+// Error types of State.Errors and the JSON output (declared in actions,
+// where the job runner reads them too).
 const (
-	ErrTypeAPI        = "api"
-	ErrTypeAuth       = "auth"
-	ErrTypeValidation = "validation"
-	ErrTypeNotFound   = "not_found"
-	ErrTypeUnknown    = "unknown"
+	ErrTypeAPI        = actions.ErrTypeAPI
+	ErrTypeAuth       = actions.ErrTypeAuth
+	ErrTypeValidation = actions.ErrTypeValidation
+	ErrTypeNotFound   = actions.ErrTypeNotFound
+	ErrTypeUnknown    = actions.ErrTypeUnknown
 )
 
 // Exchange is one user message and the reply it got.

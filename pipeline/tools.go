@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/plainjson"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
@@ -256,22 +257,12 @@ func compactJSON(v any) string {
 		return "null"
 	}
 	if s, ok := v.(string); ok {
-		b, _ := marshalNoEscape(map[string]string{"result": s})
+		b, _ := plainjson.Marshal(map[string]string{"result": s})
 		return string(b)
 	}
-	b, err := marshalNoEscape(v)
+	b, err := plainjson.Marshal(v)
 	if err != nil {
 		return errorResult("result could not be encoded: " + err.Error())
 	}
 	return string(b)
-}
-
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

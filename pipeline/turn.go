@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -252,13 +251,11 @@ func (t *turn) allExperiments(ctx context.Context) ([]readmodel.Summary, error) 
 	return sums, nil
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
 // resolveID accepts an id or a name (the rules of upgrade.ResolveExperiment:
 // exact id or name, then a unique prefix).
 func (t *turn) resolveID(ctx context.Context, ref string) (string, error) {
 	ref = strings.TrimSpace(ref)
-	if uuidRE.MatchString(ref) {
+	if upgrade.IsUUID(ref) {
 		return strings.ToLower(ref), nil // UpGrade's ids are lower case
 	}
 	names, err := t.experimentNames(ctx)

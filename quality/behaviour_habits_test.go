@@ -252,6 +252,20 @@ func TestHabitQuirks(t *testing.T) {
 			request(create.say, "create_experiment", `{name: Fraction Hints, context: assign-prog, decision_points: [{site: SelectSection, target: absolute_value_plot_equality}], conditions: [{code: control, weight: "60%"}, {code: variant, weight: " 40 "}]}`),
 			create.approve(),
 		}, backend: []check{hasExp("Fraction Hints", upgrade.StateInactive, "control:60", "variant:40")}},
+		{name: "conditions as a map", steps: []turnStep{
+			request(create.say, "create_experiment", `{name: Fraction Hints, context: assign-prog, decision_points: [{site: SelectSection, target: absolute_value_plot_equality}], conditions: {control: 50, variant: 50}}`).
+				expect(func(w *turnWant) {
+					w.exact = `{"name":"Fraction Hints","context":"assign-prog","decision_points":[{"site":"SelectSection","target":"absolute_value_plot_equality"}],"conditions":[{"code":"control","weight":50},{"code":"variant","weight":50}],"assignment_unit":"individual","consistency_rule":"individual","post_experiment_rule":{"rule":"continue"},"filter_mode":"includeAll"}`
+				}),
+			create.approve(),
+		}, backend: []check{hasExp("Fraction Hints", upgrade.StateInactive, "control:50", "variant:50")}},
+		{name: "conditions as a map with weights as strings", steps: []turnStep{
+			request(create.say, "create_experiment", `{name: Fraction Hints, context: assign-prog, decision_points: [{site: SelectSection, target: absolute_value_plot_equality}], conditions: {variant: "60%", control: "40"}}`).
+				expect(func(w *turnWant) {
+					w.exact = `{"name":"Fraction Hints","context":"assign-prog","decision_points":[{"site":"SelectSection","target":"absolute_value_plot_equality"}],"conditions":[{"code":"control","weight":40},{"code":"variant","weight":60}],"assignment_unit":"individual","consistency_rule":"individual","post_experiment_rule":{"rule":"continue"},"filter_mode":"includeAll"}`
+				}),
+			create.approve(),
+		}, backend: []check{hasExp("Fraction Hints", upgrade.StateInactive, "control:40", "variant:60")}},
 		{name: "weights as floats", steps: []turnStep{
 			request(create.say, "create_experiment", `{name: Fraction Hints, context: assign-prog, decision_points: [{site: SelectSection, target: absolute_value_plot_equality}], conditions: [{code: control, weight: 49.5}, {code: variant, weight: 50.50}]}`),
 			create.approve(),

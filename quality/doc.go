@@ -5,6 +5,6 @@
 // pipeline directly, with scripted LLM servers and simulators on loopback.
 //
 // It holds no production code and must not be imported. Timed figures
-// belong to `make bench` (internal/benchtable), not here: these tests
+// belong to `make bench` (cmd/benchtable), not here: these tests
 // assert exit codes, messages, counts and files.
 package quality

@@ -79,13 +79,8 @@ type Client struct {
 	token        string
 	clientAuth   string // "Bearer <jwt>" or ""
 	secrets      []string
-	timeout      time.Duration
 	hc           *http.Client
-	maxRetries   int
-	maxRetryTime time.Duration
-	sleep        func(context.Context, time.Duration) error
-	now          func() time.Time
-	log          *slog.Logger
+	timing       retry.Settings
 
 	fetchVersion sync.Mutex // one GET / at a time; later callers reuse its answer
 	mu           sync.Mutex
@@ -121,37 +116,13 @@ func New(cfg Config) (*Client, error) {
 		base:         base,
 		baseRedacted: u.Redacted(),
 		token:        cfg.Token,
-		timeout:      cfg.Timeout,
 		hc:           cfg.HTTPClient,
-		maxRetries:   cfg.MaxRetries,
-		maxRetryTime: cfg.MaxRetryTime,
-		sleep:        cfg.Sleep,
-		now:          cfg.Now,
-		log:          cfg.Logger,
-	}
-	if c.timeout == 0 {
-		c.timeout = defaultTimeout
+		timing: retry.Settings{Timeout: cfg.Timeout, MaxRetries: cfg.MaxRetries, MaxRetryTime: cfg.MaxRetryTime,
+			Sleep: cfg.Sleep, Now: cfg.Now, Log: cfg.Logger}.WithDefaults(retry.Settings{
+			Timeout: defaultTimeout, MaxRetries: defaultMaxRetries, MaxRetryTime: defaultMaxRetryTime}),
 	}
 	if c.hc == nil {
 		c.hc = sharedHTTPClient()
-	}
-	switch {
-	case c.maxRetries == 0:
-		c.maxRetries = defaultMaxRetries
-	case c.maxRetries < 0:
-		c.maxRetries = 0
-	}
-	if c.maxRetryTime <= 0 {
-		c.maxRetryTime = defaultMaxRetryTime
-	}
-	if c.sleep == nil {
-		c.sleep = retry.Sleep
-	}
-	if c.now == nil {
-		c.now = time.Now
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.ClientAPIKey != "" {
 		jwt := clientJWT(cfg.ClientAPIKey, cfg.ClientAPISecret)
@@ -244,7 +215,7 @@ func (c *Client) segmentShape(ctx context.Context) (SegmentShape, error) {
 	v, err := c.Version(ctx)
 	if err != nil {
 		if CategoryOf(err) == CategoryNotFound {
-			c.log.WarnContext(ctx, "UpGrade version unknown; writing 6.5 segment shape", "cause", err.Error())
+			c.timing.Log.WarnContext(ctx, "UpGrade version unknown; writing 6.5 segment shape", "cause", err.Error())
 			return SegmentsArray, nil
 		}
 		return SegmentsArray, err
@@ -624,7 +595,7 @@ func (c *Client) send(ctx context.Context, r request) ([]byte, error) {
 func (c *Client) attempt(ctx context.Context, r request, payload []byte, n int) attemptResult {
 	fullURL := c.base + r.path
 	shownURL := c.baseRedacted + r.path
-	actx, cancel := context.WithTimeout(ctx, c.timeout)
+	actx, cancel := context.WithTimeout(ctx, c.timing.Timeout)
 	defer cancel()
 	var body io.Reader
 	if payload != nil {
@@ -688,7 +659,7 @@ func (c *Client) attempt(ctx context.Context, r request, payload []byte, n int) 
 	}
 	res := attemptResult{err: e, retryable: retryableStatus(resp.StatusCode)}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		res.retryAfter = retry.After(resp.Header, c.now(), maxRetryAfter)
+		res.retryAfter = retry.After(resp.Header, c.timing.Now(), maxRetryAfter)
 	}
 	return res
 }
@@ -705,7 +676,7 @@ func (c *Client) transportError(ctx, actx context.Context, r request, shownURL s
 	case ctx.Err() != nil:
 		e.Message = fmt.Sprintf("UpGrade %s %s: %v", r.method, shownURL, context.Cause(ctx))
 	case errors.Is(actx.Err(), context.DeadlineExceeded):
-		e.Message = fmt.Sprintf("UpGrade at %s did not answer %s %s within %s", c.baseRedacted, r.method, r.pathOrRoot(), c.timeout)
+		e.Message = fmt.Sprintf("UpGrade at %s did not answer %s %s within %s", c.baseRedacted, r.method, r.pathOrRoot(), c.timing.Timeout)
 	default:
 		e.Message = fmt.Sprintf("cannot reach UpGrade at %s: %v", c.baseRedacted, cause)
 	}
@@ -721,7 +692,7 @@ func (r request) pathOrRoot() string {
 }
 
 func (c *Client) logRequest(ctx context.Context, r request, status int, d time.Duration, attempt int, auth string) {
-	c.log.DebugContext(ctx, "upgrade http",
+	c.timing.Log.DebugContext(ctx, "upgrade http",
 		"method", r.method, "path", r.pathOrRoot(), "status", status,
 		"duration", d, "attempt", attempt, "authorization", auth)
 }

@@ -11,14 +11,21 @@ import (
 type RefError struct {
 	Ref        string
 	Candidates []ExperimentName // empty: nothing matched
+	// Kind names what was looked for: "" = experiment, "feature flag",
+	// "segment".
+	Kind string
 }
 
 func (e *RefError) Error() string {
+	kind := e.Kind
+	if kind == "" {
+		kind = "experiment"
+	}
 	if len(e.Candidates) == 0 {
-		return fmt.Sprintf("no experiment matches %q", e.Ref)
+		return fmt.Sprintf("no %s matches %q", kind, e.Ref)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%q matches %d experiments; use the full name or the id:", e.Ref, len(e.Candidates))
+	fmt.Fprintf(&b, "%q matches %d %ss; use the full name or the id:", e.Ref, len(e.Candidates), kind)
 	for _, c := range e.Candidates {
 		fmt.Fprintf(&b, "\n  %s  %s", c.ID, c.Name)
 	}

@@ -44,14 +44,12 @@ type attemptResult struct {
 // (count and total time) is spent. Only calls marked idempotent get more than
 // one attempt: admin writes must never be repeated blindly (durability.md).
 func (c *Client) withRetries(ctx context.Context, idempotent bool, attempt func(n int) attemptResult) ([]byte, error) {
-	maxAttempts := 1
-	if idempotent {
-		maxAttempts = c.maxRetries + 1
-	}
 	var body []byte
 	var last *Error
-	policy := retry.Policy{MaxAttempts: maxAttempts, MaxTime: c.maxRetryTime, Initial: backoffInitial, Max: backoffMax,
-		Now: c.now, Sleep: c.sleep}
+	policy := c.timing.Policy(backoffInitial, backoffMax)
+	if !idempotent {
+		policy.MaxAttempts = 1
+	}
 	r := retry.Do(ctx, policy, func(n int) (retry.Verdict, error) {
 		res := attempt(n)
 		if res.err == nil {
@@ -62,7 +60,7 @@ func (c *Client) withRetries(ctx context.Context, idempotent bool, attempt func(
 		last.Attempts = n
 		return retry.Verdict{Retry: res.retryable, After: res.retryAfter}, last
 	}, func(n int, wait time.Duration, _ error) {
-		c.log.DebugContext(ctx, "upgrade retry", "method", last.Method, "url", last.URL,
+		c.timing.Log.DebugContext(ctx, "upgrade retry", "method", last.Method, "url", last.URL,
 			"attempt", n, "wait", wait, "cause", last.Error())
 	})
 	switch {

@@ -2,6 +2,10 @@
 // text that may be shown, logged or stored: every configured secret and
 // every string shaped like an API key or a bearer token becomes Mark.
 //
+// A log attribute whose name says it holds a credential (authorization,
+// token, api_key, secret, password, cookie) is hidden whatever its value,
+// unless the value is a placeholder such as "none" or "[redacted]".
+//
 // The LLM client (errors, cassettes), the UpGrade client (error messages),
 // the pipeline (user messages before the model or a checkpoint sees them),
 // the logger and the scenario transcripts all apply it, so a credential is
@@ -10,6 +14,8 @@ package redact
 
 import (
 	"cmp"
+	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
@@ -60,4 +66,42 @@ func (r Redactor) Bytes(b []byte) []byte {
 // String hides secrets and token-shaped strings in s.
 func String(s string, secrets ...string) string {
 	return New(secrets...).String(s)
+}
+
+// credentialKey matches attribute names whose values are credentials
+// whatever they contain.
+var credentialKey = regexp.MustCompile(`(?i)(^|[_.-])(authorization|token|api[_-]?key|secret|password|cookie)$`)
+
+// placeholder tells descriptions such as "none" or "bearer [redacted]",
+// which other packages log in place of a credential, from the credential
+// itself.
+func placeholder(v slog.Value) bool {
+	if v.Kind() != slog.KindString {
+		return false
+	}
+	s := strings.ToLower(v.String())
+	return s == "" || s == "none" || strings.HasSuffix(s, "redacted") || strings.HasSuffix(s, "redacted]")
+}
+
+// Attr hides a log attribute: its whole value when its name is a
+// credential's (authorization, upgrade.token, api-key...) and the value is not a placeholder, else
+// the secrets and token-shaped strings in its text (the message's too).
+// Use it as slog.HandlerOptions.ReplaceAttr.
+func (r Redactor) Attr(_ []string, a slog.Attr) slog.Attr {
+	if a.Key != slog.MessageKey && credentialKey.MatchString(a.Key) && !placeholder(a.Value) {
+		return slog.String(a.Key, Mark)
+	}
+	var s string
+	switch a.Value.Kind() {
+	case slog.KindString:
+		s = a.Value.String()
+	case slog.KindAny:
+		s = fmt.Sprint(a.Value.Any())
+	default:
+		return a
+	}
+	if hidden := r.String(s); hidden != s {
+		return slog.String(a.Key, hidden)
+	}
+	return a
 }

@@ -1,6 +1,10 @@
 package redact
 
-import "testing"
+import (
+	"errors"
+	"log/slog"
+	"testing"
+)
 
 func TestString(t *testing.T) {
 	tests := []struct {
@@ -33,5 +37,28 @@ func TestZeroRedactorHidesTokenShapes(t *testing.T) {
 	}
 	if got := string(r.Bytes([]byte("x"))); got != "x" {
 		t.Errorf("Bytes changed plain text: %q", got)
+	}
+}
+
+func TestAttr(t *testing.T) {
+	r := New("s3cret-value")
+	for _, tt := range []struct {
+		in   slog.Attr
+		want string
+	}{
+		{slog.String("authorization", "Basic abc"), Mark},
+		{slog.String("upgrade.token", "anything"), Mark},
+		{slog.String("api-key", "k"), Mark},
+		{slog.String("authorization", "none"), "none"},
+		{slog.String("authorization", "bearer [redacted]"), "bearer [redacted]"},
+		{slog.String("cause", "sent s3cret-value twice"), "sent " + Mark + " twice"},
+		{slog.Any("err", errors.New("key s3cret-value")), "key " + Mark},
+		{slog.String(slog.MessageKey, "token"), "token"},
+		{slog.Int("token", 5), Mark},
+		{slog.Int("count", 5), "5"},
+	} {
+		if got := r.Attr(nil, tt.in).Value.String(); got != tt.want {
+			t.Errorf("Attr(%s=%v) = %q, want %q", tt.in.Key, tt.in.Value, got, tt.want)
+		}
 	}
 }

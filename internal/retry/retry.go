@@ -10,6 +10,7 @@ package retry
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -30,6 +31,58 @@ type Policy struct {
 	// Now and Sleep are the clock; nil means time.Now and a timer.
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Settings are the timing options of a client that retries (the LLM
+// client, the UpGrade client), so that both read their options by the same
+// rules: zero means the client's default, a negative MaxRetries means no
+// retry.
+type Settings struct {
+	// Timeout bounds one attempt.
+	Timeout time.Duration
+	// MaxRetries is the number of retries after the first attempt.
+	MaxRetries int
+	// MaxRetryTime bounds the whole loop, waits included.
+	MaxRetryTime time.Duration
+	// Sleep waits between attempts; Now is the clock.
+	Sleep func(ctx context.Context, d time.Duration) error
+	Now   func() time.Time
+	// Log hears of attempts and retries.
+	Log *slog.Logger
+}
+
+// WithDefaults fills what s leaves zero: Timeout, MaxRetries and
+// MaxRetryTime from def, Sleep with Sleep, Now with time.Now, Log with a
+// logger that discards. A negative MaxRetries becomes 0 (no retry).
+func (s Settings) WithDefaults(def Settings) Settings {
+	if s.Timeout <= 0 {
+		s.Timeout = def.Timeout
+	}
+	switch {
+	case s.MaxRetries == 0:
+		s.MaxRetries = def.MaxRetries
+	case s.MaxRetries < 0:
+		s.MaxRetries = 0
+	}
+	if s.MaxRetryTime <= 0 {
+		s.MaxRetryTime = def.MaxRetryTime
+	}
+	if s.Sleep == nil {
+		s.Sleep = Sleep
+	}
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	if s.Log == nil {
+		s.Log = slog.New(slog.DiscardHandler)
+	}
+	return s
+}
+
+// Policy is the loop these settings allow, for a call that may be
+// retried, with the client's backoff intervals.
+func (s Settings) Policy(initial, largest time.Duration) Policy {
+	return Policy{MaxAttempts: max(s.MaxRetries, 0) + 1, MaxTime: s.MaxRetryTime, Initial: initial, Max: largest, Now: s.Now, Sleep: s.Sleep}
 }
 
 // Verdict is what the caller makes of a failed attempt.

@@ -106,3 +106,22 @@ func TestAfter(t *testing.T) {
 		}
 	}
 }
+
+func TestSettingsWithDefaults(t *testing.T) {
+	def := Settings{Timeout: time.Minute, MaxRetries: 3, MaxRetryTime: 2 * time.Minute}
+	got := Settings{}.WithDefaults(def)
+	if got.Timeout != time.Minute || got.MaxRetries != 3 || got.MaxRetryTime != 2*time.Minute ||
+		got.Sleep == nil || got.Now == nil || got.Log == nil {
+		t.Errorf("zero settings: %+v", got)
+	}
+	if p := got.Policy(time.Second, 8*time.Second); p.MaxAttempts != 4 || p.MaxTime != 2*time.Minute || p.Max != 8*time.Second {
+		t.Errorf("policy: %+v", p)
+	}
+	set := Settings{Timeout: time.Second, MaxRetries: -1, MaxRetryTime: time.Second}.WithDefaults(def)
+	if set.Timeout != time.Second || set.MaxRetries != 0 || set.MaxRetryTime != time.Second {
+		t.Errorf("explicit settings changed: %+v", set)
+	}
+	if p := set.Policy(time.Second, time.Second); p.MaxAttempts != 1 {
+		t.Errorf("MaxRetries -1 allows %d attempts, want 1", p.MaxAttempts)
+	}
+}

@@ -5,27 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 )
 
 // Name is the name of an executor action. The values are the tool-level
 // contract of spec/pipeline.md: the LLM names them, checkpoints store them.
+// Each built-in action declares its constant in its own file.
 type Name string
-
-// The nine executor actions.
-const (
-	CreateExperiment            Name = "create_experiment"
-	UpdateExperiment            Name = "update_experiment"
-	UpdateExperimentStatus      Name = "update_experiment_status"
-	DeleteExperiment            Name = "delete_experiment"
-	InitExperimentUser          Name = "init_experiment_user"
-	GetDecisionPointAssignments Name = "get_decision_point_assignments"
-	MarkDecisionPoint           Name = "mark_decision_point"
-	VisitDecisionPoint          Name = "visit_decision_point"
-	TestConditionBalance        Name = "test_condition_balance"
-)
 
 // ErrUnknownAction is returned (wrapped) for a name no action answers to.
 var ErrUnknownAction = errors.New("unknown action")
@@ -65,6 +52,13 @@ type Spec struct {
 	Invalidates []Cache
 	// Schema is the JSON schema of the params (get_<action>_schema).
 	Schema json.RawMessage
+	// Note follows the name in the gatherer's list of actions, in
+	// parentheses ("" = none).
+	Note string
+	// Refs are the params that name a server object by its id, declared
+	// with a `ref` tag on the params type: the gatherer resolves a name
+	// written there to the id.
+	Refs []Ref
 }
 
 // NeedsConfirmation reports whether the action needs a human yes under a
@@ -139,7 +133,7 @@ type JobRef struct {
 type JobStatus struct {
 	ID        string          `json:"id"`
 	Action    string          `json:"action"`
-	State     string          `json:"state"` // queued, running, succeeded, failed, cancelled
+	State     JobState        `json:"state"`
 	Done      int             `json:"done"`
 	Total     int             `json:"total"`
 	Result    json.RawMessage `json:"result,omitempty"`
@@ -147,18 +141,45 @@ type JobStatus struct {
 	ErrorType string          `json:"error_type,omitempty"`
 }
 
+// JobState is the state of a job (spec/durability.md): the one set of job
+// states of the project, for job records, statuses and the scenario runner.
+type JobState string
+
 // Job states.
 const (
-	JobQueued    = "queued"
-	JobRunning   = "running"
-	JobSucceeded = "succeeded"
-	JobFailed    = "failed"
-	JobCancelled = "cancelled"
+	JobQueued    JobState = "queued"
+	JobRunning   JobState = "running"
+	JobSucceeded JobState = "succeeded"
+	JobFailed    JobState = "failed"
+	JobCancelled JobState = "cancelled"
 )
 
+// Terminal reports whether a job in this state has ended.
+func (s JobState) Terminal() bool {
+	return s == JobSucceeded || s == JobFailed || s == JobCancelled
+}
+
+// Valid reports whether s is one of the job states.
+func (s JobState) Valid() bool { return s == JobQueued || s == JobRunning || s.Terminal() }
+
+// JobStates lists every job state, in the order a job goes through them.
+func JobStates() []string {
+	return []string{string(JobQueued), string(JobRunning), string(JobSucceeded), string(JobFailed), string(JobCancelled)}
+}
+
+// ErrTypes lists every error type of spec/cli.md's errors[].type.
+func ErrTypes() []string {
+	return []string{ErrTypeAPI, ErrTypeAuth, ErrTypeValidation, ErrTypeNotFound, ErrTypeUnknown}
+}
+
 // Terminal reports whether the job has ended.
-func (j JobStatus) Terminal() bool {
-	return j.State == JobSucceeded || j.State == JobFailed || j.State == JobCancelled
+func (j JobStatus) Terminal() bool { return j.State.Terminal() }
+
+// Progress counts the units of work of a job (the synthetic users of a
+// balance run): the one progress shape of job records and results.
+type Progress struct {
+	Done  int `json:"done"`
+	Total int `json:"total"`
 }
 
 // JobRunner runs long actions outside the turn (pipeline/jobs).
@@ -180,10 +201,19 @@ type JobError struct {
 func (e *JobError) Error() string {
 	msg := e.Status.Error
 	if msg == "" {
-		msg = "job " + e.Status.State
+		msg = "job " + string(e.Status.State)
 	}
 	return fmt.Sprintf("job %s %s: %s", e.Status.ID, e.Status.State, msg)
 }
+
+// Error types of the session state (spec/pipeline.md, errors[].type).
+const (
+	ErrTypeAPI        = "api"
+	ErrTypeAuth       = "auth"
+	ErrTypeValidation = "validation"
+	ErrTypeNotFound   = "not_found"
+	ErrTypeUnknown    = "unknown"
+)
 
 // Type is the error type of the failure (api or unknown).
 func (e *JobError) Type() string {
@@ -191,9 +221,9 @@ func (e *JobError) Type() string {
 	case e.Status.ErrorType != "":
 		return e.Status.ErrorType
 	case e.Status.State == JobCancelled:
-		return "unknown"
+		return ErrTypeUnknown
 	}
-	return "api"
+	return ErrTypeAPI
 }
 
 // Outcomes of Reconcile.
@@ -209,46 +239,6 @@ type Reconciliation struct {
 	Outcome string          `json:"outcome"`
 	Result  json.RawMessage `json:"result,omitempty"`
 	Note    string          `json:"note"`
-}
-
-// ---- the registry of built-in actions ----
-
-var registry = map[string]Action{}
-var order []string
-
-// register adds a built-in action; each action's file calls it from init.
-func register(a Action) {
-	name := a.Spec().Name
-	if _, dup := registry[name]; dup {
-		panic("actions: duplicate action " + name)
-	}
-	registry[name] = a
-	order = append(order, name)
-}
-
-// specOrder is the order of spec/pipeline.md; Names keeps it.
-var specOrder = []Name{CreateExperiment, UpdateExperiment, UpdateExperimentStatus, DeleteExperiment,
-	InitExperimentUser, GetDecisionPointAssignments, MarkDecisionPoint, VisitDecisionPoint, TestConditionBalance}
-
-// Names lists the built-in actions in the order of spec/pipeline.md.
-func Names() []Name {
-	rank := map[string]int{}
-	for i, n := range specOrder {
-		rank[string(n)] = i
-	}
-	names := append([]string(nil), order...)
-	sort.SliceStable(names, func(i, j int) bool { return rank[names[i]] < rank[names[j]] })
-	out := make([]Name, len(names))
-	for i, n := range names {
-		out[i] = Name(n)
-	}
-	return out
-}
-
-// Lookup returns the built-in action of that name.
-func Lookup(name string) (Action, bool) {
-	a, ok := registry[name]
-	return a, ok
 }
 
 // Bind binds raw params of the named built-in action.
@@ -282,8 +272,9 @@ func Run(ctx context.Context, api API, p Params) (json.RawMessage, error) {
 }
 
 func knownNames() string {
-	parts := make([]string, len(specOrder))
-	for i, n := range specOrder {
+	names := Names()
+	parts := make([]string, len(names))
+	for i, n := range names {
 		parts[i] = string(n)
 	}
 	return strings.Join(parts, ", ")

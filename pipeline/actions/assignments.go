@@ -8,6 +8,9 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
+// GetDecisionPointAssignments asks which conditions a user gets.
+const GetDecisionPointAssignments Name = "get_decision_point_assignments"
+
 // GetDecisionPointAssignmentsParams are the params of
 // get_decision_point_assignments.
 type GetDecisionPointAssignmentsParams struct {
@@ -23,22 +26,23 @@ func (p GetDecisionPointAssignmentsParams) canonical() GetDecisionPointAssignmen
 }
 
 func init() {
-	register(&builtin[GetDecisionPointAssignmentsParams]{
-		spec: Spec{Name: string(GetDecisionPointAssignments), Schema: schemaOf[GetDecisionPointAssignmentsParams](),
-			Description: "Ask UpGrade which condition a user gets at each decision point of an app context."},
-		validate: func(c *checker, p GetDecisionPointAssignmentsParams) error {
+	Register(Def[GetDecisionPointAssignmentsParams]{
+		Name: GetDecisionPointAssignments, Order: 60,
+		Description: "Ask UpGrade which condition a user gets at each decision point of an app context.",
+		Canonical:   GetDecisionPointAssignmentsParams.canonical,
+		Validate: func(c *Checker, p GetDecisionPointAssignmentsParams) error {
 			c.userID(p.UserID)
 			_, _, err := c.context(p.Context)
 			return err
 		},
-		plan: func(b *planBuilder, p GetDecisionPointAssignmentsParams) error {
-			b.line("Ask UpGrade which conditions user %s gets in context %s.", quote(p.UserID), ident(p.Context))
-			b.line("The user must have been initialised before (init_experiment_user); nothing is marked.")
+		Plan: func(b *Planner, p GetDecisionPointAssignmentsParams) error {
+			b.Line("Ask UpGrade which conditions user %s gets in context %s.", quote(p.UserID), ident(p.Context))
+			b.Line("The user must have been initialised before (init_experiment_user); nothing is marked.")
 			return nil
 		},
-		execute:   executeAssign,
-		reconcile: repeatUserCall[GetDecisionPointAssignmentsParams],
-		report: reportAs(func(r assignResult) string {
+		Execute:   executeAssign,
+		Reconcile: repeatUserCall[GetDecisionPointAssignmentsParams],
+		Report: ReportAs(func(r assignResult) string {
 			if len(r.Assignments) == 0 {
 				return fmt.Sprintf("User %q gets no condition at any decision point of %s (every decision point gives the default).", r.UserID, r.Context)
 			}
@@ -80,5 +84,5 @@ func executeAssign(ctx context.Context, env Env, p GetDecisionPointAssignmentsPa
 				ExperimentID: c.ExperimentID, ConditionCode: c.ConditionCode, ConditionID: c.ID, Payload: c.Payload})
 		}
 	}
-	return result(res)
+	return Result(res)
 }

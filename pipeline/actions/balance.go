@@ -3,13 +3,14 @@ package actions
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
+
+// TestConditionBalance simulates many users and compares the conditions with the weights.
+const TestConditionBalance Name = "test_condition_balance"
 
 // BalanceParams are the params of test_condition_balance.
 type BalanceParams struct {
@@ -17,7 +18,7 @@ type BalanceParams struct {
 	Context      string              `json:"context"`
 	Site         string              `json:"site"`
 	Target       string              `json:"target"`
-	ExperimentID string              `json:"experiment_id,omitempty" jsonschema:"count only this experiment's assignments"`
+	ExperimentID string              `json:"experiment_id,omitempty" jsonschema:"count only this experiment's assignments" ref:"experiment"`
 	Group        map[string][]string `json:"group,omitempty" jsonschema:"groups given to every synthetic user"`
 	WorkingGroup map[string]string   `json:"working_group,omitempty" jsonschema:"working groups given to every synthetic user"`
 }
@@ -34,38 +35,46 @@ func (p BalanceParams) canonical() BalanceParams {
 		Group: normGroupMap(p.Group), WorkingGroup: normWorkingGroup(p.WorkingGroup)}
 }
 
-// balanceAction runs as a job: Execute starts it (or re-attaches to it)
-// under an id derived from the approved confirmation.
-type balanceAction struct {
-	*builtin[BalanceParams]
-}
-
-var _ JobAction = balanceAction{}
-
 func init() {
-	b := &builtin[BalanceParams]{
-		spec: Spec{Name: string(TestConditionBalance), Destructive: true, LongRunning: true, Invalidates: []Cache{CacheEnrollment},
-			Schema:      schemaOf[BalanceParams](),
-			Description: "Simulate many synthetic users at a decision point and compare the condition counts with the weights (chi-square)."},
-		validate: validateBalance,
-		plan:     planBalance,
-		execute:  executeBalance,
-		reconcile: func(context.Context, Env, BalanceParams, string, time.Time) (Reconciliation, error) {
-			return Reconciliation{Outcome: OutcomeRepeat,
-				Note: "the job's id derives from the confirmation: starting it again re-attaches to the running job"}, nil
-		},
-	}
-	b.report = reportAs(reportBalance)
-	b.self = balanceAction{b}
-	register(b.self)
+	Register(Def[BalanceParams]{
+		Name: TestConditionBalance, Order: 90, Destructive: true, Invalidates: []Cache{CacheEnrollment},
+		Description: "Simulate many synthetic users at a decision point and compare the condition counts with the weights (chi-square).",
+		Note:        "simulates many synthetic users as a background job",
+		Canonical:   BalanceParams.canonical,
+		Validate:    validateBalance,
+		Plan:        planBalance,
+		Total:       func(p BalanceParams) int { return p.NumUsers },
+		Run:         runBalanceJob,
+		Report:      ReportAs(reportBalance),
+	})
 }
 
-func validateBalance(c *checker, p BalanceParams) error {
+// runBalanceJob is the job body: RunBalance from the committed tally,
+// committing after every batch, then SummarizeBalance.
+func runBalanceJob(ctx context.Context, run JobRun, p BalanceParams) (json.RawMessage, error) {
+	var start BalanceTally
+	if err := run.StartTally(&start); err != nil {
+		return nil, err
+	}
+	opts := BalanceOptions{Concurrency: run.Concurrency, BatchSize: run.BatchSize, UserPrefix: run.Key + "-",
+		Commit: func(t BalanceTally) error { return run.CommitTally(t.Done, t) }}
+	tally, err := RunBalance(ctx, run.API, p, start, opts)
+	if err != nil {
+		return nil, err
+	}
+	res, err := SummarizeBalance(ctx, run.API, p, tally)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+func validateBalance(c *Checker, p BalanceParams) error {
 	switch {
 	case p.NumUsers == 0:
-		c.missing("num_users", "num_users is required (1..%d)", MaxBalanceUsers)
+		c.Missing("num_users", "num_users is required (1..%d)", MaxBalanceUsers)
 	case p.NumUsers < 1 || p.NumUsers > MaxBalanceUsers:
-		c.addValue("num_users", p.NumUsers, "num_users must be between 1 and %d", MaxBalanceUsers)
+		c.AddValue("num_users", p.NumUsers, "num_users must be between 1 and %d", MaxBalanceUsers)
 	}
 	if err := c.siteTarget(p.Context, p.Site, p.Target); err != nil {
 		return err
@@ -74,120 +83,66 @@ func validateBalance(c *checker, p BalanceParams) error {
 	if p.ExperimentID == "" {
 		return nil
 	}
-	e, err := c.experiment("experiment_id", p.ExperimentID)
+	e, err := c.Experiment("experiment_id", p.ExperimentID)
 	if err != nil || e == nil {
 		return err
 	}
 	if p.Context != "" && !contains(e.Context, p.Context) {
-		c.add("experiment_id", "experiment %q runs in context %s, not %s", e.Name, listOrNone(e.Context), p.Context)
+		c.Add("experiment_id", "experiment %q runs in context %s, not %s", e.Name, listOrNone(e.Context), p.Context)
 	} else if p.Site != "" && p.Target != "" && !hasPartition(e, p.Site, p.Target) {
-		c.add("experiment_id", "experiment %q has no decision point %s; its decision points: %s",
+		c.Add("experiment_id", "experiment %q has no decision point %s; its decision points: %s",
 			e.Name, siteTarget(p.Site, p.Target), listOrNone(partitionNames(e)))
 	}
 	return nil
 }
 
-func planBalance(b *planBuilder, p BalanceParams) error {
+func planBalance(b *Planner, p BalanceParams) error {
 	dp := ident(siteTarget(p.Site, p.Target))
-	b.line("simulate %s visiting decision point %s in context %s and count their conditions.",
+	b.Line("simulate %s visiting decision point %s in context %s and count their conditions.",
 		plural(p.NumUsers, "synthetic user", "synthetic users"), dp, ident(p.Context))
 	var e *upgrade.Experiment
 	if p.ExperimentID != "" {
 		var err error
-		if e, err = b.experiment(p.ExperimentID); err != nil {
+		if e, err = b.Experiment(p.ExperimentID); err != nil {
 			return err
 		}
-		b.pin(e)
+		b.Pin(e)
 		parts := make([]string, 0, len(e.Conditions))
 		for _, c := range sortedConditions(e.Conditions) {
 			parts = append(parts, fmt.Sprintf("%s %s%%", ident(c.ConditionCode), fmtNum(c.AssignmentWeight)))
 		}
-		b.line("  Counted: only assignments of experiment %s (id %s, state %s); weights %s.",
+		b.Line("  Counted: only assignments of experiment %s (id %s, state %s); weights %s.",
 			quote(e.Name), e.ID, e.State, joinOrNone(parts))
 	} else {
 		es, err := experimentsAt(b.ctx, b.api, p.Context, p.Site, p.Target)
 		if err != nil {
 			return err
 		}
-		b.line("  Counted: every condition assigned there; experiments at this decision point: %s.", fmtExperiments(es))
+		b.Line("  Counted: every condition assigned there; experiments at this decision point: %s.", fmtExperiments(es))
 		if len(es) == 1 {
 			e = &es[0]
 		}
 	}
 	if len(p.Group) > 0 || len(p.WorkingGroup) > 0 {
-		b.line("  Every user gets groups: %s; working groups: %s.", fmtGroupMap(p.Group), fmtWorkingGroups(p.WorkingGroup))
+		b.Line("  Every user gets groups: %s; working groups: %s.", fmtGroupMap(p.Group), fmtWorkingGroups(p.WorkingGroup))
 	} else {
-		b.line("  The users belong to no group.")
+		b.Line("  The users belong to no group.")
 	}
-	b.line("Each user is initialised, assigned and marked: this writes %s and their enrollment records into UpGrade, where they stay.",
+	b.Line("Each user is initialised, assigned and marked: this writes %s and their enrollment records into UpGrade, where they stay.",
 		plural(p.NumUsers, "synthetic user", "synthetic users"))
-	b.line("It runs as a background job; the result compares the counts with the weights (chi-square test).")
+	b.Line("It runs as a background job; the result compares the counts with the weights (chi-square test).")
 	if e != nil {
 		if e.State != upgrade.StateEnrolling {
-			b.warn("experiment %s is not enrolling (state %s): every user would get the default condition", quote(e.Name), e.State)
+			b.Warn("experiment %s is not enrolling (state %s): every user would get the default condition", quote(e.Name), e.State)
 		}
 		if e.ConsistencyRule == upgrade.ConsistencyGroup {
-			b.warn("experiment %s uses group consistency and every synthetic user shares the same working group: they all get one condition", quote(e.Name))
+			b.Warn("experiment %s uses group consistency and every synthetic user shares the same working group: they all get one condition", quote(e.Name))
 		}
 		if e.FilterMode == upgrade.FilterExcludeAll {
-			b.warn("experiment %s only enrolls its inclusion lists (excludeAll): synthetic users outside them get the default condition", quote(e.Name))
+			b.Warn("experiment %s only enrolls its inclusion lists (excludeAll): synthetic users outside them get the default condition", quote(e.Name))
 		}
 	}
 	return nil
-}
-
-// JobID is the id of the job of an approved confirmation's key.
-func JobID(key string) string {
-	if key == "" {
-		return upgrade.NewID()
-	}
-	return key
-}
-
-func executeBalance(ctx context.Context, env Env, p BalanceParams, key string) (Outcome, error) {
-	if env.Jobs == nil {
-		// Without a job runner (library use, tests) it runs in the turn.
-		opts := BalanceOptions{UserPrefix: "balance-" + upgrade.NewID()[:8] + "-"}
-		t, err := RunBalance(ctx, env.API, p, BalanceTally{}, opts)
-		if err != nil {
-			return Outcome{}, err
-		}
-		res, err := SummarizeBalance(ctx, env.API, p, t)
-		if err != nil {
-			return Outcome{}, err
-		}
-		return result(res)
-	}
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return Outcome{}, err
-	}
-	id := JobID(key)
-	if err := env.Jobs.Start(ctx, id, env.SessionID, string(TestConditionBalance), raw); err != nil {
-		return Outcome{}, fmt.Errorf("starting job %s: %w", id, err)
-	}
-	return Outcome{Job: &JobRef{ID: id}}, nil
-}
-
-func (balanceAction) Poll(ctx context.Context, env Env, ref JobRef, wait time.Duration) (JobStatus, error) {
-	if env.Jobs == nil {
-		return JobStatus{}, errors.New("no job runner to ask about job " + ref.ID)
-	}
-	st, err := env.Jobs.Wait(ctx, ref.ID, wait)
-	if err != nil {
-		return st, err
-	}
-	if st.Action == "" {
-		st.Action = string(TestConditionBalance)
-	}
-	return st, nil
-}
-
-func (balanceAction) Fetch(_ context.Context, _ Env, _ JobRef, st JobStatus) (json.RawMessage, error) {
-	if st.State != JobSucceeded {
-		return nil, &JobError{Status: st}
-	}
-	return st.Result, nil
 }
 
 // reportBalance is the balance table: counts and shares per condition

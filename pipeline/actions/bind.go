@@ -124,28 +124,14 @@ type Params interface {
 	Action() Name
 }
 
-// canonicaler is a params struct that knows its canonical form: spellings
-// folded to UpGrade's, blanks trimmed, documented defaults filled in, so
-// that everything a model may write for the same action gives one value.
-type canonicaler[P any] interface {
-	Params
-	canonical() P
-}
-
-// builtin is one of the nine actions: its params type and the functions of
-// its file. The generic plumbing (binding, the plan's frame, result
-// encoding) lives here once.
-type builtin[P canonicaler[P]] struct {
-	// self is the registered action when it wraps this one (a job action):
+// builtin is a registered action: its Def, and the generic plumbing
+// (binding, the plan's frame, result encoding) that lives here once.
+type builtin[P any] struct {
+	// self is the registered action (a jobBuiltin for a job action):
 	// bound params must lead back to it.
-	self      Action
-	spec      Spec
-	validate  func(c *checker, p P) error
-	plan      func(b *planBuilder, p P) error
-	execute   func(ctx context.Context, env Env, p P, key string) (Outcome, error)
-	reconcile func(ctx context.Context, env Env, p P, key string, startedAt time.Time) (Reconciliation, error)
-	// report renders a result in words (nil: none).
-	report func(result json.RawMessage) string
+	self Action
+	spec Spec
+	def  Def[P]
 }
 
 func (a *builtin[P]) Spec() Spec { return a.spec }
@@ -155,16 +141,14 @@ func (a *builtin[P]) Bind(raw json.RawMessage) (*Bound, error) {
 	if err != nil {
 		return nil, err
 	}
-	p = p.canonical()
+	if a.def.Canonical != nil {
+		p = a.def.Canonical(p)
+	}
 	canon, err := json.Marshal(p)
 	if err != nil {
 		return nil, fmt.Errorf("%s params: %w", a.spec.Name, err)
 	}
-	var self Action = a
-	if a.self != nil {
-		self = a.self
-	}
-	return NewBound(self, canon, p)
+	return NewBound(a.self, canon, p)
 }
 
 func (a *builtin[P]) typed(b *Bound) (P, error) {
@@ -181,8 +165,8 @@ func (a *builtin[P]) Validate(ctx context.Context, env Env, b *Bound) ([]Problem
 	if err != nil {
 		return nil, err
 	}
-	c := &checker{ctx: ctx, api: env.API}
-	if err := a.validate(c, p); err != nil {
+	c := &Checker{ctx: ctx, api: env.API}
+	if err := a.def.Validate(c, p); err != nil {
 		return nil, err
 	}
 	return c.problems, nil
@@ -193,15 +177,15 @@ func (a *builtin[P]) Plan(ctx context.Context, env Env, b *Bound) (*Plan, error)
 	if err != nil {
 		return nil, err
 	}
-	pb := &planBuilder{ctx: ctx, api: env.API, plan: &Plan{Action: Name(a.spec.Name), Params: b.Params, Destructive: a.spec.Destructive}}
+	pb := &Planner{ctx: ctx, api: env.API, plan: &Plan{Action: Name(a.spec.Name), Params: b.Params, Destructive: a.spec.Destructive}}
 	if a.spec.Destructive {
 		pb.text.WriteString(DestructiveMarker)
 	}
-	if err := a.plan(pb, p); err != nil {
+	if err := a.def.Plan(pb, p); err != nil {
 		return nil, fmt.Errorf("build plan for %s: %w", a.spec.Name, err)
 	}
 	for _, w := range pb.plan.Warnings {
-		pb.line("Warning: %s", w)
+		pb.Line("Warning: %s", w)
 	}
 	pb.text.WriteString(ConfirmPrompt)
 	pb.plan.Message = pb.text.String()
@@ -213,7 +197,10 @@ func (a *builtin[P]) Execute(ctx context.Context, env Env, b *Bound, key string)
 	if err != nil {
 		return Outcome{}, err
 	}
-	return a.execute(ctx, env, p, key)
+	if a.spec.LongRunning {
+		return a.startJob(ctx, env, b, p, key)
+	}
+	return a.def.Execute(ctx, env, p, key)
 }
 
 func (a *builtin[P]) Reconcile(ctx context.Context, env Env, b *Bound, key string, startedAt time.Time) (Reconciliation, error) {
@@ -221,20 +208,21 @@ func (a *builtin[P]) Reconcile(ctx context.Context, env Env, b *Bound, key strin
 	if err != nil {
 		return Reconciliation{}, err
 	}
-	return a.reconcile(ctx, env, p, key, startedAt)
+	if a.spec.LongRunning {
+		return Reconciliation{Outcome: OutcomeRepeat,
+			Note: "the job's id derives from the confirmation: starting it again re-attaches to the running job"}, nil
+	}
+	return a.def.Reconcile(ctx, env, p, key, startedAt)
 }
 
-// result encodes an action's result value.
-func result(v any) (Outcome, error) {
+// Result encodes an action's result value as its Outcome.
+func Result(v any) (Outcome, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("encoding the result: %w", err)
 	}
 	return Outcome{Result: raw}, nil
 }
-
-// schemaOf generates the JSON schema of a params type (get_<action>_schema).
-func schemaOf[P any]() json.RawMessage { return SchemaFor[P]() }
 
 // SchemaFor is the one schema generator of the project: tool arguments and
 // action params alike. Required fields are the ones without omitempty;
@@ -354,6 +342,55 @@ func decodeJSON(data []byte) (any, error) {
 	return v, nil
 }
 
+// isItem reports whether every key of obj names a field of the list's
+// element type: then it is one item where a list belongs, not a keyed list.
+func isItem(obj map[string]any, list reflect.Type) bool {
+	for list.Kind() == reflect.Pointer || list.Kind() == reflect.Slice {
+		list = list.Elem()
+	}
+	if list.Kind() != reflect.Struct || len(obj) == 0 {
+		return false
+	}
+	fields := jsonFields(list)
+	for k := range obj {
+		if _, _, ok := matchField(fields, k); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// keyedList reads an object written where a list of objects belongs as
+// that list, when the field declares the object's form with a `keyed`
+// tag ("code,weight"): {"variant": 50, "control": 50} is
+// [{code: control, weight: 50}, {code: variant, weight: 50}], and
+// {"control": {"weight": 50}} is [{code: control, weight: 50}]. The items
+// come sorted by key: the params reach Bind as a Go map on the agent's
+// way (set_action_params, update_action_params), which keeps no order, so
+// no order written could be kept anyway. An object whose keys are all
+// fields of the item ({"code": "c", "weight": 100}) stays one item.
+func keyedList(v any, f reflect.StructField) any {
+	keyField, valField, ok := strings.Cut(f.Tag.Get("keyed"), ",")
+	obj, isObj := asObject(v)
+	if !ok || !isObj || isItem(obj, f.Type) {
+		return v
+	}
+	list := make([]any, 0, len(obj))
+	for _, k := range sortedKeys(obj) {
+		item := map[string]any{}
+		if inner, ok := asObject(obj[k]); ok {
+			for ik, iv := range inner {
+				item[ik] = iv
+			}
+		} else {
+			item[valField] = obj[k]
+		}
+		item[keyField] = strings.TrimSpace(k)
+		list = append(list, item)
+	}
+	return list
+}
+
 func jsonErrorText(err error) string {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
@@ -398,7 +435,7 @@ func coerce(v any, t reflect.Type, path string, out *[]Problem) any {
 				continue
 			}
 			from[name] = k
-			res[name] = coerce(obj[k], f.Type, join(path, name), out)
+			res[name] = coerce(keyedList(obj[k], f), f.Type, join(path, name), out)
 		}
 		return res
 	case reflect.Map:

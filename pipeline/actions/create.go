@@ -9,6 +9,9 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
+// CreateExperiment creates an experiment.
+const CreateExperiment Name = "create_experiment"
+
 // CreateExperimentParams are the params of create_experiment. Empty optional
 // fields take the defaults: assignment unit individual, consistency
 // individual, post rule continue, filter mode includeAll.
@@ -16,7 +19,7 @@ type CreateExperimentParams struct {
 	Name               string               `json:"name" jsonschema:"experiment name, unique on the server"`
 	Context            string               `json:"context" jsonschema:"app context, one of the context metadata's keys"`
 	DecisionPoints     []DecisionPointParam `json:"decision_points" jsonschema:"at least one decision point"`
-	Conditions         []ConditionParam     `json:"conditions" jsonschema:"at least one condition; weights sum to 100"`
+	Conditions         []ConditionParam     `json:"conditions" jsonschema:"at least one condition; weights sum to 100" keyed:"code,weight"`
 	Description        string               `json:"description,omitempty"`
 	Tags               []string             `json:"tags,omitempty"`
 	AssignmentUnit     string               `json:"assignment_unit,omitempty" jsonschema:"individual (default) or group"`
@@ -54,25 +57,26 @@ func (p CreateExperimentParams) canonical() CreateExperimentParams {
 }
 
 func init() {
-	register(&builtin[CreateExperimentParams]{
-		spec: Spec{Name: string(CreateExperiment), Invalidates: []Cache{CacheExperiments}, Schema: schemaOf[CreateExperimentParams](),
-			Description: "Create a new experiment (created inactive) in an app context, with its decision points and weighted conditions."},
-		validate:  func(c *checker, p CreateExperimentParams) error { return c.design(p, "", true) },
-		plan:      planCreate,
-		execute:   executeCreate,
-		reconcile: reconcileCreate,
-		report: reportAs(func(r ExperimentResult) string {
+	Register(Def[CreateExperimentParams]{
+		Name: CreateExperiment, Order: 10, Invalidates: []Cache{CacheExperiments},
+		Description: "Create a new experiment (created inactive) in an app context, with its decision points and weighted conditions.",
+		Canonical:   CreateExperimentParams.canonical,
+		Validate:    func(c *Checker, p CreateExperimentParams) error { return c.design(p, "", true) },
+		Plan:        planCreate,
+		Execute:     executeCreate,
+		Reconcile:   reconcileCreate,
+		Report: ReportAs(func(r ExperimentResult) string {
 			return fmt.Sprintf("Created experiment %q (id %s) in context %s.\n%sIt is %s: nobody is enrolled until it is started.",
 				r.Name, r.ID, r.Context, designSummary(r), r.State)
 		}),
 	})
 }
 
-func planCreate(b *planBuilder, d CreateExperimentParams) error {
-	b.line("Create experiment %s in context %s.", quote(d.Name), ident(d.Context))
+func planCreate(b *Planner, d CreateExperimentParams) error {
+	b.Line("Create experiment %s in context %s.", quote(d.Name), ident(d.Context))
 	b.designLines(d)
 	b.designWarnings(d)
-	b.line("It is created inactive: nobody is enrolled until it is started.")
+	b.Line("It is created inactive: nobody is enrolled until it is started.")
 	return nil
 }
 
@@ -92,7 +96,7 @@ func executeCreate(ctx context.Context, env Env, d CreateExperimentParams, key s
 	// that exists is never sent again: it is this confirmation's experiment,
 	// made by an earlier attempt, and maybe changed since by someone.
 	if e, err := env.API.Experiment(ctx, id); err == nil {
-		return result(SummarizeExperiment(e))
+		return Result(SummarizeExperiment(e))
 	} else if upgrade.CategoryOf(err) != upgrade.CategoryNotFound {
 		return Outcome{}, fmt.Errorf("checking whether experiment %s exists before creating it: %w", id, err)
 	}
@@ -104,7 +108,7 @@ func executeCreate(ctx context.Context, env Env, d CreateExperimentParams, key s
 	if err != nil {
 		return Outcome{}, fmt.Errorf("experiment %q was created (id %s), but %w", d.Name, out.ID, err)
 	}
-	return result(SummarizeExperiment(held))
+	return Result(SummarizeExperiment(held))
 }
 
 func reconcileCreate(ctx context.Context, env Env, p CreateExperimentParams, key string, startedAt time.Time) (Reconciliation, error) {

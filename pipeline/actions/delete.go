@@ -9,9 +9,12 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
+// DeleteExperiment deletes an experiment.
+const DeleteExperiment Name = "delete_experiment"
+
 // DeleteExperimentParams are the params of delete_experiment.
 type DeleteExperimentParams struct {
-	ExperimentID string `json:"experiment_id" jsonschema:"id (UUID) of the experiment to delete"`
+	ExperimentID string `json:"experiment_id" jsonschema:"id (UUID) of the experiment to delete" ref:"experiment"`
 }
 
 // Action implements Params.
@@ -22,17 +25,18 @@ func (p DeleteExperimentParams) canonical() DeleteExperimentParams {
 }
 
 func init() {
-	register(&builtin[DeleteExperimentParams]{
-		spec: Spec{Name: string(DeleteExperiment), Destructive: true, Invalidates: []Cache{CacheExperiments, CacheEnrollment},
-			Schema: schemaOf[DeleteExperimentParams](), Description: "Delete an experiment and its enrollment data for good."},
-		validate: func(c *checker, p DeleteExperimentParams) error {
-			_, err := c.experiment("experiment_id", p.ExperimentID)
+	Register(Def[DeleteExperimentParams]{
+		Name: DeleteExperiment, Order: 40, Destructive: true, Invalidates: []Cache{CacheExperiments, CacheEnrollment},
+		Description: "Delete an experiment and its enrollment data for good.",
+		Canonical:   DeleteExperimentParams.canonical,
+		Validate: func(c *Checker, p DeleteExperimentParams) error {
+			_, err := c.Experiment("experiment_id", p.ExperimentID)
 			return err
 		},
-		plan:      planDelete,
-		execute:   executeDelete,
-		reconcile: reconcileDelete,
-		report: reportAs(func(r deleteResult) string {
+		Plan:      planDelete,
+		Execute:   executeDelete,
+		Reconcile: reconcileDelete,
+		Report: ReportAs(func(r deleteResult) string {
 			if r.Name == "" {
 				return fmt.Sprintf("Deleted experiment %s with its enrollment data.", r.ID)
 			}
@@ -41,24 +45,24 @@ func init() {
 	})
 }
 
-func planDelete(b *planBuilder, p DeleteExperimentParams) error {
-	e, err := b.experiment(p.ExperimentID)
+func planDelete(b *Planner, p DeleteExperimentParams) error {
+	e, err := b.Experiment(p.ExperimentID)
 	if err != nil {
 		return err
 	}
-	b.pin(e)
-	b.line("delete experiment %s (id %s, context %s, state %s).", quote(e.Name), e.ID, identOrNone(e.ContextName()), e.State)
-	b.line("It has %s (%s), %s (%s); the experiment and its enrollment data are removed for good.",
+	b.Pin(e)
+	b.Line("delete experiment %s (id %s, context %s, state %s).", quote(e.Name), e.ID, identOrNone(e.ContextName()), e.State)
+	b.Line("It has %s (%s), %s (%s); the experiment and its enrollment data are removed for good.",
 		plural(len(e.Conditions), "condition", "conditions"), listOrNone(experimentCodes(e)),
 		plural(len(e.Partitions), "decision point", "decision points"), listOrNone(partitionNames(e)))
 	// The enrollment count helps the decision, but it changes while users
 	// arrive: it is a fact for the reply, not part of the text the approval
 	// binds to. A server that cannot compute it still lets the person decide.
 	if st, err := b.api.EnrollmentStats(b.ctx, e.ID); err == nil && st != nil {
-		b.fact("%s enrolled", plural(st.Users, "user is", "users are"))
+		b.Fact("%s enrolled", plural(st.Users, "user is", "users are"))
 	}
 	if e.State == upgrade.StateEnrolling {
-		b.warn("the experiment is enrolling: its users get the default condition from now on")
+		b.Warn("the experiment is enrolling: its users get the default condition from now on")
 	}
 	return nil
 }
@@ -78,7 +82,7 @@ func executeDelete(ctx context.Context, env Env, p DeleteExperimentParams, _ str
 	if id == "" {
 		id = p.ExperimentID
 	}
-	return result(deleteResult{ID: id, Name: out.Name, Deleted: true})
+	return Result(deleteResult{ID: id, Name: out.Name, Deleted: true})
 }
 
 func reconcileDelete(ctx context.Context, env Env, p DeleteExperimentParams, _ string, _ time.Time) (Reconciliation, error) {

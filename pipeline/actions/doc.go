@@ -1,5 +1,8 @@
-// Package actions holds everything about the nine executor actions of the
-// agent (spec/pipeline.md) that is plain Go: their typed params, lenient
+// Package actions holds everything about the executor actions of the agent
+// (spec/pipeline.md) that is plain Go, and the registry that is the one
+// list of them: each action declares itself in one file with Register(Def[P])
+// (name, order, schema, references, validation, plan, execution or job
+// body, report), and everything else reads the registry. Per action: their typed params, lenient
 // but exact binding, validation against UpGrade's rules, the deterministic
 // confirmation text, execution, reconciliation after a crash, and the
 // condition-balance computation that the job runner drives.
@@ -21,8 +24,10 @@
 // happened (done), did not (not_done), cannot be told (unknown), or may be
 // run again with the same key (repeat). Spec says what an action declares:
 // destructive, long-running, which cached data it invalidates.
-// RunBalance and SummarizeBalance are the resumable body of
-// test_condition_balance. SchemaFor is the project's one schema generator.
+// A long-running action's job body (Job: Total, Run in batches with its
+// tally as JSON) is what job runners drive; RunBalance and SummarizeBalance
+// are the body of test_condition_balance. SchemaFor is the project's one
+// schema generator.
 //
 // UpGrade is reached through the API interface (a subset of
 // *upgrade.Client). The package must not talk HTTP itself, call the LLM,

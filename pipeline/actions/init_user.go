@@ -9,6 +9,9 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
+// InitExperimentUser registers a user with their groups.
+const InitExperimentUser Name = "init_experiment_user"
+
 // InitExperimentUserParams are the params of init_experiment_user.
 type InitExperimentUserParams struct {
 	UserID       string              `json:"user_id" jsonschema:"the user id"`
@@ -24,23 +27,24 @@ func (p InitExperimentUserParams) canonical() InitExperimentUserParams {
 }
 
 func init() {
-	register(&builtin[InitExperimentUserParams]{
-		spec: Spec{Name: string(InitExperimentUser), Schema: schemaOf[InitExperimentUserParams](),
-			Description: "Register a user with UpGrade, with their groups and working groups."},
-		validate: func(c *checker, p InitExperimentUserParams) error {
+	Register(Def[InitExperimentUserParams]{
+		Name: InitExperimentUser, Order: 50,
+		Description: "Register a user with UpGrade, with their groups and working groups.",
+		Canonical:   InitExperimentUserParams.canonical,
+		Validate: func(c *Checker, p InitExperimentUserParams) error {
 			c.userID(p.UserID)
 			c.groups(p.Group, p.WorkingGroup)
 			return nil
 		},
-		plan: func(b *planBuilder, p InitExperimentUserParams) error {
-			b.line("Initialise user %s in UpGrade.", quote(p.UserID))
-			b.line("  Groups: %s", fmtGroupMap(p.Group))
-			b.line("  Working groups: %s", fmtWorkingGroups(p.WorkingGroup))
+		Plan: func(b *Planner, p InitExperimentUserParams) error {
+			b.Line("Initialise user %s in UpGrade.", quote(p.UserID))
+			b.Line("  Groups: %s", fmtGroupMap(p.Group))
+			b.Line("  Working groups: %s", fmtWorkingGroups(p.WorkingGroup))
 			return nil
 		},
-		execute:   executeInit,
-		reconcile: repeatUserCall[InitExperimentUserParams],
-		report: reportAs(func(r initResult) string {
+		Execute:   executeInit,
+		Reconcile: repeatUserCall[InitExperimentUserParams],
+		Report: ReportAs(func(r initResult) string {
 			return fmt.Sprintf("Initialised user %q. Groups: %s. Working groups: %s.", r.UserID, fmtGroupMap(r.Group), fmtWorkingGroups(r.WorkingGroup))
 		}),
 	})
@@ -57,7 +61,7 @@ func executeInit(ctx context.Context, env Env, p InitExperimentUserParams, _ str
 	if err != nil {
 		return Outcome{}, err
 	}
-	return result(initResult{UserID: p.UserID, Group: nonNilGroup(out.Group), WorkingGroup: nonNilWorking(out.WorkingGroup)})
+	return Result(initResult{UserID: p.UserID, Group: nonNilGroup(out.Group), WorkingGroup: nonNilWorking(out.WorkingGroup)})
 }
 
 // repeatUserCall reconciles the client calls of one user (init, assign,

@@ -8,6 +8,9 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
+// MarkDecisionPoint records that a user reached a decision point.
+const MarkDecisionPoint Name = "mark_decision_point"
+
 // MarkDecisionPointParams are the params of mark_decision_point. A nil
 // AssignedCondition means no condition was assigned; Status then defaults to
 // "no condition assigned", otherwise to "condition applied".
@@ -43,14 +46,15 @@ func (p MarkDecisionPointParams) canonical() MarkDecisionPointParams {
 }
 
 func init() {
-	register(&builtin[MarkDecisionPointParams]{
-		spec: Spec{Name: string(MarkDecisionPoint), Destructive: true, Invalidates: []Cache{CacheEnrollment}, Schema: schemaOf[MarkDecisionPointParams](),
-			Description: "Record that a user reached a decision point and which condition they saw (enrolls or excludes the user)."},
-		validate:  validateMark,
-		plan:      planMark,
-		execute:   executeMark,
-		reconcile: repeatUserCall[MarkDecisionPointParams],
-		report: reportAs(func(r markResult) string {
+	Register(Def[MarkDecisionPointParams]{
+		Name: MarkDecisionPoint, Order: 70, Destructive: true, Invalidates: []Cache{CacheEnrollment},
+		Description: "Record that a user reached a decision point and which condition they saw (enrolls or excludes the user).",
+		Canonical:   MarkDecisionPointParams.canonical,
+		Validate:    validateMark,
+		Plan:        planMark,
+		Execute:     executeMark,
+		Reconcile:   repeatUserCall[MarkDecisionPointParams],
+		Report: ReportAs(func(r markResult) string {
 			what := "no condition"
 			if r.Condition != "" {
 				what = fmt.Sprintf("condition %s of experiment %s", r.Condition, r.ExperimentID)
@@ -60,68 +64,68 @@ func init() {
 	})
 }
 
-func validateMark(c *checker, p MarkDecisionPointParams) error {
+func validateMark(c *Checker, p MarkDecisionPointParams) error {
 	c.userID(p.UserID)
 	if p.DecisionPoint.Site == "" {
-		c.missing("decision_point.site", "decision_point.site is required")
+		c.Missing("decision_point.site", "decision_point.site is required")
 	}
 	if p.DecisionPoint.Target == "" {
-		c.missing("decision_point.target", "decision_point.target is required (UpGrade refuses a mark without one)")
+		c.Missing("decision_point.target", "decision_point.target is required (UpGrade refuses a mark without one)")
 	}
 	status := p.Status
 	switch status {
 	case upgrade.MarkConditionApplied, upgrade.MarkConditionNotApplied, upgrade.MarkNoConditionAssigned:
 	default:
-		c.addValue("status", status, "unknown mark status; use %q, %q or %q",
+		c.AddValue("status", status, "unknown mark status; use %q, %q or %q",
 			upgrade.MarkConditionApplied, upgrade.MarkConditionNotApplied, upgrade.MarkNoConditionAssigned)
 		status = ""
 	}
 	ac := p.AssignedCondition
 	if ac == nil {
 		if status != "" && status != upgrade.MarkNoConditionAssigned {
-			c.add("status", "status %q needs assigned_condition (the condition the user saw)", status)
+			c.Add("status", "status %q needs assigned_condition (the condition the user saw)", status)
 		}
 		return nil
 	}
 	if status == upgrade.MarkNoConditionAssigned {
-		c.add("status", "status %q contradicts assigned_condition; drop one of them", status)
+		c.Add("status", "status %q contradicts assigned_condition; drop one of them", status)
 	}
 	if ac.ConditionCode == "" {
-		c.missing("assigned_condition.condition_code", "assigned_condition.condition_code is required")
+		c.Missing("assigned_condition.condition_code", "assigned_condition.condition_code is required")
 	}
-	e, err := c.experiment("assigned_condition.experiment_id", ac.ExperimentID)
+	e, err := c.Experiment("assigned_condition.experiment_id", ac.ExperimentID)
 	if err != nil || e == nil {
 		return err
 	}
 	if ac.ConditionCode != "" && e.ConditionByCode(ac.ConditionCode) == nil {
-		c.addValue("assigned_condition.condition_code", ac.ConditionCode, "experiment %q has no such condition; its conditions: %s",
+		c.AddValue("assigned_condition.condition_code", ac.ConditionCode, "experiment %q has no such condition; its conditions: %s",
 			e.Name, listOrNone(experimentCodes(e)))
 	}
 	if p.DecisionPoint.Site != "" && !hasPartition(e, p.DecisionPoint.Site, p.DecisionPoint.Target) {
-		c.add("decision_point", "experiment %q has no decision point %s; its decision points: %s",
+		c.Add("decision_point", "experiment %q has no decision point %s; its decision points: %s",
 			e.Name, siteTarget(p.DecisionPoint.Site, p.DecisionPoint.Target), listOrNone(partitionNames(e)))
 	}
 	return nil
 }
 
-func planMark(b *planBuilder, p MarkDecisionPointParams) error {
+func planMark(b *Planner, p MarkDecisionPointParams) error {
 	dp := ident(siteTarget(p.DecisionPoint.Site, p.DecisionPoint.Target))
 	if p.AssignedCondition == nil {
-		b.line("mark decision point %s for user %s: no condition, status %s.", dp, quote(p.UserID), quote(p.Status))
-		b.line("This records that the user reached the decision point without a condition.")
+		b.Line("mark decision point %s for user %s: no condition, status %s.", dp, quote(p.UserID), quote(p.Status))
+		b.Line("This records that the user reached the decision point without a condition.")
 		return nil
 	}
-	e, err := b.experiment(p.AssignedCondition.ExperimentID)
+	e, err := b.Experiment(p.AssignedCondition.ExperimentID)
 	if err != nil {
 		return err
 	}
-	b.pin(e)
-	b.line("mark decision point %s for user %s: condition %s of experiment %s (id %s), status %s.",
+	b.Pin(e)
+	b.Line("mark decision point %s for user %s: condition %s of experiment %s (id %s), status %s.",
 		dp, quote(p.UserID), ident(p.AssignedCondition.ConditionCode), quote(e.Name), e.ID, quote(p.Status))
 	if p.Status == upgrade.MarkConditionNotApplied {
-		b.line("This excludes the user from the experiment for good.")
+		b.Line("This excludes the user from the experiment for good.")
 	} else {
-		b.line("This records the user's enrollment in the experiment.")
+		b.Line("This records the user's enrollment in the experiment.")
 	}
 	return nil
 }
@@ -162,5 +166,5 @@ func executeMark(ctx context.Context, env Env, p MarkDecisionPointParams, _ stri
 	if res.Condition == "" && req.Data.AssignedCondition != nil {
 		res.Condition = req.Data.AssignedCondition.ConditionCode
 	}
-	return result(res)
+	return Result(res)
 }

@@ -38,5 +38,5 @@ type SiteTarget struct {
 // AssignedConditionParam is the condition a mark reports.
 type AssignedConditionParam struct {
 	ConditionCode string `json:"condition_code" jsonschema:"code of the condition the user saw"`
-	ExperimentID  string `json:"experiment_id" jsonschema:"id of the experiment the condition belongs to"`
+	ExperimentID  string `json:"experiment_id" jsonschema:"id of the experiment the condition belongs to" ref:"experiment"`
 }

@@ -57,32 +57,47 @@ func experimentVersion(e *upgrade.Experiment) string {
 	return "sha256:" + hex.EncodeToString(sum[:8])
 }
 
-type planBuilder struct {
+// Planner writes one confirmation while an action's Plan runs: the lines
+// the person reads, warnings (shown after them), facts (told, not bound)
+// and the experiment the text describes.
+type Planner struct {
 	ctx  context.Context
 	api  API
 	plan *Plan
 	text strings.Builder
 }
 
-func (b *planBuilder) line(format string, args ...any) {
+// Context is the context of the rendering.
+func (b *Planner) Context() context.Context { return b.ctx }
+
+// API is the UpGrade the plan reads.
+func (b *Planner) API() API { return b.api }
+
+// Line adds a line of text.
+func (b *Planner) Line(format string, args ...any) {
 	fmt.Fprintf(&b.text, format, args...)
 	b.text.WriteByte('\n')
 }
 
-func (b *planBuilder) fact(format string, args ...any) {
+// Fact adds a detail that helps the decision but changes on its own.
+func (b *Planner) Fact(format string, args ...any) {
 	b.plan.Facts = append(b.plan.Facts, fmt.Sprintf(format, args...))
 }
 
-func (b *planBuilder) warn(format string, args ...any) {
+// Warn adds a warning, shown after the lines.
+func (b *Planner) Warn(format string, args ...any) {
 	b.plan.Warnings = append(b.plan.Warnings, fmt.Sprintf(format, args...))
 }
 
-func (b *planBuilder) pin(e *upgrade.Experiment) {
+// Pin binds the text to this version of the experiment: an approval of it
+// is refused once the experiment changed.
+func (b *Planner) Pin(e *upgrade.Experiment) {
 	b.plan.ExperimentID = e.ID
 	b.plan.ExperimentVersion = experimentVersion(e)
 }
 
-func (b *planBuilder) experiment(id string) (*upgrade.Experiment, error) {
+// Experiment reads an experiment.
+func (b *Planner) Experiment(id string) (*upgrade.Experiment, error) {
 	e, err := b.api.Experiment(b.ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("reading experiment %s: %w", id, err)
@@ -92,50 +107,50 @@ func (b *planBuilder) experiment(id string) (*upgrade.Experiment, error) {
 
 // designLines lists every setting of a design, defaults included, so the
 // person sees exactly what the experiment will be.
-func (b *planBuilder) designLines(d CreateExperimentParams) {
-	b.line("  Decision points:")
+func (b *Planner) designLines(d CreateExperimentParams) {
+	b.Line("  Decision points:")
 	for i, dp := range d.DecisionPoints {
-		b.line("    %d. %s", i+1, fmtDecisionPoint(dp))
+		b.Line("    %d. %s", i+1, fmtDecisionPoint(dp))
 	}
-	b.line("  Conditions:")
+	b.Line("  Conditions:")
 	for i, c := range d.Conditions {
-		b.line("    %d. %s: %s%%", i+1, ident(c.Code), fmtWeight(c.Weight))
+		b.Line("    %d. %s: %s%%", i+1, ident(c.Code), fmtWeight(c.Weight))
 	}
 	unit := d.AssignmentUnit
 	if unit == upgrade.UnitGroup {
 		unit += " (group type " + ident(d.GroupType) + ")"
 	}
-	b.line("  Assignment unit: %s", unit)
-	b.line("  Consistency rule: %s", d.ConsistencyRule)
-	b.line("  Post-experiment rule: %s", fmtPostRuleLong(d.PostExperimentRule))
+	b.Line("  Assignment unit: %s", unit)
+	b.Line("  Consistency rule: %s", d.ConsistencyRule)
+	b.Line("  Post-experiment rule: %s", fmtPostRuleLong(d.PostExperimentRule))
 	switch d.FilterMode {
 	case upgrade.FilterExcludeAll:
-		b.line("  Participants: excludeAll (only the included, minus the excluded)")
-		b.line("    Included users: %s", fmtUsers(d.InclusionUsers))
-		b.line("    Included groups: %s", fmtGroups(d.InclusionGroups))
+		b.Line("  Participants: excludeAll (only the included, minus the excluded)")
+		b.Line("    Included users: %s", fmtUsers(d.InclusionUsers))
+		b.Line("    Included groups: %s", fmtGroups(d.InclusionGroups))
 	default:
-		b.line("  Participants: %s (everyone except the excluded)", d.FilterMode)
+		b.Line("  Participants: %s (everyone except the excluded)", d.FilterMode)
 	}
-	b.line("    Excluded users: %s", fmtUsers(d.ExclusionUsers))
-	b.line("    Excluded groups: %s", fmtGroups(d.ExclusionGroups))
+	b.Line("    Excluded users: %s", fmtUsers(d.ExclusionUsers))
+	b.Line("    Excluded groups: %s", fmtGroups(d.ExclusionGroups))
 	if d.Description != "" {
-		b.line("  Description: %s", quote(d.Description))
+		b.Line("  Description: %s", quote(d.Description))
 	}
 	if len(d.Tags) > 0 {
-		b.line("  Tags: %s", fmtUsers(d.Tags))
+		b.Line("  Tags: %s", fmtUsers(d.Tags))
 	}
 }
 
-func (b *planBuilder) designWarnings(d CreateExperimentParams) {
+func (b *Planner) designWarnings(d CreateExperimentParams) {
 	if d.FilterMode == upgrade.FilterExcludeAll && len(d.InclusionUsers) == 0 && len(d.InclusionGroups) == 0 {
-		b.warn("filter mode excludeAll with empty inclusion lists: nobody would be enrolled")
+		b.Warn("filter mode excludeAll with empty inclusion lists: nobody would be enrolled")
 	}
 	if d.AssignmentUnit != upgrade.UnitGroup && d.GroupType != "" {
-		b.warn("group_type %s is ignored: the assignment unit is %s", ident(d.GroupType), d.AssignmentUnit)
+		b.Warn("group_type %s is ignored: the assignment unit is %s", ident(d.GroupType), d.AssignmentUnit)
 	}
 	for _, c := range d.Conditions {
 		if c.Weight != nil && *c.Weight == 0 {
-			b.warn("condition %s has weight 0: nobody will get it", ident(c.Code))
+			b.Warn("condition %s has weight 0: nobody will get it", ident(c.Code))
 		}
 	}
 }

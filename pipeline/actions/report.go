@@ -13,18 +13,18 @@ type Reporter interface {
 	Report(result json.RawMessage) string
 }
 
-// Report renders the result of the built-in action, or "" when it has no
+// Report renders the result of a registered action, or "" when it has no
 // words for it (the caller then shows the result as it is).
 func (a *builtin[P]) Report(result json.RawMessage) string {
-	if a.report == nil || len(result) == 0 {
+	if a.def.Report == nil || len(result) == 0 {
 		return ""
 	}
-	return a.report(result)
+	return a.def.Report(result)
 }
 
-// reportAs decodes a result into T and renders it with fn; a result that
-// does not decode gets no words.
-func reportAs[T any](fn func(T) string) func(json.RawMessage) string {
+// ReportAs decodes a result into T and renders it with fn (Def.Report); a
+// result that does not decode gets no words.
+func ReportAs[T any](fn func(T) string) func(json.RawMessage) string {
 	return func(raw json.RawMessage) string {
 		var v T
 		if json.Unmarshal(raw, &v) != nil {

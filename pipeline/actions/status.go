@@ -10,10 +10,13 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
+// UpdateExperimentStatus starts, stops, cancels or archives an experiment.
+const UpdateExperimentStatus Name = "update_experiment_status"
+
 // UpdateExperimentStatusParams are the params of update_experiment_status.
 // Status is held in UpGrade's internal naming once parsed.
 type UpdateExperimentStatusParams struct {
-	ExperimentID string `json:"experiment_id" jsonschema:"id (UUID) of the experiment"`
+	ExperimentID string `json:"experiment_id" jsonschema:"id (UUID) of the experiment" ref:"experiment"`
 	Status       string `json:"status" jsonschema:"target state: enrolling (start/restart), enrollmentComplete (stop), cancelled, archived; display names running, paused, completed are accepted"`
 }
 
@@ -29,14 +32,16 @@ func (p UpdateExperimentStatusParams) canonical() UpdateExperimentStatusParams {
 }
 
 func init() {
-	register(&builtin[UpdateExperimentStatusParams]{
-		spec: Spec{Name: string(UpdateExperimentStatus), Destructive: true, Invalidates: []Cache{CacheExperiments, CacheEnrollment},
-			Schema: schemaOf[UpdateExperimentStatusParams](), Description: "Start, stop, restart, cancel or archive an experiment."},
-		validate:  validateStatus,
-		plan:      planStatus,
-		execute:   executeStatus,
-		reconcile: reconcileStatus,
-		report:    reportAs(reportStatus),
+	Register(Def[UpdateExperimentStatusParams]{
+		Name: UpdateExperimentStatus, Order: 30, Destructive: true, Invalidates: []Cache{CacheExperiments, CacheEnrollment},
+		Description: "Start, stop, restart, cancel or archive an experiment.",
+		Note:        "enrolling = start, enrollmentComplete = stop, cancelled, archived",
+		Canonical:   UpdateExperimentStatusParams.canonical,
+		Validate:    validateStatus,
+		Plan:        planStatus,
+		Execute:     executeStatus,
+		Reconcile:   reconcileStatus,
+		Report:      ReportAs(reportStatus),
 	})
 }
 
@@ -59,64 +64,64 @@ func reportStatus(r statusResult) string {
 	return s
 }
 
-func validateStatus(c *checker, p UpdateExperimentStatusParams) error {
-	e, err := c.experiment("experiment_id", p.ExperimentID)
+func validateStatus(c *Checker, p UpdateExperimentStatusParams) error {
+	e, err := c.Experiment("experiment_id", p.ExperimentID)
 	if err != nil {
 		return err
 	}
 	target := upgrade.State(p.Status)
 	switch {
 	case p.Status == "":
-		c.missing("status", "status is required (enrolling to start, enrollmentComplete to stop, cancelled, archived)")
+		c.Missing("status", "status is required (enrolling to start, enrollmentComplete to stop, cancelled, archived)")
 		return nil
 	case !target.Valid():
-		c.addValue("status", p.Status, "unknown status; use one of %s (or running, paused, completed)", stateList())
+		c.AddValue("status", p.Status, "unknown status; use one of %s (or running, paused, completed)", stateList())
 		return nil
 	}
 	if e == nil {
 		return nil
 	}
 	if e.State == target {
-		c.add("status", "experiment %q is already %s", e.Name, target)
+		c.Add("status", "experiment %q is already %s", e.Name, target)
 		return nil
 	}
 	if _, ok := AllowedTransition(e.State, target); !ok {
-		c.add("status", "cannot change experiment %q from %s to %s; %s", e.Name, e.State, target, describeTransitionsFrom(e.State))
+		c.Add("status", "cannot change experiment %q from %s to %s; %s", e.Name, e.State, target, describeTransitionsFrom(e.State))
 	}
 	return nil
 }
 
-func planStatus(b *planBuilder, p UpdateExperimentStatusParams) error {
+func planStatus(b *Planner, p UpdateExperimentStatusParams) error {
 	e, err := upgrade.ExperimentWithLists(b.ctx, b.api, p.ExperimentID) // the lists decide the excludeAll warning
 	if err != nil {
 		return fmt.Errorf("reading experiment %s: %w", p.ExperimentID, err)
 	}
-	b.pin(e)
+	b.Pin(e)
 	target := upgrade.State(p.Status)
 	verb, ok := AllowedTransition(e.State, target)
 	if !ok {
 		verb = "not an offered change"
 	}
-	b.line("change the status of experiment %s (id %s, context %s): %s -> %s (%s).",
+	b.Line("change the status of experiment %s (id %s, context %s): %s -> %s (%s).",
 		quote(e.Name), e.ID, identOrNone(e.ContextName()), e.State, target, verb)
 	d := designOf(e)
 	switch target {
 	case upgrade.StateEnrolling:
 		if e.State == upgrade.StateEnrollmentComplete {
-			b.line("Enrollment resumes: users who reach its decision points are assigned conditions again.")
+			b.Line("Enrollment resumes: users who reach its decision points are assigned conditions again.")
 		} else {
-			b.line("Users who reach its decision points from now on are assigned conditions (unit %s, consistency %s).",
+			b.Line("Users who reach its decision points from now on are assigned conditions (unit %s, consistency %s).",
 				identOrNone(e.AssignmentUnit), identOrNone(e.ConsistencyRule))
 		}
 		if e.FilterMode == upgrade.FilterExcludeAll && e.Inclusion.Empty() {
-			b.warn("filter mode excludeAll with empty inclusion lists: nobody would be enrolled")
+			b.Warn("filter mode excludeAll with empty inclusion lists: nobody would be enrolled")
 		}
 	case upgrade.StateEnrollmentComplete:
-		b.line("Enrollment ends; the post-experiment rule applies: %s.", fmtPostRuleLong(d.PostExperimentRule))
+		b.Line("Enrollment ends; the post-experiment rule applies: %s.", fmtPostRuleLong(d.PostExperimentRule))
 	case upgrade.StateCancelled:
-		b.line("The experiment stops: everyone gets the default condition.")
+		b.Line("The experiment stops: everyone gets the default condition.")
 	case upgrade.StateArchived:
-		b.line("The experiment is archived: it stays readable but no longer runs.")
+		b.Line("The experiment is archived: it stays readable but no longer runs.")
 	}
 	return nil
 }
@@ -143,7 +148,7 @@ func executeStatus(ctx context.Context, env Env, p UpdateExperimentStatusParams,
 	if out.State != target {
 		return Outcome{}, fmt.Errorf("experiment %q: the server answered state %s after the change to %s", cur.Name, out.State, target)
 	}
-	return result(statusResult{ID: cur.ID, Name: cur.Name, PreviousState: cur.State, State: out.State})
+	return Result(statusResult{ID: cur.ID, Name: cur.Name, PreviousState: cur.State, State: out.State})
 }
 
 func reconcileStatus(ctx context.Context, env Env, p UpdateExperimentStatusParams, _ string, _ time.Time) (Reconciliation, error) {

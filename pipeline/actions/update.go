@@ -9,15 +9,18 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
+// UpdateExperiment changes fields of an experiment.
+const UpdateExperiment Name = "update_experiment"
+
 // UpdateExperimentParams are the params of update_experiment. Every field
 // but ExperimentID is a pointer: nil means "leave as it is", so an explicit
 // empty list (say, "tags": []) can still clear a field.
 type UpdateExperimentParams struct {
-	ExperimentID       string                `json:"experiment_id" jsonschema:"id (UUID) of the experiment to change"`
+	ExperimentID       string                `json:"experiment_id" jsonschema:"id (UUID) of the experiment to change" ref:"experiment"`
 	Name               *string               `json:"name,omitempty"`
 	Context            *string               `json:"context,omitempty"`
 	DecisionPoints     *[]DecisionPointParam `json:"decision_points,omitempty" jsonschema:"the complete new list; existing ones are matched by site+target"`
-	Conditions         *[]ConditionParam     `json:"conditions,omitempty" jsonschema:"the complete new list; existing ones are matched by code"`
+	Conditions         *[]ConditionParam     `json:"conditions,omitempty" jsonschema:"the complete new list; existing ones are matched by code" keyed:"code,weight"`
 	Description        *string               `json:"description,omitempty"`
 	Tags               *[]string             `json:"tags,omitempty"`
 	AssignmentUnit     *string               `json:"assignment_unit,omitempty"`
@@ -90,22 +93,23 @@ func keepGroups(l *[]GroupParam) *[]GroupParam {
 }
 
 func init() {
-	register(&builtin[UpdateExperimentParams]{
-		spec: Spec{Name: string(UpdateExperiment), Invalidates: []Cache{CacheExperiments}, Schema: schemaOf[UpdateExperimentParams](),
-			Description: "Change fields of an existing experiment; only the fields given change. Condition and decision point ids are kept."},
-		validate:  validateUpdate,
-		plan:      planUpdate,
-		execute:   executeUpdate,
-		reconcile: reconcileUpdate,
-		report: reportAs(func(r ExperimentResult) string {
+	Register(Def[UpdateExperimentParams]{
+		Name: UpdateExperiment, Order: 20, Invalidates: []Cache{CacheExperiments},
+		Description: "Change fields of an existing experiment; only the fields given change. Condition and decision point ids are kept.",
+		Canonical:   UpdateExperimentParams.canonical,
+		Validate:    validateUpdate,
+		Plan:        planUpdate,
+		Execute:     executeUpdate,
+		Reconcile:   reconcileUpdate,
+		Report: ReportAs(func(r ExperimentResult) string {
 			return fmt.Sprintf("Updated experiment %q (id %s, context %s, state %s). It now has:\n%s", r.Name, r.ID, r.Context, r.State,
 				strings.TrimRight(designSummary(r), "\n"))
 		}),
 	})
 }
 
-func validateUpdate(c *checker, u UpdateExperimentParams) error {
-	e, err := c.experiment("experiment_id", u.ExperimentID)
+func validateUpdate(c *Checker, u UpdateExperimentParams) error {
+	e, err := c.Experiment("experiment_id", u.ExperimentID)
 	if err != nil || e == nil {
 		return err
 	}
@@ -113,39 +117,39 @@ func validateUpdate(c *checker, u UpdateExperimentParams) error {
 		return err
 	}
 	if !updateTouches(u) {
-		c.missing("fields", "name at least one field to change (status changes use update_experiment_status)")
+		c.Missing("fields", "name at least one field to change (status changes use update_experiment_status)")
 		return nil
 	}
 	if e.Type != "" && e.Type != upgrade.TypeSimple {
-		c.add("experiment_id", "experiment %q is a %s experiment; the agent only edits Simple experiments", e.Name, e.Type)
+		c.Add("experiment_id", "experiment %q is a %s experiment; the agent only edits Simple experiments", e.Name, e.Type)
 		return nil
 	}
 	return c.design(applyUpdate(designOf(e), u), e.ID, u.Name != nil)
 }
 
-func planUpdate(b *planBuilder, p UpdateExperimentParams) error {
+func planUpdate(b *Planner, p UpdateExperimentParams) error {
 	e, err := upgrade.ExperimentWithLists(b.ctx, b.api, p.ExperimentID)
 	if err != nil {
 		return fmt.Errorf("reading experiment %s: %w", p.ExperimentID, err)
 	}
-	b.pin(e)
+	b.Pin(e)
 	cur := designOf(e)
 	next := applyUpdate(cur, p)
-	b.line("Update experiment %s (id %s, context %s, state %s):", quote(e.Name), e.ID, identOrNone(e.ContextName()), e.State)
+	b.Line("Update experiment %s (id %s, context %s, state %s):", quote(e.Name), e.ID, identOrNone(e.ContextName()), e.State)
 	changes := designChanges(cur, next)
 	for _, c := range changes {
-		b.line("  %s", c)
+		b.Line("  %s", c)
 	}
 	if len(changes) == 0 {
-		b.line("  (no change: every value given equals the current one)")
-		b.warn("nothing would change")
+		b.Line("  (no change: every value given equals the current one)")
+		b.Warn("nothing would change")
 	}
-	b.line("Existing condition and decision point ids are kept (matched by code and by site/target).")
+	b.Line("Existing condition and decision point ids are kept (matched by code and by site/target).")
 	if len(changes) > 0 && e.State == upgrade.StateEnrolling {
-		b.warn("the experiment is enrolling: the change applies to users assigned from now on")
+		b.Warn("the experiment is enrolling: the change applies to users assigned from now on")
 	}
 	for _, code := range removedCodes(cur, next) {
-		b.warn("condition %s is removed; users who had it lose it", ident(code))
+		b.Warn("condition %s is removed; users who had it lose it", ident(code))
 	}
 	b.designWarnings(next)
 	return nil
@@ -178,7 +182,7 @@ func executeUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ str
 	if err != nil {
 		return Outcome{}, fmt.Errorf("experiment %q was updated, but %w", d.Name, err)
 	}
-	return result(SummarizeExperiment(held))
+	return Result(SummarizeExperiment(held))
 }
 
 func reconcileUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ string, _ time.Time) (Reconciliation, error) {

@@ -15,19 +15,28 @@ import (
 // thirds and the like).
 const WeightTolerance = 0.01
 
-type checker struct {
+// Checker collects the problems of one action's params while its
+// Validate runs; each names the field by its path (conditions[1].code).
+type Checker struct {
 	ctx      context.Context
 	api      API
 	meta     upgrade.ContextMetadata
 	problems []Problem
 }
 
-func (c *checker) add(field, format string, args ...any) {
+// Context is the context of the validation.
+func (c *Checker) Context() context.Context { return c.ctx }
+
+// API is the UpGrade the params are checked against.
+func (c *Checker) API() API { return c.api }
+
+// Add records a problem with a field.
+func (c *Checker) Add(field, format string, args ...any) {
 	c.problems = append(c.problems, Problem{Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
-// addValue records a problem with the value received (a string is quoted).
-func (c *checker) addValue(field string, value any, format string, args ...any) {
+// AddValue records a problem with the value received (a string is quoted).
+func (c *Checker) AddValue(field string, value any, format string, args ...any) {
 	v := fmt.Sprint(value)
 	if s, ok := value.(string); ok {
 		v = strconv.Quote(s)
@@ -35,15 +44,18 @@ func (c *checker) addValue(field string, value any, format string, args ...any) 
 	c.problems = append(c.problems, Problem{Field: field, Value: v, Message: fmt.Sprintf(format, args...)})
 }
 
-func (c *checker) missing(field, format string, args ...any) {
+// Missing records a required field that is absent (it goes on
+// missing_params).
+func (c *Checker) Missing(field, format string, args ...any) {
 	c.problems = append(c.problems, Problem{Field: field, Message: fmt.Sprintf(format, args...), Missing: true})
 }
 
-func (c *checker) notFound(field, format string, args ...any) {
+// NotFound records a field that names something the server does not have.
+func (c *Checker) NotFound(field, format string, args ...any) {
 	c.problems = append(c.problems, Problem{Field: field, Message: fmt.Sprintf(format, args...), NotFound: true})
 }
 
-func (c *checker) metadata() (upgrade.ContextMetadata, error) {
+func (c *Checker) metadata() (upgrade.ContextMetadata, error) {
 	if c.meta != nil {
 		return c.meta, nil
 	}
@@ -61,9 +73,9 @@ func (c *checker) metadata() (upgrade.ContextMetadata, error) {
 // context checks that the app context exists; ok is false when it does not
 // (or is missing), so that checks depending on it are skipped rather than
 // reported twice.
-func (c *checker) context(name string) (upgrade.ContextInfo, bool, error) {
+func (c *Checker) context(name string) (upgrade.ContextInfo, bool, error) {
 	if name == "" {
-		c.missing("context", "context is required (one of the app contexts in the context metadata)")
+		c.Missing("context", "context is required (one of the app contexts in the context metadata)")
 		return upgrade.ContextInfo{}, false, nil
 	}
 	m, err := c.metadata()
@@ -72,33 +84,33 @@ func (c *checker) context(name string) (upgrade.ContextInfo, bool, error) {
 	}
 	info, ok := m[name]
 	if !ok {
-		c.add("context", "unknown context %q; valid contexts: %s", name, listOrNone(contextNames(m)))
+		c.Add("context", "unknown context %q; valid contexts: %s", name, listOrNone(contextNames(m)))
 	}
 	return info, ok, nil
 }
 
-func (c *checker) userID(id string) {
+func (c *Checker) userID(id string) {
 	if id == "" {
-		c.missing("user_id", "user_id is required")
+		c.Missing("user_id", "user_id is required")
 	}
 }
 
-// experiment reads an experiment, turning an id the server does not know
+// Experiment reads an experiment, turning an id the server does not know
 // into a not_found problem. It returns nil (and no error) in that case.
-func (c *checker) experiment(field, id string) (*upgrade.Experiment, error) {
+func (c *Checker) Experiment(field, id string) (*upgrade.Experiment, error) {
 	if id == "" {
-		c.missing(field, "%s is required (look the experiment up by name with find_experiment)", field)
+		c.Missing(field, "%s is required (look the experiment up by name with find_experiment)", field)
 		return nil, nil
 	}
 	if !upgrade.IsUUID(id) {
-		c.notFound(field, "%q is not an experiment id (a UUID); look the experiment up by name with find_experiment", id)
+		c.NotFound(field, "%q is not an experiment id (a UUID); look the experiment up by name with find_experiment", id)
 		return nil, nil
 	}
 	e, err := c.api.Experiment(c.ctx, id)
 	if err != nil {
 		switch upgrade.CategoryOf(err) {
 		case upgrade.CategoryNotFound, upgrade.CategoryValidation:
-			c.notFound(field, "no experiment with id %s", id)
+			c.NotFound(field, "no experiment with id %s", id)
 			return nil, nil
 		}
 		return nil, fmt.Errorf("reading experiment %s: %w", id, err)
@@ -110,9 +122,9 @@ func (c *checker) experiment(field, id string) (*upgrade.Experiment, error) {
 // being updated ("" on create), which may keep its own name. checkName is
 // false for an update that leaves the name alone: an old twin must not
 // block every other change.
-func (c *checker) design(d CreateExperimentParams, selfID string, checkName bool) error {
+func (c *Checker) design(d CreateExperimentParams, selfID string, checkName bool) error {
 	if d.Name == "" {
-		c.missing("name", "name is required")
+		c.Missing("name", "name is required")
 	} else if checkName {
 		if err := c.uniqueName(d.Name, selfID); err != nil {
 			return err
@@ -125,31 +137,31 @@ func (c *checker) design(d CreateExperimentParams, selfID string, checkName bool
 	}
 
 	if len(d.DecisionPoints) == 0 {
-		c.missing("decision_points", "at least one decision point (site and target) is required")
+		c.Missing("decision_points", "at least one decision point (site and target) is required")
 	}
 	seenDP := map[[2]string]int{}
 	for i, dp := range d.DecisionPoints {
 		f := fmt.Sprintf("decision_points[%d]", i)
 		if dp.Site == "" {
-			c.missing(f+".site", "site is required")
+			c.Missing(f+".site", "site is required")
 		} else if ctxOK && !contains(info.ExpPoints, dp.Site) {
-			c.add(f+".site", "site %q is not a site of context %s; valid sites: %s", dp.Site, d.Context, listOrNone(info.ExpPoints))
+			c.Add(f+".site", "site %q is not a site of context %s; valid sites: %s", dp.Site, d.Context, listOrNone(info.ExpPoints))
 		}
 		if dp.Target == "" {
-			c.missing(f+".target", "target is required")
+			c.Missing(f+".target", "target is required")
 		} else if ctxOK && !contains(info.ExpIDs, dp.Target) {
-			c.add(f+".target", "target %q is not a target of context %s; valid targets: %s", dp.Target, d.Context, listOrNone(info.ExpIDs))
+			c.Add(f+".target", "target %q is not a target of context %s; valid targets: %s", dp.Target, d.Context, listOrNone(info.ExpIDs))
 		}
 		key := [2]string{dp.Site, dp.Target}
 		if j, dup := seenDP[key]; dup && dp.Site != "" {
-			c.add(f, "decision point %s/%s is listed twice (also decision_points[%d])", dp.Site, dp.Target, j)
+			c.Add(f, "decision point %s/%s is listed twice (also decision_points[%d])", dp.Site, dp.Target, j)
 		} else {
 			seenDP[key] = i
 		}
 	}
 
 	if len(d.Conditions) == 0 {
-		c.missing("conditions", "at least one condition (code and weight) is required")
+		c.Missing("conditions", "at least one condition (code and weight) is required")
 	}
 	seenCode := map[string]int{}
 	sum, weightsOK := 0.0, true
@@ -157,23 +169,23 @@ func (c *checker) design(d CreateExperimentParams, selfID string, checkName bool
 		f := fmt.Sprintf("conditions[%d]", i)
 		switch {
 		case cond.Code == "":
-			c.missing(f+".code", "condition code is required")
+			c.Missing(f+".code", "condition code is required")
 		case strings.EqualFold(cond.Code, "default"):
-			c.add(f+".code", "%q is reserved for UpGrade's default condition; choose another code", cond.Code)
+			c.Add(f+".code", "%q is reserved for UpGrade's default condition; choose another code", cond.Code)
 		case ctxOK && !contains(info.Conditions, cond.Code):
-			c.add(f+".code", "condition %q is not a condition of context %s; valid conditions: %s", cond.Code, d.Context, listOrNone(info.Conditions))
+			c.Add(f+".code", "condition %q is not a condition of context %s; valid conditions: %s", cond.Code, d.Context, listOrNone(info.Conditions))
 		}
 		if j, dup := seenCode[cond.Code]; dup && cond.Code != "" {
-			c.add(f+".code", "condition code %q is used twice (also conditions[%d]); codes must be unique", cond.Code, j)
+			c.Add(f+".code", "condition code %q is used twice (also conditions[%d]); codes must be unique", cond.Code, j)
 		} else {
 			seenCode[cond.Code] = i
 		}
 		switch {
 		case cond.Weight == nil:
-			c.missing(f+".weight", "weight is required (percent; all weights sum to 100)")
+			c.Missing(f+".weight", "weight is required (percent; all weights sum to 100)")
 			weightsOK = false
 		case *cond.Weight < 0 || math.IsNaN(*cond.Weight):
-			c.add(f+".weight", "weight %s is negative; weights are percentages from 0 to 100", fmtNum(*cond.Weight))
+			c.Add(f+".weight", "weight %s is negative; weights are percentages from 0 to 100", fmtNum(*cond.Weight))
 			weightsOK = false
 		default:
 			sum += *cond.Weight
@@ -181,21 +193,21 @@ func (c *checker) design(d CreateExperimentParams, selfID string, checkName bool
 	}
 	// The extra 1e-9 absorbs float error: 3 x 33.33 must pass.
 	if weightsOK && len(d.Conditions) > 0 && math.Abs(sum-100) > WeightTolerance+1e-9 {
-		c.add("conditions", "the weights sum to %s; they must sum to 100", fmtNum(sum))
+		c.Add("conditions", "the weights sum to %s; they must sum to 100", fmtNum(sum))
 	}
 
 	switch d.AssignmentUnit {
 	case upgrade.UnitIndividual, upgrade.UnitGroup:
 	case upgrade.UnitWithinSubjects:
-		c.add("assignment_unit", "within-subjects experiments are not supported by the agent; use individual or group")
+		c.Add("assignment_unit", "within-subjects experiments are not supported by the agent; use individual or group")
 	default:
-		c.add("assignment_unit", "unknown assignment unit %q; use individual or group", d.AssignmentUnit)
+		c.Add("assignment_unit", "unknown assignment unit %q; use individual or group", d.AssignmentUnit)
 	}
 	if d.AssignmentUnit == upgrade.UnitGroup {
 		if d.GroupType == "" {
-			c.missing("group_type", "group_type is required with assignment_unit group; valid group types: %s", listOrNone(info.GroupTypes))
+			c.Missing("group_type", "group_type is required with assignment_unit group; valid group types: %s", listOrNone(info.GroupTypes))
 		} else if ctxOK && !contains(info.GroupTypes, d.GroupType) {
-			c.add("group_type", "group type %q is not a group type of context %s; valid group types: %s", d.GroupType, d.Context, listOrNone(info.GroupTypes))
+			c.Add("group_type", "group type %q is not a group type of context %s; valid group types: %s", d.GroupType, d.Context, listOrNone(info.GroupTypes))
 		}
 	}
 
@@ -203,41 +215,41 @@ func (c *checker) design(d CreateExperimentParams, selfID string, checkName bool
 	case upgrade.ConsistencyIndividual, upgrade.ConsistencyExperiment:
 	case upgrade.ConsistencyGroup:
 		if d.AssignmentUnit != upgrade.UnitGroup {
-			c.add("consistency_rule", "group consistency needs assignment_unit group (with a group_type)")
+			c.Add("consistency_rule", "group consistency needs assignment_unit group (with a group_type)")
 		}
 	default:
-		c.add("consistency_rule", "unknown consistency rule %q; use individual, group or experiment", d.ConsistencyRule)
+		c.Add("consistency_rule", "unknown consistency rule %q; use individual, group or experiment", d.ConsistencyRule)
 	}
 
 	if r := d.PostExperimentRule; r != nil {
 		switch r.Rule {
 		case upgrade.PostRuleContinue, upgrade.PostRuleRevert:
 			if r.ConditionCode != "" {
-				c.add("post_experiment_rule.condition_code", "condition_code applies only with rule assign (rule is %s)", r.Rule)
+				c.Add("post_experiment_rule.condition_code", "condition_code applies only with rule assign (rule is %s)", r.Rule)
 			}
 		case upgrade.PostRuleAssign:
 			if r.ConditionCode != "" {
 				if _, ok := seenCode[r.ConditionCode]; !ok {
-					c.add("post_experiment_rule.condition_code", "condition %q is not one of the experiment's conditions (%s); leave it empty for the default condition",
+					c.Add("post_experiment_rule.condition_code", "condition %q is not one of the experiment's conditions (%s); leave it empty for the default condition",
 						r.ConditionCode, listOrNone(conditionCodes(d.Conditions)))
 				}
 			}
 		default:
-			c.add("post_experiment_rule.rule", "unknown post-experiment rule %q; use continue or assign", r.Rule)
+			c.Add("post_experiment_rule.rule", "unknown post-experiment rule %q; use continue or assign", r.Rule)
 		}
 	}
 
 	switch d.FilterMode {
 	case upgrade.FilterIncludeAll:
 		if len(d.InclusionUsers) > 0 {
-			c.add("inclusion_users", "inclusion lists need filter_mode excludeAll (includeAll enrolls everyone except the excluded)")
+			c.Add("inclusion_users", "inclusion lists need filter_mode excludeAll (includeAll enrolls everyone except the excluded)")
 		}
 		if len(d.InclusionGroups) > 0 {
-			c.add("inclusion_groups", "inclusion lists need filter_mode excludeAll (includeAll enrolls everyone except the excluded)")
+			c.Add("inclusion_groups", "inclusion lists need filter_mode excludeAll (includeAll enrolls everyone except the excluded)")
 		}
 	case upgrade.FilterExcludeAll:
 	default:
-		c.add("filter_mode", "unknown filter mode %q; use includeAll or excludeAll", d.FilterMode)
+		c.Add("filter_mode", "unknown filter mode %q; use includeAll or excludeAll", d.FilterMode)
 	}
 	c.userList("inclusion_users", d.InclusionUsers)
 	c.userList("exclusion_users", d.ExclusionUsers)
@@ -245,13 +257,13 @@ func (c *checker) design(d CreateExperimentParams, selfID string, checkName bool
 	c.groupList("exclusion_groups", d.ExclusionGroups, d.Context, info, ctxOK)
 	for i, t := range d.Tags {
 		if strings.TrimSpace(t) == "" {
-			c.add(fmt.Sprintf("tags[%d]", i), "tag is empty")
+			c.Add(fmt.Sprintf("tags[%d]", i), "tag is empty")
 		}
 	}
 	return nil
 }
 
-func (c *checker) uniqueName(name, selfID string) error {
+func (c *Checker) uniqueName(name, selfID string) error {
 	names, err := c.api.ExperimentNames(c.ctx)
 	if err != nil {
 		return fmt.Errorf("reading experiment names: %w", err)
@@ -259,9 +271,9 @@ func (c *checker) uniqueName(name, selfID string) error {
 	for _, n := range names {
 		if n.ID != selfID && strings.EqualFold(strings.TrimSpace(n.Name), name) {
 			if selfID == "" {
-				c.add("name", "an experiment named %q already exists (id %s); change it with update_experiment instead, or choose another name", n.Name, n.ID)
+				c.Add("name", "an experiment named %q already exists (id %s); change it with update_experiment instead, or choose another name", n.Name, n.ID)
 			} else {
-				c.add("name", "another experiment is already named %q (id %s); choose another name", n.Name, n.ID)
+				c.Add("name", "another experiment is already named %q (id %s); choose another name", n.Name, n.ID)
 			}
 			return nil
 		}
@@ -269,61 +281,61 @@ func (c *checker) uniqueName(name, selfID string) error {
 	return nil
 }
 
-func (c *checker) userList(field string, users []string) {
+func (c *Checker) userList(field string, users []string) {
 	for i, u := range users {
 		if u == "" {
-			c.add(fmt.Sprintf("%s[%d]", field, i), "user id is empty")
+			c.Add(fmt.Sprintf("%s[%d]", field, i), "user id is empty")
 		}
 	}
 }
 
-func (c *checker) groupList(field string, groups []GroupParam, ctxName string, info upgrade.ContextInfo, ctxOK bool) {
+func (c *Checker) groupList(field string, groups []GroupParam, ctxName string, info upgrade.ContextInfo, ctxOK bool) {
 	for i, g := range groups {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		if g.Type == "" {
-			c.missing(f+".type", "group type is required")
+			c.Missing(f+".type", "group type is required")
 		} else if ctxOK && !contains(info.GroupTypes, g.Type) {
-			c.add(f+".type", "group type %q is not a group type of context %s; valid group types: %s", g.Type, ctxName, listOrNone(info.GroupTypes))
+			c.Add(f+".type", "group type %q is not a group type of context %s; valid group types: %s", g.Type, ctxName, listOrNone(info.GroupTypes))
 		}
 		if g.GroupID == "" {
-			c.missing(f+".group_id", "group_id is required")
+			c.Missing(f+".group_id", "group_id is required")
 		}
 	}
 }
 
-func (c *checker) siteTarget(ctxName, site, target string) error {
+func (c *Checker) siteTarget(ctxName, site, target string) error {
 	info, ok, err := c.context(ctxName)
 	if err != nil {
 		return err
 	}
 	if site == "" {
-		c.missing("site", "site is required")
+		c.Missing("site", "site is required")
 	} else if ok && !contains(info.ExpPoints, site) {
-		c.add("site", "site %q is not a site of context %s; valid sites: %s", site, ctxName, listOrNone(info.ExpPoints))
+		c.Add("site", "site %q is not a site of context %s; valid sites: %s", site, ctxName, listOrNone(info.ExpPoints))
 	}
 	if target == "" {
-		c.missing("target", "target is required")
+		c.Missing("target", "target is required")
 	} else if ok && !contains(info.ExpIDs, target) {
-		c.add("target", "target %q is not a target of context %s; valid targets: %s", target, ctxName, listOrNone(info.ExpIDs))
+		c.Add("target", "target %q is not a target of context %s; valid targets: %s", target, ctxName, listOrNone(info.ExpIDs))
 	}
 	return nil
 }
 
 // groups checks init-style group memberships: each working group must be
 // one of the user's groups of that type, which the server insists on.
-func (c *checker) groups(group map[string][]string, working map[string]string) {
+func (c *Checker) groups(group map[string][]string, working map[string]string) {
 	for _, typ := range sortedMapKeys(group) {
 		f := "group." + typ
 		if strings.TrimSpace(typ) == "" {
-			c.add("group", "group type (key) is empty")
+			c.Add("group", "group type (key) is empty")
 			continue
 		}
 		if len(group[typ]) == 0 {
-			c.add(f, "list at least one group id for group type %s", typ)
+			c.Add(f, "list at least one group id for group type %s", typ)
 		}
 		for i, id := range group[typ] {
 			if strings.TrimSpace(id) == "" {
-				c.add(fmt.Sprintf("%s[%d]", f, i), "group id is empty")
+				c.Add(fmt.Sprintf("%s[%d]", f, i), "group id is empty")
 			}
 		}
 	}
@@ -332,11 +344,11 @@ func (c *checker) groups(group map[string][]string, working map[string]string) {
 		id := working[typ]
 		switch {
 		case strings.TrimSpace(id) == "":
-			c.add(f, "working group id is empty")
+			c.Add(f, "working group id is empty")
 		case group == nil:
-			c.add(f, "working_group needs the user's group memberships in group as well (the working group must be one of them)")
+			c.Add(f, "working_group needs the user's group memberships in group as well (the working group must be one of them)")
 		case !contains(group[typ], id):
-			c.add(f, "working group %q is not one of the user's %s groups (%s)", id, typ, listOrNone(group[typ]))
+			c.Add(f, "working group %q is not one of the user's %s groups (%s)", id, typ, listOrNone(group[typ]))
 		}
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
+// VisitDecisionPoint simulates one user visiting a decision point.
+const VisitDecisionPoint Name = "visit_decision_point"
+
 // VisitDecisionPointParams are the params of visit_decision_point.
 type VisitDecisionPointParams struct {
 	UserID       string              `json:"user_id"`
@@ -28,19 +31,20 @@ func (p VisitDecisionPointParams) canonical() VisitDecisionPointParams {
 }
 
 func init() {
-	register(&builtin[VisitDecisionPointParams]{
-		spec: Spec{Name: string(VisitDecisionPoint), Destructive: true, Invalidates: []Cache{CacheEnrollment}, Schema: schemaOf[VisitDecisionPointParams](),
-			Description: "Simulate one user visiting a decision point: init, assign, then mark what was assigned."},
-		validate: func(c *checker, p VisitDecisionPointParams) error {
+	Register(Def[VisitDecisionPointParams]{
+		Name: VisitDecisionPoint, Order: 80, Destructive: true, Invalidates: []Cache{CacheEnrollment},
+		Description: "Simulate one user visiting a decision point: init, assign, then mark what was assigned.",
+		Canonical:   VisitDecisionPointParams.canonical,
+		Validate: func(c *Checker, p VisitDecisionPointParams) error {
 			c.userID(p.UserID)
 			err := c.siteTarget(p.Context, p.Site, p.Target)
 			c.groups(p.Group, p.WorkingGroup)
 			return err
 		},
-		plan:      planVisit,
-		execute:   executeVisit,
-		reconcile: repeatUserCall[VisitDecisionPointParams],
-		report: reportAs(func(r visitResult) string {
+		Plan:      planVisit,
+		Execute:   executeVisit,
+		Reconcile: repeatUserCall[VisitDecisionPointParams],
+		Report: ReportAs(func(r visitResult) string {
 			dp := siteTarget(r.Site, r.Target)
 			if r.Assigned == nil {
 				return fmt.Sprintf("User %q visited %s in %s and got no condition (the default); marked %q.", r.UserID, dp, r.Context, r.Status)
@@ -51,18 +55,18 @@ func init() {
 	})
 }
 
-func planVisit(b *planBuilder, p VisitDecisionPointParams) error {
+func planVisit(b *Planner, p VisitDecisionPointParams) error {
 	dp := ident(siteTarget(p.Site, p.Target))
-	b.line("simulate user %s visiting decision point %s in context %s:", quote(p.UserID), dp, ident(p.Context))
-	b.line("  1. init the user (groups: %s; working groups: %s)", fmtGroupMap(p.Group), fmtWorkingGroups(p.WorkingGroup))
-	b.line("  2. ask UpGrade for the user's conditions in %s", ident(p.Context))
-	b.line("  3. mark %s with the condition assigned there, or %s", dp, quote(upgrade.MarkNoConditionAssigned))
+	b.Line("simulate user %s visiting decision point %s in context %s:", quote(p.UserID), dp, ident(p.Context))
+	b.Line("  1. init the user (groups: %s; working groups: %s)", fmtGroupMap(p.Group), fmtWorkingGroups(p.WorkingGroup))
+	b.Line("  2. ask UpGrade for the user's conditions in %s", ident(p.Context))
+	b.Line("  3. mark %s with the condition assigned there, or %s", dp, quote(upgrade.MarkNoConditionAssigned))
 	es, err := experimentsAt(b.ctx, b.api, p.Context, p.Site, p.Target)
 	if err != nil {
 		return err
 	}
-	b.line("Experiments at this decision point: %s.", fmtExperiments(es))
-	b.line("This writes 1 synthetic user into UpGrade and may enroll them in an experiment.")
+	b.Line("Experiments at this decision point: %s.", fmtExperiments(es))
+	b.Line("This writes 1 synthetic user into UpGrade and may enroll them in an experiment.")
 	return nil
 }
 
@@ -91,5 +95,5 @@ func executeVisit(ctx context.Context, env Env, p VisitDecisionPointParams, _ st
 		res.Assigned = &AssignedRef{ExperimentID: ac.ExperimentID, ConditionCode: ac.ConditionCode}
 		res.Status = upgrade.MarkConditionApplied
 	}
-	return result(res)
+	return Result(res)
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
 
 // A CLI killed after Start wrote the record and before it launched the
@@ -17,7 +19,7 @@ func TestStartLaunchesARecordItsStarterNeverLaunched(t *testing.T) {
 	h := newHarness(t)
 	h.runner.StaleAfter = time.Hour // a stale heartbeat cannot be what restarts it
 	rec := &Record{ID: "j1", SessionID: "sess", Action: "test_condition_balance", Params: h.params(120),
-		State: StateQueued, Progress: Progress{Total: 120}}
+		State: actions.JobQueued, Progress: actions.Progress{Total: 120}}
 	if _, created, err := h.store.Create(rec); err != nil || !created {
 		t.Fatalf("create: %v %v", created, err)
 	}
@@ -42,7 +44,7 @@ func TestStartLaunchesARecordItsStarterNeverLaunched(t *testing.T) {
 // leaves the temp files of other records alone.
 func TestWriteRemovesStrayTempFiles(t *testing.T) {
 	s := newTestStore(t, fixedNow)
-	if _, _, err := s.Create(&Record{ID: "j1", Action: "test_condition_balance", State: StateQueued}); err != nil {
+	if _, _, err := s.Create(&Record{ID: "j1", Action: "test_condition_balance", State: actions.JobQueued}); err != nil {
 		t.Fatal(err)
 	}
 	stray := filepath.Join(s.Dir(), ".j1.json.tmp-123456")
@@ -52,7 +54,7 @@ func TestWriteRemovesStrayTempFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Update("j1", func(r *Record) error { r.State = StateRunning; return nil }); err != nil {
+	if _, err := s.Update("j1", func(r *Record) error { r.State = actions.JobRunning; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(stray); !os.IsNotExist(err) {
@@ -61,7 +63,7 @@ func TestWriteRemovesStrayTempFiles(t *testing.T) {
 	if _, err := os.Stat(other); err != nil {
 		t.Errorf("the temp file of another record was removed: %v", err)
 	}
-	if rec, err := s.Load("j1"); err != nil || rec.State != StateRunning {
+	if rec, err := s.Load("j1"); err != nil || rec.State != actions.JobRunning {
 		t.Errorf("record after the write: %+v, %v", rec, err)
 	}
 }

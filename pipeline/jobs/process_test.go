@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
 
 // TestHelperWorker is not a test: it is the "worker" process that
@@ -88,7 +90,7 @@ func TestDetachedSpawn(t *testing.T) {
 	}
 	// The process is gone now, so the next check restarts the job.
 	st, err := r.Wait(context.Background(), "d1", 0)
-	if err != nil || st.State != StateRunning {
+	if err != nil || st.State != actions.JobRunning {
 		t.Errorf("wait: %+v %v", st, err)
 	}
 	if rec, _ := r.Store.Load("d1"); rec.Attempts != 2 {
@@ -137,7 +139,7 @@ func TestCancelSignalsTheWorker(t *testing.T) {
 	// Stand in for the worker's claim and heartbeat.
 	rec, err := r.Store.Update("c1", func(rec *Record) error {
 		now := time.Now().UTC()
-		rec.State, rec.HeartbeatAt = StateRunning, &now
+		rec.State, rec.HeartbeatAt = actions.JobRunning, &now
 		return nil
 	})
 	if err != nil {

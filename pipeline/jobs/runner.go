@@ -10,7 +10,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/upgrade-agent/upgrade-agent/pipeline"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
 
@@ -49,7 +48,7 @@ type Exec struct {
 	Env []string
 }
 
-// Runner implements pipeline.JobRunner with detached worker processes and
+// Runner implements actions.JobRunner with detached worker processes and
 // records in a Store. Set Store; everything else has defaults.
 type Runner struct {
 	Store *Store
@@ -69,7 +68,7 @@ type Runner struct {
 	Logger       *slog.Logger     // nil = discard
 }
 
-var _ pipeline.JobRunner = (*Runner)(nil)
+var _ actions.JobRunner = (*Runner)(nil)
 
 // NewRunner returns a Runner over store with the default settings.
 func NewRunner(store *Store) *Runner { return &Runner{Store: store} }
@@ -129,11 +128,11 @@ func (r *Runner) Start(ctx context.Context, jobID, sessionID, action string, par
 		return fmt.Errorf("job %s: %w", jobID, err)
 	}
 	total := 0
-	if bp, ok := b.Typed().(actions.BalanceParams); ok {
-		total = bp.NumUsers
+	if job, ok := b.Job(); ok {
+		total = job.Total()
 	}
-	rec := &Record{ID: jobID, SessionID: sessionID, Action: action, Params: params, State: StateQueued,
-		Progress: Progress{Total: total}, CreatedAt: r.now()}
+	rec := &Record{ID: jobID, SessionID: sessionID, Action: action, Params: params, State: actions.JobQueued,
+		Progress: actions.Progress{Total: total}, CreatedAt: r.now()}
 	existing, created, err := r.Store.Create(rec)
 	if err != nil {
 		return err
@@ -158,7 +157,7 @@ func (r *Runner) launch(ctx context.Context, id string) error {
 			if rec.Terminal() {
 				return errNoChange
 			}
-			rec.State, rec.Error, rec.ErrorType = StateFailed, msg, pipeline.ErrTypeUnknown
+			rec.State, rec.Error, rec.ErrorType = actions.JobFailed, msg, actions.ErrTypeUnknown
 			return nil
 		}); uerr != nil {
 			err = errors.Join(err, uerr)
@@ -203,13 +202,13 @@ func (r *Runner) spawn(ctx context.Context, id string) (int, error) {
 // the worker's process is gone, it has shown no life for StaleAfter, or no
 // worker was ever launched for it.
 func (r *Runner) dead(rec *Record) bool {
-	if rec.State != StateRunning && rec.State != StateQueued {
+	if rec.State != actions.JobRunning && rec.State != actions.JobQueued {
 		return false
 	}
 	if rec.PID > 0 && !r.alive(rec.PID) {
 		return true
 	}
-	if rec.State == StateQueued && rec.Attempts == 0 && rec.PID == 0 && rec.Worker == "" {
+	if rec.State == actions.JobQueued && rec.Attempts == 0 && rec.PID == 0 && rec.Worker == "" {
 		// Start writes the record, then launches the worker and counts the
 		// attempt. Only the process that holds the session started it, and
 		// it has returned (or died) by the time anyone else asks: a record
@@ -237,13 +236,13 @@ func (r *Runner) restart(ctx context.Context, id string) (*Record, error) {
 		}
 		rec.Stalls++
 		if rec.Stalls > r.maxStalls() {
-			rec.State, rec.ErrorType = StateFailed, pipeline.ErrTypeUnknown
+			rec.State, rec.ErrorType = actions.JobFailed, actions.ErrTypeUnknown
 			rec.Error = fmt.Sprintf("the job's worker stopped %d times in a row without progress (at %d of %d); see %s",
 				rec.Stalls, rec.Progress.Done, rec.Progress.Total, r.Store.LogPath(id))
 			return nil
 		}
 		rec.LaunchDone = rec.Progress.Done
-		rec.State, rec.Worker, rec.PID = StateQueued, "", 0
+		rec.State, rec.Worker, rec.PID = actions.JobQueued, "", 0
 		relaunch = true
 		return nil
 	})
@@ -261,19 +260,19 @@ func (r *Runner) restart(ctx context.Context, id string) (*Record, error) {
 // Wait polls job jobID until it ends or d has passed, and returns its
 // status; d = 0 checks once. A job whose worker died is restarted (and
 // reported running).
-func (r *Runner) Wait(ctx context.Context, jobID string, d time.Duration) (pipeline.JobStatus, error) {
+func (r *Runner) Wait(ctx context.Context, jobID string, d time.Duration) (actions.JobStatus, error) {
 	if err := checkID(jobID); err != nil {
-		return pipeline.JobStatus{}, err
+		return actions.JobStatus{}, err
 	}
 	deadline := r.now().Add(d)
 	for {
 		rec, err := r.Store.Load(jobID)
 		if err != nil {
-			return pipeline.JobStatus{}, err
+			return actions.JobStatus{}, err
 		}
 		if !rec.Terminal() && r.dead(rec) {
 			if rec, err = r.restart(ctx, jobID); err != nil {
-				return pipeline.JobStatus{}, err
+				return actions.JobStatus{}, err
 			}
 		}
 		left := deadline.Sub(r.now())
@@ -300,7 +299,7 @@ func (r *Runner) Cancel(_ context.Context, jobID string) (*Record, error) {
 			finished = true
 			return errNoChange
 		}
-		rec.State, rec.ErrorType = StateCancelled, pipeline.ErrTypeUnknown
+		rec.State, rec.ErrorType = actions.JobCancelled, actions.ErrTypeUnknown
 		rec.Error = fmt.Sprintf("cancelled with `upgrade-agent jobs cancel` after %d of %d", rec.Progress.Done, rec.Progress.Total)
 		return nil
 	})

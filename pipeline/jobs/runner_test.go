@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/upgrade-agent/upgrade-agent/pipeline"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
@@ -153,7 +152,7 @@ func waitClosed(t *testing.T, ch <-chan struct{}) {
 }
 
 // waitEnd waits (bounded) for the job to end.
-func (h *harness) waitEnd(id string) pipeline.JobStatus {
+func (h *harness) waitEnd(id string) actions.JobStatus {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -166,9 +165,9 @@ func (h *harness) waitEnd(id string) pipeline.JobStatus {
 
 // checkBalance checks that a succeeded job counted exactly n users and
 // that the simulator knows exactly n distinct synthetic users of the job.
-func (h *harness) checkBalance(id string, st pipeline.JobStatus, n int) actions.BalanceResult {
+func (h *harness) checkBalance(id string, st actions.JobStatus, n int) actions.BalanceResult {
 	h.t.Helper()
-	if st.State != StateSucceeded || st.Done != n || st.Total != n {
+	if st.State != actions.JobSucceeded || st.Done != n || st.Total != n {
 		h.t.Fatalf("status %+v, want succeeded %d/%d", st, n, n)
 	}
 	var res actions.BalanceResult
@@ -184,7 +183,7 @@ func (h *harness) checkBalance(id string, st pipeline.JobStatus, n int) actions.
 	}
 	seen := map[string]bool{}
 	for _, u := range h.srv.Sim().Users() {
-		if strings.HasPrefix(u.ID, UserPrefix(id)) {
+		if strings.HasPrefix(u.ID, Key(id)+"-") {
 			if seen[u.ID] {
 				h.t.Errorf("user %s twice", u.ID)
 			}
@@ -219,7 +218,7 @@ func TestJobCompletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Tally == nil || rec.Tally.Done != 300 || rec.SessionID != "sess" || rec.Attempts != 1 || rec.HeartbeatAt == nil || rec.PID != os.Getpid() {
+	if tallyDone(t, rec) != 300 || rec.SessionID != "sess" || rec.Attempts != 1 || rec.HeartbeatAt == nil || rec.PID != os.Getpid() {
 		t.Errorf("record %+v", rec)
 	}
 	if err := h.workerDone(1); err != nil {
@@ -243,13 +242,13 @@ func TestKilledWorkerResumesFromLastBatch(t *testing.T) {
 		t.Cleanup(kill)
 		switch n {
 		case 1:
-			w.afterCommit = func(t actions.BalanceTally) {
+			w.afterCommit = func(t actions.Progress) {
 				if t.Done >= 100 {
 					kill()
 				}
 			}
 		case 2:
-			w.afterCommit = func(t actions.BalanceTally) {
+			w.afterCommit = func(t actions.Progress) {
 				if firstCommit < 0 {
 					firstCommit = t.Done
 				}
@@ -267,18 +266,18 @@ func TestKilledWorkerResumesFromLastBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.State != StateRunning || rec.Progress.Done != 100 || rec.Tally == nil || rec.Tally.Done != 100 {
+	if rec.State != actions.JobRunning || rec.Progress.Done != 100 || tallyDone(t, rec) != 100 {
 		t.Fatalf("after the kill: state %s, progress %+v", rec.State, rec.Progress)
 	}
 
 	// The heartbeat is still fresh: no restart yet.
 	st, err := h.runner.Wait(ctx, "j2", 0)
-	if err != nil || st.State != StateRunning || st.Done != 100 || h.spawnCount() != 1 {
+	if err != nil || st.State != actions.JobRunning || st.Done != 100 || h.spawnCount() != 1 {
 		t.Fatalf("fresh heartbeat: %+v %v, %d spawns", st, err, h.spawnCount())
 	}
 	h.clock.Advance(DefaultStaleAfter + time.Second)
 	st, err = h.runner.Wait(ctx, "j2", 0)
-	if err != nil || st.State != StateRunning || h.spawnCount() != 2 {
+	if err != nil || st.State != actions.JobRunning || h.spawnCount() != 2 {
 		t.Fatalf("stale heartbeat: %+v %v, %d spawns", st, err, h.spawnCount())
 	}
 	st = h.waitEnd("j2")
@@ -311,7 +310,7 @@ func TestStuckWorkerIsFencedOff(t *testing.T) {
 		ctx, stop := context.WithCancel(context.Background())
 		t.Cleanup(stop)
 		w.Heartbeat = time.Hour // stuck: no heartbeats either
-		w.afterCommit = func(t actions.BalanceTally) {
+		w.afterCommit = func(t actions.Progress) {
 			switch {
 			case t.Done == 100:
 				close(stuck)
@@ -358,7 +357,7 @@ func TestCancel(t *testing.T) {
 	t.Cleanup(goOn) // before the harness waits for its workers
 	h.prepare = func(n int, w *Worker) context.Context {
 		var once sync.Once
-		w.afterCommit = func(actions.BalanceTally) {
+		w.afterCommit = func(actions.Progress) {
 			once.Do(func() {
 				close(committed)
 				<-proceed
@@ -371,7 +370,7 @@ func TestCancel(t *testing.T) {
 	}
 	waitClosed(t, committed)
 	rec, err := h.runner.Cancel(ctx, "j4")
-	if err != nil || rec.State != StateCancelled {
+	if err != nil || rec.State != actions.JobCancelled {
 		t.Fatalf("cancel: %+v %v", rec, err)
 	}
 	goOn()
@@ -379,7 +378,7 @@ func TestCancel(t *testing.T) {
 		t.Errorf("cancelled worker returned %v", err)
 	}
 	st, err := h.runner.Wait(ctx, "j4", time.Hour)
-	if err != nil || st.State != StateCancelled || st.Done != 50 || !strings.Contains(st.Error, "cancelled") || st.ErrorType != pipeline.ErrTypeUnknown {
+	if err != nil || st.State != actions.JobCancelled || st.Done != 50 || !strings.Contains(st.Error, "cancelled") || st.ErrorType != actions.ErrTypeUnknown {
 		t.Errorf("after cancel: %+v %v", st, err)
 	}
 	if _, err := h.runner.Cancel(ctx, "j4"); !errors.Is(err, ErrFinished) {
@@ -410,7 +409,7 @@ func TestFailedJobReportsAPIError(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := h.waitEnd("j5")
-	if st.State != StateFailed || st.ErrorType != "api" || st.Error == "" || st.Done != 0 {
+	if st.State != actions.JobFailed || st.ErrorType != "api" || st.Error == "" || st.Done != 0 {
 		t.Errorf("status %+v, want failed with type api", st)
 	}
 	if err := h.workerDone(1); err != nil {
@@ -474,10 +473,10 @@ func TestQueuedReportsRunningAndRestartsWhenStale(t *testing.T) {
 		t.Fatalf("second start: %v, %d spawns", err, sp.count())
 	}
 	st, err := r.Wait(ctx, "q1", 0)
-	if err != nil || st.State != StateRunning || st.Total != 10 {
+	if err != nil || st.State != actions.JobRunning || st.Total != 10 {
 		t.Fatalf("queued job: %+v %v", st, err)
 	}
-	if rec, _ := r.Store.Load("q1"); rec.State != StateQueued || rec.PID != 4242 {
+	if rec, _ := r.Store.Load("q1"); rec.State != actions.JobQueued || rec.PID != 4242 {
 		t.Errorf("record %+v", rec)
 	}
 	c.Advance(DefaultStaleAfter + time.Second)
@@ -495,7 +494,7 @@ func TestGoneProcessIsRestartedAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := r.Wait(ctx, "g1", 0)
-	if err != nil || st.State != StateRunning || sp.count() != 2 {
+	if err != nil || st.State != actions.JobRunning || sp.count() != 2 {
 		t.Errorf("wait: %+v %v, %d spawns (want a restart)", st, err, sp.count())
 	}
 }
@@ -508,7 +507,7 @@ func TestRestartsGiveUpWithoutProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := r.Wait(ctx, "g2", time.Hour) // every poll finds the worker gone
-	if err != nil || st.State != StateFailed || !strings.Contains(st.Error, "without progress") {
+	if err != nil || st.State != actions.JobFailed || !strings.Contains(st.Error, "without progress") {
 		t.Errorf("wait: %+v %v", st, err)
 	}
 	if want := 1 + DefaultMaxStalls; sp.count() != want {
@@ -525,7 +524,7 @@ func TestSpawnFailureFailsTheJob(t *testing.T) {
 		t.Fatalf("start: %v", err)
 	}
 	st, err := r.Wait(context.Background(), "f1", 0)
-	if err != nil || st.State != StateFailed || !strings.Contains(st.Error, "cannot start") {
+	if err != nil || st.State != actions.JobFailed || !strings.Contains(st.Error, "cannot start") {
 		t.Errorf("status %+v %v", st, err)
 	}
 }
@@ -558,7 +557,7 @@ func TestWaitReturnsRunningAfterD(t *testing.T) {
 	}
 	start := time.Now()
 	st, err := r.Wait(ctx, "w1", 30*time.Millisecond)
-	if err != nil || st.State != StateRunning {
+	if err != nil || st.State != actions.JobRunning {
 		t.Fatalf("wait: %+v %v", st, err)
 	}
 	if el := time.Since(start); el < 30*time.Millisecond || el > 5*time.Second {
@@ -569,4 +568,14 @@ func TestWaitReturnsRunningAfterD(t *testing.T) {
 	if _, err := r.Wait(cctx, "w1", time.Hour); !errors.Is(err, context.Canceled) {
 		t.Errorf("wait with a cancelled context: %v", err)
 	}
+}
+
+// tallyDone is the done count of a record's committed balance tally.
+func tallyDone(t *testing.T, rec *Record) int {
+	t.Helper()
+	var tally actions.BalanceTally
+	if err := json.Unmarshal(rec.Tally, &tally); err != nil {
+		t.Fatalf("tally of job %s: %v (%s)", rec.ID, err, rec.Tally)
+	}
+	return tally.Done
 }

@@ -17,33 +17,17 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/internal/atomicfile"
 	"github.com/upgrade-agent/upgrade-agent/internal/safefile"
-	"github.com/upgrade-agent/upgrade-agent/pipeline"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
 
-// Job states (spec/durability.md).
-const (
-	StateQueued    = "queued"
-	StateRunning   = "running"
-	StateSucceeded = "succeeded"
-	StateFailed    = "failed"
-	StateCancelled = "cancelled"
-)
-
-// Progress counts the users of a job.
-type Progress struct {
-	Done  int `json:"done"`
-	Total int `json:"total"`
-}
-
 // Record is a job as stored in <state-dir>/jobs/<id>.json.
 type Record struct {
-	ID        string          `json:"id"`
-	SessionID string          `json:"session_id"`
-	Action    string          `json:"action"`
-	Params    json.RawMessage `json:"params"`
-	State     string          `json:"state"`
-	Progress  Progress        `json:"progress"`
+	ID        string           `json:"id"`
+	SessionID string           `json:"session_id"`
+	Action    string           `json:"action"`
+	Params    json.RawMessage  `json:"params"`
+	State     actions.JobState `json:"state"`
+	Progress  actions.Progress `json:"progress"`
 	// HeartbeatAt is refreshed about every second by a live worker; a
 	// running job whose heartbeat is older than Runner.StaleAfter is
 	// presumed dead and restarted.
@@ -51,11 +35,13 @@ type Record struct {
 	PID         int        `json:"pid,omitempty"`
 	// Worker is the claim token of the worker that owns the job; only it
 	// may commit. Empty while no worker has claimed the job.
-	Worker    string                `json:"worker,omitempty"`
-	Result    json.RawMessage       `json:"result,omitempty"`
-	Error     string                `json:"error,omitempty"`
-	ErrorType string                `json:"error_type,omitempty"`
-	Tally     *actions.BalanceTally `json:"tally,omitempty"`
+	Worker    string          `json:"worker,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	ErrorType string          `json:"error_type,omitempty"`
+	// Tally is the job's committed tally, in the action's own shape: a
+	// restarted worker continues from it.
+	Tally json.RawMessage `json:"tally,omitempty"`
 	// Attempts counts the workers launched for this job; Stalls the
 	// restarts in a row that found no progress since the previous launch
 	// (a worker that dies at once every time must not be relaunched
@@ -69,23 +55,17 @@ type Record struct {
 }
 
 // Terminal reports whether the job has ended.
-func (r *Record) Terminal() bool {
-	switch r.State {
-	case StateSucceeded, StateFailed, StateCancelled:
-		return true
-	}
-	return false
-}
+func (r *Record) Terminal() bool { return r.State.Terminal() }
 
 // Status is the record as the pipeline sees it. A queued job is reported
 // as running: for the session the job has started either way, and the JSON
 // output of ask and resume knows no queued state.
-func (r *Record) Status() pipeline.JobStatus {
+func (r *Record) Status() actions.JobStatus {
 	state := r.State
-	if state == StateQueued {
-		state = StateRunning
+	if state == actions.JobQueued {
+		state = actions.JobRunning
 	}
-	return pipeline.JobStatus{ID: r.ID, Action: r.Action, State: state, Done: r.Progress.Done, Total: r.Progress.Total,
+	return actions.JobStatus{ID: r.ID, Action: r.Action, State: state, Done: r.Progress.Done, Total: r.Progress.Total,
 		Result: r.Result, Error: r.Error, ErrorType: r.ErrorType}
 }
 
@@ -226,9 +206,7 @@ func decodeRecord(path, id string, data []byte) (*Record, error) {
 	case r.Action == "":
 		return nil, corrupt(errors.New("field action: empty"))
 	}
-	switch r.State {
-	case StateQueued, StateRunning, StateSucceeded, StateFailed, StateCancelled:
-	default:
+	if !r.State.Valid() {
 		return nil, corrupt(fmt.Errorf("field state: unknown state %q", r.State))
 	}
 	if r.Progress.Done < 0 || r.Progress.Total < 0 || (r.Progress.Total > 0 && r.Progress.Done > r.Progress.Total) {
@@ -315,7 +293,7 @@ func (s *Store) MarkFailed(id string, err error) (*Record, error) {
 		if r.Terminal() {
 			return errNoChange
 		}
-		r.State, r.Error, r.ErrorType = StateFailed, err.Error(), errorType(err)
+		r.State, r.Error, r.ErrorType = actions.JobFailed, err.Error(), errorType(err)
 		return nil
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/upgrade-agent/upgrade-agent/internal/hostile"
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
 
 func newTestStore(t *testing.T, now func() time.Time) *Store {
@@ -30,7 +31,7 @@ func fixedNow() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC) 
 func TestStoreCreateLoadUpdate(t *testing.T) {
 	s := newTestStore(t, fixedNow)
 	rec := &Record{ID: "job1", SessionID: "s1", Action: "test_condition_balance", Params: json.RawMessage(`{"num_users":3}`),
-		State: StateQueued, Progress: Progress{Total: 3}}
+		State: actions.JobQueued, Progress: actions.Progress{Total: 3}}
 	got, created, err := s.Create(rec)
 	if err != nil || !created {
 		t.Fatalf("create: created=%v err=%v", created, err)
@@ -38,12 +39,12 @@ func TestStoreCreateLoadUpdate(t *testing.T) {
 	if !got.CreatedAt.Equal(fixedNow()) || !got.UpdatedAt.Equal(fixedNow()) {
 		t.Errorf("timestamps %v %v", got.CreatedAt, got.UpdatedAt)
 	}
-	again, created, err := s.Create(&Record{ID: "job1", Action: "other", State: StateQueued})
+	again, created, err := s.Create(&Record{ID: "job1", Action: "other", State: actions.JobQueued})
 	if err != nil || created || again.Action != "test_condition_balance" {
 		t.Fatalf("second create must return the existing record: %+v created=%v err=%v", again, created, err)
 	}
 	if _, err := s.Update("job1", func(r *Record) error {
-		r.State, r.Progress.Done = StateRunning, 2
+		r.State, r.Progress.Done = actions.JobRunning, 2
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -53,7 +54,7 @@ func TestStoreCreateLoadUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := *rec
-	want.State, want.Progress.Done = StateRunning, 2
+	want.State, want.Progress.Done = actions.JobRunning, 2
 	var compact bytes.Buffer // records are indented, params included
 	if err := json.Compact(&compact, loaded.Params); err != nil {
 		t.Fatal(err)
@@ -64,10 +65,10 @@ func TestStoreCreateLoadUpdate(t *testing.T) {
 	}
 	// An aborted update leaves the file alone and returns the error.
 	boom := errors.New("boom")
-	if _, err := s.Update("job1", func(r *Record) error { r.State = StateFailed; return boom }); !errors.Is(err, boom) {
+	if _, err := s.Update("job1", func(r *Record) error { r.State = actions.JobFailed; return boom }); !errors.Is(err, boom) {
 		t.Errorf("update error = %v", err)
 	}
-	if r, _ := s.Load("job1"); r.State != StateRunning {
+	if r, _ := s.Load("job1"); r.State != actions.JobRunning {
 		t.Errorf("aborted update was written: %s", r.State)
 	}
 
@@ -154,7 +155,7 @@ func TestStoreList(t *testing.T) {
 	now := fixedNow()
 	s := newTestStore(t, func() time.Time { return now })
 	for i, id := range []string{"old", "mid", "new"} {
-		if _, _, err := s.Create(&Record{ID: id, Action: "a", State: StateQueued, CreatedAt: now.Add(time.Duration(i) * time.Minute)}); err != nil {
+		if _, _, err := s.Create(&Record{ID: id, Action: "a", State: actions.JobQueued, CreatedAt: now.Add(time.Duration(i) * time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/upgrade-agent/upgrade-agent/pipeline"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
@@ -32,7 +31,7 @@ type Worker struct {
 
 	Now       func() time.Time // nil = time.Now
 	Heartbeat time.Duration    // 0 = DefaultHeartbeat
-	// Concurrency and BatchSize tune actions.RunBalance (0 = its defaults).
+	// Concurrency and BatchSize tune the job's run (0 = its defaults).
 	Concurrency int
 	BatchSize   int
 	// PID is recorded as the worker's process; 0 = this process.
@@ -40,13 +39,14 @@ type Worker struct {
 	Logger *slog.Logger // nil = discard
 
 	// afterCommit, in tests, runs after each committed batch.
-	afterCommit func(actions.BalanceTally)
+	afterCommit func(actions.Progress)
 }
 
-// UserPrefix names the synthetic users of job id: the same for every worker
-// of the job, so a restarted worker continues with the next index and a
-// user is never simulated under two names.
-func UserPrefix(jobID string) string { return "job-" + jobID + "-" }
+// Key names what job id writes (actions.JobRun.Key): the same for every
+// worker of the job, so a restarted worker continues where the last one
+// committed and nothing is written under two names (the balance job's
+// synthetic users are Key(id)-0, Key(id)-1, ...).
+func Key(jobID string) string { return "job-" + jobID }
 
 func (w *Worker) now() time.Time {
 	if w.Now != nil {
@@ -78,7 +78,7 @@ func (w *Worker) Run(ctx context.Context, id string) error {
 			return errNoChange
 		}
 		now := w.now()
-		r.State, r.Worker, r.PID, r.HeartbeatAt = StateRunning, token, pid, &now
+		r.State, r.Worker, r.PID, r.HeartbeatAt = actions.JobRunning, token, pid, &now
 		return nil
 	})
 	if err != nil {
@@ -107,7 +107,7 @@ func (w *Worker) Run(ctx context.Context, id string) error {
 	switch {
 	case runErr == nil:
 		return w.finish(id, token, func(r *Record) {
-			r.State, r.Result, r.Error, r.ErrorType = StateSucceeded, result, "", ""
+			r.State, r.Result, r.Error, r.ErrorType = actions.JobSucceeded, result, "", ""
 			log.Info("job succeeded", "done", r.Progress.Done, "total", r.Progress.Total)
 		})
 	case errors.Is(runErr, errCancelled) || errors.Is(cause, errCancelled):
@@ -120,7 +120,7 @@ func (w *Worker) Run(ctx context.Context, id string) error {
 		// Stopped from outside (a signal): if that was `jobs cancel`, the
 		// record says so; otherwise it keeps the last commit and the job
 		// is restarted by the next resume.
-		if r, err := w.Store.Load(id); err == nil && r.State == StateCancelled {
+		if r, err := w.Store.Load(id); err == nil && r.State == actions.JobCancelled {
 			log.Info("job cancelled")
 			return nil
 		}
@@ -130,7 +130,7 @@ func (w *Worker) Run(ctx context.Context, id string) error {
 	typ := errorType(runErr)
 	log.Warn("job failed", "err", runErr, "type", typ)
 	return w.finish(id, token, func(r *Record) {
-		r.State, r.Error, r.ErrorType = StateFailed, runErr.Error(), typ
+		r.State, r.Error, r.ErrorType = actions.JobFailed, runErr.Error(), typ
 	})
 }
 
@@ -182,7 +182,7 @@ func (w *Worker) heartbeat(ctx context.Context, id, token string, stop context.C
 // owned says whether the worker holding token may still write to r.
 func owned(r *Record, token string) error {
 	switch {
-	case r.State == StateCancelled:
+	case r.State == actions.JobCancelled:
 		return errCancelled
 	case r.Worker != token || r.Terminal():
 		return errSuperseded
@@ -190,59 +190,40 @@ func owned(r *Record, token string) error {
 	return nil
 }
 
-// work runs the action and returns its result.
+// work runs the action and returns its result: a job body from its
+// committed tally, committing after every batch; any other action once.
 func (w *Worker) work(ctx context.Context, rec *Record, token string) (json.RawMessage, error) {
 	b, err := actions.Bind(rec.Action, rec.Params)
 	if err != nil {
 		return nil, err
 	}
-	bp, ok := b.Typed().(actions.BalanceParams)
+	api := &recordingAPI{API: w.API}
+	job, ok := b.Job()
 	if !ok {
-		// Other long actions have no batches to resume from: they run once,
-		// inline in this worker.
-		out, err := b.Execute(ctx, actions.Env{API: w.API}, rec.ID)
-		return out.Result, err
+		// An action with no job body has no batches to resume from: it
+		// runs once, inline in this worker.
+		out, err := b.Execute(ctx, actions.Env{API: api}, rec.ID)
+		return out.Result, api.categorize(err)
 	}
-	var start actions.BalanceTally
-	if rec.Tally != nil {
-		start = *rec.Tally
-	}
-	users := &recordingAPI{UserAPI: w.API}
-	opts := actions.BalanceOptions{
-		Concurrency: w.Concurrency,
-		BatchSize:   w.BatchSize,
-		UserPrefix:  UserPrefix(rec.ID),
-		Commit: func(t actions.BalanceTally) error {
+	run := actions.JobRun{API: api, Key: Key(rec.ID), Tally: rec.Tally, Concurrency: w.Concurrency, BatchSize: w.BatchSize,
+		Commit: func(done int, tally json.RawMessage) error {
+			var p actions.Progress
 			_, err := w.Store.Update(rec.ID, func(r *Record) error {
 				if err := owned(r, token); err != nil {
 					return err
 				}
 				now := w.now()
-				r.Tally, r.Progress, r.HeartbeatAt = &t, Progress{Done: t.Done, Total: t.Total}, &now
+				p = actions.Progress{Done: done, Total: r.Progress.Total}
+				r.Tally, r.Progress, r.HeartbeatAt = tally, p, &now
 				return nil
 			})
 			if err == nil && w.afterCommit != nil {
-				w.afterCommit(t)
+				w.afterCommit(p)
 			}
 			return err
-		},
-	}
-	tally, err := actions.RunBalance(ctx, users, bp, start, opts)
-	if err != nil {
-		if upgrade.CategoryOf(err) == "" {
-			if first := users.firstError(); first != nil {
-				// RunBalance reports "every user failed" in its own
-				// words; keep the cause's category for error_type.
-				err = &categorized{err: err, cause: first}
-			}
-		}
-		return nil, err
-	}
-	res, err := actions.SummarizeBalance(ctx, w.API, bp, tally)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(res)
+		}}
+	res, err := job.Run(ctx, run)
+	return res, api.categorize(err)
 }
 
 // errorType is the error_type of a failed job: the UpGrade category, else
@@ -257,7 +238,7 @@ func errorType(err error) string {
 			return string(c)
 		}
 	}
-	return pipeline.ErrTypeUnknown
+	return actions.ErrTypeUnknown
 }
 
 // categorized is a run error together with the UpGrade error behind it.
@@ -266,11 +247,25 @@ type categorized struct{ err, cause error }
 func (e *categorized) Error() string { return e.err.Error() }
 func (e *categorized) Unwrap() error { return e.err }
 
-// recordingAPI remembers the first UpGrade error the simulated users met.
+// recordingAPI remembers the first UpGrade error the job's users met, so
+// that a job that reports their failures in its own words ("every user of
+// 0..49 failed") keeps the cause's category for error_type.
 type recordingAPI struct {
-	actions.UserAPI
+	actions.API
 	mu    sync.Mutex
 	first error
+}
+
+// categorize attaches the first UpGrade error met to a run error that has
+// no category of its own.
+func (a *recordingAPI) categorize(err error) error {
+	if err == nil || upgrade.CategoryOf(err) != "" {
+		return err
+	}
+	if first := a.firstError(); first != nil {
+		return &categorized{err: err, cause: first}
+	}
+	return err
 }
 
 func (a *recordingAPI) note(err error) {
@@ -291,19 +286,19 @@ func (a *recordingAPI) firstError() error {
 }
 
 func (a *recordingAPI) Init(ctx context.Context, userID string, req upgrade.InitRequest) (*upgrade.InitResponse, error) {
-	r, err := a.UserAPI.Init(ctx, userID, req)
+	r, err := a.API.Init(ctx, userID, req)
 	a.note(err)
 	return r, err
 }
 
 func (a *recordingAPI) Assign(ctx context.Context, userID, appContext string) ([]upgrade.Assignment, error) {
-	r, err := a.UserAPI.Assign(ctx, userID, appContext)
+	r, err := a.API.Assign(ctx, userID, appContext)
 	a.note(err)
 	return r, err
 }
 
 func (a *recordingAPI) Mark(ctx context.Context, userID string, req upgrade.MarkRequest) (*upgrade.MarkResponse, error) {
-	r, err := a.UserAPI.Mark(ctx, userID, req)
+	r, err := a.API.Mark(ctx, userID, req)
 	a.note(err)
 	return r, err
 }

@@ -3,7 +3,9 @@
 // replies scripted in the file, served from a cassette, or live.
 //
 // What it is for: Parse decodes a scenario strictly (every unknown key or
-// wrong type is an error naming file:line:col); Run gives each scenario a
+// wrong type is an error naming file:line:col): the format is declared once,
+// as the structs of decode.go that yaml.v3 fills with KnownFields, and their
+// values are converted to the Scenario's types there; Run gives each scenario a
 // fresh state dir, a fresh embedded simulator (or the configured UpGrade),
 // a scripted OpenAI-compatible server reached through the real client, runs
 // every step through pipeline.Agent exactly as `ask` and `resume` would,

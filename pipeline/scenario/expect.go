@@ -95,7 +95,7 @@ func check(e Expect, o outcome, be *backendState) []string {
 		case res.Job == nil:
 			fail("job: expected a job (state %s), got none", j.State)
 		default:
-			if j.State != "" && res.Job.State != j.State {
+			if j.State != "" && string(res.Job.State) != j.State {
 				fail("job.state: expected %s, got %s", j.State, res.Job.State)
 			}
 			done, total := 0, 0

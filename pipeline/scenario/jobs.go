@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/upgrade-agent/upgrade-agent/pipeline"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
@@ -27,7 +26,7 @@ type stepJobs struct {
 }
 
 type stepJob struct {
-	status pipeline.JobStatus
+	status actions.JobStatus
 	params json.RawMessage
 }
 
@@ -48,27 +47,27 @@ func (r *stepJobs) Start(_ context.Context, jobID, _, action string, params json
 		return fmt.Errorf("start job %s: %w", jobID, err)
 	}
 	total := 0
-	if bp, ok := b.Typed().(actions.BalanceParams); ok {
-		total = bp.NumUsers
+	if job, ok := b.Job(); ok {
+		total = job.Total()
 	}
-	r.jobs[jobID] = &stepJob{status: pipeline.JobStatus{ID: jobID, Action: action, State: "queued", Total: total}, params: params}
+	r.jobs[jobID] = &stepJob{status: actions.JobStatus{ID: jobID, Action: action, State: actions.JobQueued, Total: total}, params: params}
 	return nil
 }
 
 // Wait runs the job to its end when d > 0 and reports it.
-func (r *stepJobs) Wait(ctx context.Context, jobID string, d time.Duration) (pipeline.JobStatus, error) {
+func (r *stepJobs) Wait(ctx context.Context, jobID string, d time.Duration) (actions.JobStatus, error) {
 	r.mu.Lock()
 	j, ok := r.jobs[jobID]
 	if !ok {
 		r.mu.Unlock()
-		return pipeline.JobStatus{}, fmt.Errorf("job %s: unknown job", jobID)
+		return actions.JobStatus{}, fmt.Errorf("job %s: unknown job", jobID)
 	}
 	if j.status.Terminal() || d <= 0 {
 		st := j.status
 		r.mu.Unlock()
 		return st, nil
 	}
-	j.status.State = "running"
+	j.status.State = actions.JobRunning
 	r.mu.Unlock()
 
 	result, err := r.run(ctx, j)
@@ -76,14 +75,14 @@ func (r *stepJobs) Wait(ctx context.Context, jobID string, d time.Duration) (pip
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
-		j.status.State = "failed"
+		j.status.State = actions.JobFailed
 		j.status.Error = err.Error()
 		j.status.ErrorType = string(upgrade.CategoryOf(err))
 		if j.status.ErrorType == "" {
-			j.status.ErrorType = "api"
+			j.status.ErrorType = actions.ErrTypeAPI
 		}
 	} else {
-		j.status.State = "succeeded"
+		j.status.State = actions.JobSucceeded
 		j.status.Result = result
 		j.status.Done = j.status.Total
 	}
@@ -95,30 +94,22 @@ func (r *stepJobs) run(ctx context.Context, j *stepJob) (json.RawMessage, error)
 	if err != nil {
 		return nil, err
 	}
-	bp, ok := b.Typed().(actions.BalanceParams)
+	job, ok := b.Job()
 	if !ok {
 		out, err := b.Execute(ctx, actions.Env{API: r.api}, j.status.ID)
 		return out.Result, err
 	}
-	opts := actions.BalanceOptions{
-		// One user at a time: the simulator's seeded draws then follow the
-		// user order, so the counts are the same on every run.
+	return job.Run(ctx, actions.JobRun{
+		API: r.api,
+		Key: "sim-" + j.status.ID,
+		// One unit at a time: the simulator's seeded draws then follow the
+		// order of the work, so the result is the same on every run.
 		Concurrency: 1,
-		UserPrefix:  "sim-" + j.status.ID + "-",
-		Commit: func(t actions.BalanceTally) error {
+		Commit: func(done int, _ json.RawMessage) error {
 			r.mu.Lock()
-			j.status.Done = t.Done
+			j.status.Done = done
 			r.mu.Unlock()
 			return nil
 		},
-	}
-	tally, err := actions.RunBalance(ctx, r.api, bp, actions.BalanceTally{}, opts)
-	if err != nil {
-		return nil, err
-	}
-	res, err := actions.SummarizeBalance(ctx, r.api, bp, tally)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(res)
+	})
 }

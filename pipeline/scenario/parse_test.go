@@ -107,6 +107,20 @@ func TestParseSpecExample(t *testing.T) {
 	}
 }
 
+// TestResumeWithoutOptions: `- resume:` (null) is a resume step, not a
+// missing key.
+func TestResumeWithoutOptions(t *testing.T) {
+	sc, err := Parse([]byte("name: x\nsteps:\n  - resume:\n  - resume: {wait: true, timeout: 2m}\n"), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []ResumeSpec{sc.Steps[0].Resume, sc.Steps[1].Resume}
+	want := []ResumeSpec{{}, {Wait: true, Timeout: 2 * time.Minute}}
+	if d := cmp.Diff(want, got); d != "" || sc.Steps[0].Kind != StepResume || sc.Steps[0].Line != 3 {
+		t.Errorf("resume steps (-want +got):\n%s\n%+v", d, sc.Steps)
+	}
+}
+
 func TestParseDefaults(t *testing.T) {
 	sc, err := Parse([]byte("name: x\nsteps:\n  - say: hi\n"), filepath.Join(t.TempDir(), "x.yaml"))
 	if err != nil {
@@ -166,6 +180,24 @@ func TestParseErrors(t *testing.T) {
 		{"auth on url", "name: x\nbackend: url\nsetup: {auth_required: true}\nsteps:\n  - say: hi\n", "setup.auth_required only applies to backend: sim"},
 		{"action without name", "name: x\nsteps:\n  - say: hi\n    expect: {actions: [{status: success}]}\n", "step 1.expect.actions[0]: action is required"},
 		{"empty", "", "f.yaml: empty file"},
+		// Struct decoding (issue 20.7): the strict decoder's errors get
+		// their column and place from the tree; enums hint like keys.
+		{"enum hint", "name: x\nsteps:\n  - say: hi\n    expect: {job: {state: runing}}\n", `f.yaml:4:27: step 1.expect.job.state: "runing" is not one of queued, running, succeeded, failed, cancelled; did you mean "running"?`},
+		{"status hint", "name: x\nsteps:\n  - say: hi\n    expect: {status: complete}\n", `; did you mean "completed"?`},
+		{"typo in a list item", "name: x\nsteps:\n  - say: hi\n    expect: {actions: [{action: a, statuss: x}]}\n", `f.yaml:4:36: unknown key "statuss" in step 1.expect.actions[0]; did you mean "status"? (known: action, status, params_subset, result_subset, error_contains)`},
+		{"typo through an alias", "name: x\nsteps:\n  - &s {say: hi, sy: 2}\n  - *s\n", `f.yaml:3:18: unknown key "sy" in step 1; did you mean "say"?`},
+		{"not a mapping", "name: x\noptions: [a]\nsteps:\n  - say: hi\n", "f.yaml:2:10: options: want a mapping (key: value), got a list"},
+		{"not a list", "name: x\nsteps: {say: hi}\n", "f.yaml:2:8: steps: want a list of steps (- say: ...), got a mapping"},
+		{"step not a mapping", "name: x\nsteps:\n  - hi\n", `f.yaml:3:5: step 1: want a mapping (key: value), got "hi"`},
+		{"null list", "name: x\nsteps:\n  - say: hi\n    expect:\n      actions:\n", "f.yaml:5:15: step 1.expect.actions: want a list ([] for none), got nothing (null)"},
+		{"null say", "name: x\nsteps:\n  - say: ~\n", "f.yaml:3:10: step 1.say: want text, got nothing (null)"},
+		{"merge key", "name: x\nbase: &b {say: hi}\nsteps:\n  - <<: *b\n", "f.yaml:4:5: YAML merge keys (<<) are not supported"},
+		{"key not a word", "name: x\n[a]: b\nsteps:\n  - say: hi\n", "f.yaml:2:1: the scenario: keys must be plain words, got a list"},
+		{"key not a word, deeper", "name: x\nsteps:\n  - say: hi\n    expect: {output: {[a]: 1}}\n", "f.yaml:4:23: step 1.expect.output: keys must be plain words, got a list"},
+		{"null key", "name: x\n~: y\nsteps:\n  - say: hi\n", "f.yaml:2:1: the scenario: keys must be plain words, got nothing (null)"},
+		{"root not a mapping", "- a\n", "f.yaml:1:1: the scenario: want a mapping (key: value), got a list"},
+		{"user group", "name: x\nsetup: {users: [{id: a, group: x}]}\nsteps:\n  - say: hi\n", `f.yaml:2:32: setup.users[0].group: want {group type: [ids]}, got "x"`},
+		{"backend user without id", "name: x\nsteps:\n  - say: hi\n    expect: {backend: {users: [{group: x}]}}\n", "f.yaml:4:32: step 1.expect.backend.users[0]: id is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

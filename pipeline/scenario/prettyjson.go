@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/plainjson"
 )
 
 // jnode is a JSON value that keeps the order of object keys, so that the
@@ -63,7 +65,7 @@ func readNode(dec *json.Decoder) (*jnode, error) {
 	case json.Number:
 		return &jnode{scalar: roundNumber(t)}, nil
 	default:
-		b, err := marshalNoEscape(t)
+		b, err := plainjson.Marshal(t)
 		if err != nil {
 			return nil, err
 		}
@@ -86,16 +88,6 @@ func roundNumber(n json.Number) string {
 	return strconv.FormatFloat(math.Round(f*1e6)/1e6, 'f', -1, 64)
 }
 
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
 func (n *jnode) compact() string {
 	if !n.object && !n.array {
 		return n.scalar
@@ -111,7 +103,7 @@ func (n *jnode) compact() string {
 			b.WriteString(", ")
 		}
 		if n.object {
-			k, _ := marshalNoEscape(n.keys[i])
+			k, _ := plainjson.Marshal(n.keys[i])
 			b.Write(k)
 			b.WriteString(": ")
 		}
@@ -139,7 +131,7 @@ func (n *jnode) pretty(b *strings.Builder, indent string, used, width int) {
 		b.WriteString(inner)
 		col := len(inner)
 		if n.object {
-			k, _ := marshalNoEscape(n.keys[i])
+			k, _ := plainjson.Marshal(n.keys[i])
 			b.Write(k)
 			b.WriteString(": ")
 			col += len(k) + 2

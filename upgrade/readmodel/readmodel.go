@@ -1,7 +1,9 @@
 // Package readmodel is the one read model of UpGrade data that both the
-// table commands (experiments list|show|stats, contexts) and the agent's
-// tools show: an experiment's summary and details, its enrollment, and the
-// app contexts. One formula per figure, whoever reads it.
+// table commands (experiments list|show|stats|history, flags, segments,
+// contexts) and the agent's tools show: an experiment's summary, details,
+// enrollment and history, feature flags with their lists and reach,
+// segments with members and uses, and the app contexts. One formula per
+// figure, whoever reads it.
 //
 // It only shapes data the client read; it must not call the server.
 package readmodel

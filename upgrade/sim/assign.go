@@ -307,7 +307,7 @@ func (s *Sim) assignLocked(uid string, u *user, ctx string) []assignmentOut {
 		if e.AssignmentUnit == upgrade.UnitGroup && en == nil && !validGroup(e, u) {
 			continue
 		}
-		if !segmentAllows(e, uid, u) {
+		if !segmentAllows(s.withSubSegments(e), uid, u) {
 			continue
 		}
 		cands = append(cands, e)
@@ -767,7 +767,7 @@ func (s *Sim) enrollLocked(e *upgrade.Experiment, uid string, u *user, dp *upgra
 		setReason(&rt.ExcludedUsers, uid, reasonNotApplied)
 		return
 	}
-	if !segmentAllows(e, uid, u) {
+	if !segmentAllows(s.withSubSegments(e), uid, u) {
 		setReason(&rt.ExcludedUsers, uid, reasonSegment)
 		return
 	}
@@ -905,7 +905,7 @@ func (s *Sim) statsLocked(id string) (upgrade.EnrollmentStats, *apiError) {
 	e := s.idx[id]
 	if e == nil {
 		// The server dereferences the missing experiment.
-		if !isUUID(id) {
+		if !upgrade.IsUUID(id) {
 			// PostgreSQL refuses the id before any row is read.
 			return upgrade.EnrollmentStats{}, &apiError{Status: 500, Name: "QueryFailedError",
 				Message: fmt.Sprintf("invalid input syntax for type uuid: %q", id)}

@@ -166,11 +166,15 @@ func (s *Sim) createLocked(body []byte) (*upgrade.Experiment, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	return s.insertLocked(e, payloads)
+	created, aerr := s.insertLocked(e, payloads)
+	if aerr == nil {
+		s.keepCreateSubSegmentsLocked(created, body)
+	}
+	return created, aerr
 }
 
 func (s *Sim) insertLocked(e *upgrade.Experiment, payloads []conditionPayload) (*upgrade.Experiment, *apiError) {
-	if e.ID != "" && !isUUID(e.ID) {
+	if e.ID != "" && !upgrade.IsUUID(e.ID) {
 		// The id is the primary key of a uuid column: PostgreSQL refuses it.
 		return nil, &apiError{Status: 500, Name: "QueryFailedError", Type: typeQueryFailed,
 			Message: fmt.Sprintf("invalid input syntax for type uuid: %q", e.ID)}
@@ -227,6 +231,7 @@ func (s *Sim) insertLocked(e *upgrade.Experiment, payloads []conditionPayload) (
 		s.st.Experiments = append(s.st.Experiments, e)
 	}
 	s.idx[e.ID] = e
+	s.auditExperiment(upgrade.AuditExperimentCreated, e, nil)
 	return e, nil
 }
 
@@ -290,6 +295,7 @@ func (s *Sim) setStateLocked(id string, st upgrade.State, scheduleDate *string) 
 	}
 	s.st.Experiments[slices.Index(s.st.Experiments, old)] = &e
 	s.idx[id] = &e
+	s.auditExperiment(upgrade.AuditExperimentStateChanged, &e, obj{"previousState": old.State.Display(), "newState": st.Display()})
 	if st == upgrade.StateEnrolling && old.State != upgrade.StateEnrollmentComplete {
 		s.excludeReachedLocked(&e)
 	}
@@ -391,7 +397,7 @@ func (s *Sim) handleNames(c *call) {
 }
 
 func (s *Sim) handleSingle(c *call, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -423,6 +429,7 @@ func (s *Sim) handleCreate(c *call) {
 		if aerr != nil {
 			return false, aerr
 		}
+		s.keepCreateSubSegmentsLocked(created, c.body)
 		out = s.render(created, viewCreate)
 		return true, nil
 	})
@@ -434,7 +441,7 @@ func (s *Sim) handleCreate(c *call) {
 }
 
 func (s *Sim) handleUpdate(c *call, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -470,7 +477,7 @@ func (s *Sim) handleState(c *call) {
 		return
 	}
 	ck := &checker{}
-	if id := ck.str(m, "", "experimentId", true); id != "" && !isUUID(id) {
+	if id := ck.str(m, "", "experimentId", true); id != "" && !upgrade.IsUUID(id) {
 		ck.failf("experimentId", "must be a UUID")
 	}
 	if v, ok := m["state"]; !ok || v == nil {
@@ -507,7 +514,7 @@ func (s *Sim) handleState(c *call) {
 }
 
 func (s *Sim) handleDelete(c *call, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -533,28 +540,8 @@ func (s *Sim) handleDelete(c *call, id string) {
 }
 
 func (s *Sim) handlePaginated(c *call) {
-	m, aerr := c.object()
+	m, search, sortBy, aerr := pageParams(c, searchKeys, sortKeys)
 	if aerr != nil {
-		c.fail(aerr)
-		return
-	}
-	ck := &checker{}
-	ck.number(m, "", "skip", false, true)
-	ck.number(m, "", "take", false, true)
-	var search, sortBy map[string]any
-	if v, ok := m["searchParams"]; !absent(v, ok) {
-		if search = ck.object(m, "", "searchParams", false); search != nil {
-			ck.enum(search, "searchParams", "key", searchKeys, false)
-			ck.str(search, "searchParams", "string", true)
-		}
-	}
-	if v, ok := m["sortParams"]; !absent(v, ok) {
-		if sortBy = ck.object(m, "", "sortParams", false); sortBy != nil {
-			ck.enum(sortBy, "sortParams", "key", sortKeys, true)
-			ck.enum(sortBy, "sortParams", "sortAs", sortDirections, true)
-		}
-	}
-	if aerr := ck.err(); aerr != nil {
 		c.fail(aerr)
 		return
 	}

@@ -8,7 +8,6 @@ import (
 	"html"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 )
 
@@ -67,7 +66,7 @@ func storageError(err error) *apiError {
 
 // errorBody is UpGrade's error document.
 type errorBody struct {
-	Name      string          `json:"name"`
+	Name      string          `json:"name,omitempty"` // absent on some 400s of the segment routes
 	Message   string          `json:"message"`
 	EndPoint  string          `json:"endPoint"`
 	ErrorCode int             `json:"errorCode"`
@@ -77,10 +76,6 @@ type errorBody struct {
 
 // Handler serves the API under /api.
 func (s *Sim) Handler() http.Handler { return http.HandlerFunc(s.serve) }
-
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-func isUUID(s string) bool { return uuidRE.MatchString(s) }
 
 // call is one request being answered.
 type call struct {
@@ -122,7 +117,7 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 		if admin && !s.authorized(c) {
 			return
 		}
-		if method == http.MethodPost || method == http.MethodPut {
+		if method != http.MethodGet {
 			if !c.readBody() {
 				return
 			}
@@ -165,6 +160,10 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 	case len(segs) == 2 && low[0] == "v6" && low[1] == "mark" && m == http.MethodPost:
 		route(m, false, s.handleMark)
 	default:
+		if h, admin := s.catalogRoute(m, segs, low); h != nil {
+			route(m, admin, h)
+			return
+		}
 		notFoundPage(w, r)
 	}
 }

@@ -32,6 +32,8 @@ type listRow struct {
 	Type        string             `json:"type"`
 	Users       []string           `json:"users"`
 	Groups      []upgrade.GroupRef `json:"groups"`
+	// SubSegmentIDs are the public segments the list includes.
+	SubSegmentIDs []string `json:"subSegmentIds,omitempty"`
 }
 
 // listRowsLocked returns an experiment's rows of one kind. An experiment
@@ -66,14 +68,15 @@ func createdRows(e *upgrade.Experiment) []*listRow {
 type listInput struct {
 	ExperimentID string `json:"experimentId"`
 	List         struct {
-		ID          string             `json:"id"`
-		Name        string             `json:"name"`
-		Description *string            `json:"description"`
-		ListType    *string            `json:"listType"`
-		Context     string             `json:"context"`
-		Type        string             `json:"type"`
-		UserIDs     []string           `json:"userIds"`
-		Groups      []upgrade.GroupRef `json:"groups"`
+		ID            string             `json:"id"`
+		Name          string             `json:"name"`
+		Description   *string            `json:"description"`
+		ListType      *string            `json:"listType"`
+		Context       string             `json:"context"`
+		Type          string             `json:"type"`
+		UserIDs       []string           `json:"userIds"`
+		Groups        []upgrade.GroupRef `json:"groups"`
+		SubSegmentIDs []string           `json:"subSegmentIds"`
 	} `json:"list"`
 }
 
@@ -124,7 +127,8 @@ func (s *Sim) handleListAdd(c *call, kind string) {
 		}
 		row := &listRow{Kind: kind, ID: in.List.ID, Name: in.List.Name, Description: in.List.Description,
 			ListType: in.List.ListType, Context: in.List.Context, Type: in.List.Type,
-			Users: nonNil(in.List.UserIDs), Groups: append([]upgrade.GroupRef{}, in.List.Groups...)}
+			Users: nonNil(in.List.UserIDs), Groups: append([]upgrade.GroupRef{}, in.List.Groups...),
+			SubSegmentIDs: s.knownSegments(in.List.SubSegmentIDs)}
 		if row.ID == "" {
 			row.ID = s.newID()
 		}
@@ -137,7 +141,7 @@ func (s *Sim) handleListAdd(c *call, kind string) {
 }
 
 func (s *Sim) handleListUpdate(c *call, kind, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -170,6 +174,7 @@ func (s *Sim) handleListUpdate(c *call, kind, id string) {
 			next.Description = in.List.Description
 		}
 		next.Users, next.Groups = nonNil(in.List.UserIDs), append([]upgrade.GroupRef{}, in.List.Groups...)
+		next.SubSegmentIDs = s.knownSegments(in.List.SubSegmentIDs)
 		s.changeListsLocked(e, func(rows []*listRow) []*listRow {
 			for i, r := range rows {
 				if r.Kind == kind && r.ID == id {
@@ -183,7 +188,7 @@ func (s *Sim) handleListUpdate(c *call, kind, id string) {
 }
 
 func (s *Sim) handleListDelete(c *call, kind, id string) {
-	if !isUUID(id) {
+	if !upgrade.IsUUID(id) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
@@ -232,7 +237,7 @@ func (s *Sim) segmentObj(e *upgrade.Experiment, r *listRow, members bool) obj {
 		for _, g := range r.Groups {
 			groups = append(groups, s.rowMeta(e, obj{"groupId": g.GroupID, "type": g.Type, "segmentId": r.ID}))
 		}
-		m["individualForSegment"], m["groupForSegment"], m["subSegments"] = users, groups, []any{}
+		m["individualForSegment"], m["groupForSegment"], m["subSegments"] = users, groups, s.subSegmentRows(r.SubSegmentIDs)
 	}
 	return m
 }

@@ -189,7 +189,7 @@ func (s *Sim) renderObj(e *upgrade.Experiment, v view) obj {
 		return m
 	case viewPage:
 		m["partitions"] = s.partitionsView(e, v)
-		m["stateTimeLogs"] = s.logsView(e, true)
+		m["stateTimeLogs"] = []any{} // 6.5's paginated rows never carry the history
 		links := []any{}
 		for _, r := range s.listRowsLocked(e, kindInclusion) {
 			links = append(links, s.rowMeta(e, obj{"experimentId": e.ID, "segmentId": r.ID}))

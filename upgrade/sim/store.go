@@ -48,6 +48,9 @@ type state struct {
 	// Lists holds, per experiment id, its inclusion and exclusion lists
 	// once the list routes changed them (lists.go).
 	Lists map[string][]*listRow `json:"lists,omitempty"`
+	// Catalog holds flags, segments, exposures and the audit log
+	// (catalog.go).
+	Catalog *catalog `json:"catalog,omitempty"`
 }
 
 type user struct {
