@@ -40,7 +40,10 @@ const (
 	maxServerLen = 2048
 )
 
-// Status is where a session stands between two processes.
+// Status is where a session stands between two processes, and how a turn
+// ended: the one status type of the checkpoint, a turn's result (cli.md)
+// and the scenario runner. A checkpoint holds the Valid ones; a turn's
+// result holds TurnStatuses.
 type Status string
 
 const (
@@ -50,10 +53,18 @@ const (
 	StatusWaitingJob           Status = "waiting_job"
 	StatusTerminated           Status = "terminated"
 
+	// StatusCompleted and StatusFailed end a turn (its result); the
+	// session is idle afterwards, so no checkpoint holds them.
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+
 	// StatusCorrupt never appears in a checkpoint; List uses it for sessions whose
 	// checkpoint cannot be read, so a listing never fails because of one bad file.
 	StatusCorrupt Status = "corrupt"
 )
+
+// TurnStatuses are the statuses a turn's result may have.
+var TurnStatuses = []Status{StatusCompleted, StatusAwaitingConfirmation, StatusWaitingJob, StatusTerminated, StatusFailed}
 
 // Valid reports whether s may appear in a checkpoint.
 func (s Status) Valid() bool {

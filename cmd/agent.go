@@ -24,12 +24,15 @@ type TurnOptions struct {
 	waitJobsSet      bool
 }
 
-// turnEnv is an agent wired to the configured LLM, UpGrade and session
-// store, plus what must be released afterwards.
+// turnEnv is what an agent is wired to (the configured LLM, UpGrade,
+// job runner and session store), the agent once start has built it, and
+// what must be released afterwards.
 type turnEnv struct {
-	agent   *pipeline.Agent
-	store   *checkpoint.FileStore
-	closers []func()
+	deps     pipeline.Deps
+	settings pipeline.Settings
+	agent    *pipeline.Agent
+	store    *checkpoint.FileStore
+	closers  []func()
 }
 
 func (e *turnEnv) Close() {
@@ -114,13 +117,26 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 		env.Close()
 		return nil, err
 	}
-	a, err := pipeline.New(pipeline.Deps{LLM: client, API: api, Store: store, Jobs: jobRunner, Logger: f.Logger()}, s)
-	if err != nil {
-		env.Close()
-		return nil, err
-	}
-	env.agent = a
+	env.deps = pipeline.Deps{LLM: client, API: api, Store: store, Jobs: jobRunner, Logger: f.Logger()}
+	env.settings = s
 	return env, nil
+}
+
+// start builds the agent for an opened session: with the MCP servers of
+// the config (connected knowing the capabilities the session negotiated
+// before) and the view's callbacks. Nothing changes the agent afterwards.
+func (e *turnEnv) start(ctx context.Context, f *Factory, sess *pipeline.Session, view TurnView) error {
+	opts := view.Options()
+	if m := connectMCP(ctx, f, sess); m != nil {
+		e.closers = append(e.closers, func() { _ = m.Close() })
+		opts = append(opts, pipeline.WithMCP(m))
+	}
+	a, err := pipeline.New(e.deps, e.settings, opts...)
+	if err != nil {
+		return err
+	}
+	e.agent = a
+	return nil
 }
 
 // readMessage takes the message argument, or stdin when it is "-".
@@ -139,16 +155,29 @@ func readMessage(f *Factory, arg string) (string, error) {
 	return msg, nil
 }
 
-// openSession locks and loads a session, or creates it when create is set.
-func openSession(store *checkpoint.FileStore, id string, create bool, now time.Time) (*pipeline.Session, func(), error) {
+// How openSession finds a session.
+type sessionSource int
+
+const (
+	sessionStored   sessionSource = iota // saved by this state dir
+	sessionNew                           // created now
+	sessionImported                      // taken from a checkpoint file
+)
+
+// openSession locks and loads a session, or creates it.
+func openSession(store *checkpoint.FileStore, id string, src sessionSource, now time.Time) (*pipeline.Session, func(), error) {
 	unlock, err := store.Lock(id)
 	if err != nil {
 		return nil, nil, err
 	}
-	if create {
+	load := pipeline.LoadSession
+	switch src {
+	case sessionNew:
 		return pipeline.NewSession(id, now), unlock, nil
+	case sessionImported:
+		load = pipeline.LoadImportedSession
 	}
-	sess, err := pipeline.LoadSession(store, id)
+	sess, err := load(store, id)
 	if err != nil {
 		unlock()
 		if errors.Is(err, checkpoint.ErrNotFound) || errors.Is(err, checkpoint.ErrCorrupt) {

@@ -12,11 +12,13 @@ func TestTurnViewStreamsOnATerminal(t *testing.T) {
 	var out bytes.Buffer
 	io := &IOStreams{Out: &out, ErrOut: &out, StdoutTTY: true}
 	v := NewTurnView("text", io, time.Now)
-	a := &pipeline.Agent{}
-	v.Attach(a)
-	a.StreamText("\nAbout to ")
-	a.StreamText("delete it.")
-	a.OnResponse("About to delete it.\n\nDESTRUCTIVE: delete experiment X.\nReply yes to proceed or no to cancel.")
+	h := v.(*humanTurnView)
+	if n := len(v.Options()); n != 2 {
+		t.Fatalf("%d options on a terminal, want the reply and the stream", n)
+	}
+	h.stream("\nAbout to ")
+	h.stream("delete it.")
+	h.respond("About to delete it.\n\nDESTRUCTIVE: delete experiment X.\nReply yes to proceed or no to cancel.")
 	want := "About to delete it.\n\nDESTRUCTIVE: delete experiment X.\nReply yes to proceed or no to cancel.\n"
 	if out.String() != want {
 		t.Fatalf("got %q", out.String())
@@ -29,12 +31,10 @@ func TestTurnViewStreamsOnATerminal(t *testing.T) {
 	out.Reset()
 	io.StdoutTTY = false
 	v = NewTurnView("text", io, time.Now)
-	a = &pipeline.Agent{}
-	v.Attach(a)
-	if a.StreamText != nil {
+	if n := len(v.Options()); n != 1 {
 		t.Fatal("streaming when stdout is not a terminal")
 	}
-	a.OnResponse("Hello")
+	v.(*humanTurnView).respond("Hello")
 	if out.String() != "Hello\n" {
 		t.Fatalf("got %q", out.String())
 	}

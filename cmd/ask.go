@@ -96,14 +96,19 @@ func runAsk(ctx context.Context, f *Factory, o *AskOptions) error {
 	if err := guardServer(f, env.store, id, "", o.Turn.AllowOtherServer); err != nil {
 		return err
 	}
-	sess, unlock, err := openSession(env.store, id, create, f.Now())
+	src := sessionStored
+	if create {
+		src = sessionNew
+	}
+	sess, unlock, err := openSession(env.store, id, src, f.Now())
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	connectMCP(ctx, f, env, sess)
 	view := NewTurnView(f.opts().Output, f.IO, f.Now)
-	view.Attach(env.agent)
+	if err := env.start(ctx, f, sess, view); err != nil {
+		return err
+	}
 	res, turnErr := env.agent.Ask(ctx, sess, msg)
 	return renderTurn(view, res, turnErr, create)
 }

@@ -506,8 +506,12 @@ func TestCrashBeforeConfirmationShown(t *testing.T) {
 	done := writeTestFile(t, dir, "done.yaml", "- reply: Done.\n")
 	env := agentEnv(t, "UPGRADE_AGENT_HOME="+state, "UPGRADE_API_URL="+tp.URL()+"/api", "OPENAI_API_KEY=sk-crash-test-key-0123456789")
 
+	// The responder words the proposal (reply_wording llm), so the run can
+	// be stopped at its call, after the confirmation node and before the
+	// reply that shows it.
+	llmWords := writeTestFile(t, dir, "config.yaml", "reply_wording: llm\n")
 	at := lt.stopAt(llmNode("responder"), onArrival, 0)
-	p := startAgent(t, env, "ask", "--llm", "openai", "--llm-base-url", lt.URL()+"/v1", "--model", "m", "create Crash Test")
+	p := startAgent(t, env, "--config", llmWords, "ask", "--llm", "openai", "--llm-base-url", lt.URL()+"/v1", "--model", "m", "create Crash Test")
 	if !p.killOn(t, at) {
 		t.Fatalf("the run ended before the responder:\n%s", p.out.String())
 	}

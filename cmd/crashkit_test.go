@@ -389,19 +389,29 @@ func agentIn(t *testing.T, env []string, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
+// savedSession is a session's checkpoint and the pipeline state in it.
+type savedSession struct {
+	CP    *checkpoint.Checkpoint
+	State *pipeline.State
+}
+
 // loadCheckpoint reads a session's checkpoint, failing the test when it
 // does not load.
-func loadCheckpoint(t *testing.T, state, id string) *pipeline.Session {
+func loadCheckpoint(t *testing.T, state, id string) savedSession {
 	t.Helper()
 	store, err := checkpoint.OpenFileStore(state)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sess, err := pipeline.LoadSession(store, id)
+	cp, err := store.Load(id)
 	if err != nil {
 		t.Fatalf("checkpoint of %s: %v", id, err)
 	}
-	return sess
+	st, err := pipeline.DecodeState(cp)
+	if err != nil {
+		t.Fatalf("checkpoint of %s: %v", id, err)
+	}
+	return savedSession{CP: cp, State: st}
 }
 
 // waitUnlocked waits, bounded, until nobody holds the session's lock. A

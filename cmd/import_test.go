@@ -178,16 +178,19 @@ func TestImportNeverReplacesALocalSession(t *testing.T) {
 
 // A free-text answer given with a crafted import never reaches the model
 // with the crafted text as the pending confirmation: the confirmation is
-// rendered anew first, the model's one call (the responder) has the real
-// delete before it, and the reply shows it.
+// rendered anew first, the model's one call (the responder, which words
+// the reply under reply_wording llm) has the real delete before it, and
+// the reply shows it.
 func TestCraftedCheckpointModelSeesTheRealAction(t *testing.T) {
 	cs := newCraftedSession(t, func(cp *checkpoint.Checkpoint, _ *actions.Bound) {
 		cp.Interrupt.Confirmation.Destructive = false
 	})
-	script := writeTestFile(t, t.TempDir(), "explain.yaml", `- messages_contain: ["DESTRUCTIVE: delete experiment", "Running One"]
+	dir := t.TempDir()
+	script := writeTestFile(t, dir, "explain.yaml", `- messages_contain: ["DESTRUCTIVE: delete experiment", "Running One"]
   reply: This deletes Running One.
 `)
-	code, o, e := agentIn(t, cs.env, "resume", cs.file, "--answer", "what does this do?", "-o", "json", "--llm", "script:"+script)
+	llmWords := writeTestFile(t, dir, "config.yaml", "reply_wording: llm\n")
+	code, o, e := agentIn(t, cs.env, "--config", llmWords, "resume", cs.file, "--answer", "what does this do?", "-o", "json", "--llm", "script:"+script)
 	if code != 10 || !cs.alive(t) {
 		t.Fatalf("resume FILE --answer TEXT: exit %d (want 10), victim alive %v\n%s\n%s", code, cs.alive(t), o, e)
 	}

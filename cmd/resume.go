@@ -70,7 +70,7 @@ func runResume(ctx context.Context, f *Factory, o *ResumeOptions) error {
 		return err
 	}
 	defer env.Close()
-	id, imported := o.Session, false
+	id, src := o.Session, sessionStored
 	switch {
 	case id == "":
 		id, err = env.store.Latest(checkpoint.StatusAwaitingConfirmation, checkpoint.StatusWaitingJob, checkpoint.StatusRunning)
@@ -90,10 +90,10 @@ func runResume(ctx context.Context, f *Factory, o *ResumeOptions) error {
 		if id, err = env.store.Import(id); err != nil {
 			return err
 		}
-		imported = true
+		src = sessionImported
 		fmt.Fprintf(f.IO.ErrOut, "imported %s as session %s\n", o.Session, id)
 	}
-	if !imported {
+	if src != sessionImported {
 		if o.Session != "" {
 			if id, err = resolveSession(env.store, id); err != nil {
 				return err
@@ -103,15 +103,15 @@ func runResume(ctx context.Context, f *Factory, o *ResumeOptions) error {
 			return err
 		}
 	}
-	sess, unlock, err := openSession(env.store, id, false, f.Now())
+	sess, unlock, err := openSession(env.store, id, src, f.Now())
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	sess.Imported = imported
-	connectMCP(ctx, f, env, sess)
 	view := NewTurnView(f.opts().Output, f.IO, f.Now)
-	view.Attach(env.agent)
+	if err := env.start(ctx, f, sess, view); err != nil {
+		return err
+	}
 	req := pipeline.ResumeRequest{Answer: o.Answer, HasAnswer: o.answerSet, Progress: view.Progress}
 	if o.Wait {
 		req.Wait = o.Timeout

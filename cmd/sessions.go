@@ -105,14 +105,17 @@ func runSessionsShow(_ context.Context, f *Factory, id string) error {
 	if id, err = resolveSession(store, id); err != nil {
 		return err
 	}
-	sess, err := pipeline.LoadSession(store, id)
+	cp, err := store.Load(id)
+	var st *pipeline.State
+	if err == nil {
+		st, err = pipeline.DecodeState(cp)
+	}
 	if err != nil {
 		if errors.Is(err, checkpoint.ErrNotFound) || errors.Is(err, checkpoint.ErrCorrupt) {
 			return &UsageError{Err: err}
 		}
 		return err
 	}
-	cp, st := sess.CP, sess.State
 	d := SessionDetail{ID: cp.SessionID, Status: string(cp.Status), Turns: cp.Counters.Turns, CreatedAt: cp.CreatedAt,
 		UpdatedAt: cp.UpdatedAt, Usage: cp.Usage, Interrupt: cp.Interrupt, PendingAction: st.ActionNeeded,
 		History: st.ConversationHistory, Actions: st.ExecutionLog, Path: store.Path(id), UpgradeServer: cp.UpgradeServer}

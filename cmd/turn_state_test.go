@@ -71,7 +71,7 @@ func TestFailedTurnStoresTheRedactedMessage(t *testing.T) {
 		t.Fatalf("ask with a failing LLM: exit %d\n%s\n%s", code, o, e)
 	}
 	id := latestSession(t, state)
-	retry := loadCheckpoint(t, state, id).RetryInput()
+	retry := loadCheckpoint(t, state, id).State.RetryInput
 	if retry == "" || strings.Contains(retry, token) || strings.Contains(retry, key) || !strings.Contains(retry, "[REDACTED]") {
 		t.Errorf("retry_input %q: want the message with its secrets redacted", retry)
 	}

@@ -19,8 +19,9 @@ import (
 // hints and progress on stderr) and JSON for programs (one object on
 // stdout).
 type TurnView interface {
-	// Attach connects the view to the agent's early reply and streaming.
-	Attach(a *pipeline.Agent)
+	// Options are the agent's callbacks for the view's early reply and
+	// streaming, given to pipeline.New.
+	Options() []pipeline.Option
 	// Progress shows a job's progress while resume waits on it.
 	Progress(st pipeline.JobStatus)
 	// Result renders the turn's result.
@@ -43,7 +44,7 @@ type jsonTurnView struct {
 	progress    *jobProgress
 }
 
-func (v *jsonTurnView) Attach(*pipeline.Agent) {}
+func (v *jsonTurnView) Options() []pipeline.Option { return nil }
 
 func (v *jsonTurnView) Progress(st pipeline.JobStatus) {
 	if v.progress == nil {
@@ -64,32 +65,39 @@ type humanTurnView struct {
 	progress *jobProgress
 }
 
-// Attach prints the reply as soon as it is final, before the optional
+// Options print the reply as soon as it is final, before the optional
 // output node runs. On a terminal the responder's text is streamed as it
 // arrives, and only what Go adds after it (a confirmation text) is printed
 // at the end.
-func (v *humanTurnView) Attach(a *pipeline.Agent) {
-	out := v.io.Out
+func (v *humanTurnView) Options() []pipeline.Option {
+	opts := []pipeline.Option{pipeline.WithOnResponse(v.respond)}
 	if v.io.StdoutTTY {
-		a.StreamText = func(delta string) {
-			if v.streamed.Len() == 0 {
-				delta = strings.TrimLeft(delta, " \n")
-			}
-			v.streamed.WriteString(delta)
-			fmt.Fprint(out, delta)
-		}
+		opts = append(opts, pipeline.WithStreamText(v.stream))
 	}
-	a.OnResponse = func(text string) {
-		v.printed = true
-		if s := strings.TrimSpace(v.streamed.String()); s != "" && strings.HasPrefix(text, s) {
-			fmt.Fprintln(out, text[len(s):])
-			return
-		}
-		if v.streamed.Len() > 0 {
-			fmt.Fprintln(out)
-		}
-		fmt.Fprintln(out, text)
+	return opts
+}
+
+// stream prints the responder's text as it arrives.
+func (v *humanTurnView) stream(delta string) {
+	if v.streamed.Len() == 0 {
+		delta = strings.TrimLeft(delta, " \n")
 	}
+	v.streamed.WriteString(delta)
+	fmt.Fprint(v.io.Out, delta)
+}
+
+// respond prints the final reply, or what of it streaming has not shown.
+func (v *humanTurnView) respond(text string) {
+	out := v.io.Out
+	v.printed = true
+	if s := strings.TrimSpace(v.streamed.String()); s != "" && strings.HasPrefix(text, s) {
+		fmt.Fprintln(out, text[len(s):])
+		return
+	}
+	if v.streamed.Len() > 0 {
+		fmt.Fprintln(out)
+	}
+	fmt.Fprintln(out, text)
 }
 
 func (v *humanTurnView) Progress(st pipeline.JobStatus) {
@@ -147,7 +155,7 @@ func renderTurn(v TurnView, res *pipeline.Result, turnErr error, newSession bool
 
 // statusError is the silent error that makes a paused or suspended turn
 // exit 10 or 11 (nil for a completed one).
-func statusError(status string) error {
+func statusError(status pipeline.Status) error {
 	switch status {
 	case pipeline.StatusAwaitingConfirmation, pipeline.StatusWaitingJob, pipeline.StatusFailed:
 		return &turnStatus{status: status}
@@ -156,7 +164,7 @@ func statusError(status string) error {
 }
 
 // turnStatus carries a turn's status to the exit code; it prints nothing.
-type turnStatus struct{ status string }
+type turnStatus struct{ status pipeline.Status }
 
 func (e *turnStatus) Error() string { return "" }
 

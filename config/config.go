@@ -40,8 +40,9 @@ type Config struct {
 	NoColor bool   `yaml:"no_color"`
 
 	Confirm string `yaml:"confirm"`
-	// ReplyWording says who words the reply after a confirmed action, a
-	// denial or a finished job: go (rendered from the result) or llm.
+	// ReplyWording says who words the reply that shows a confirmation and
+	// the reply after a confirmed action, a denial or a finished job: go
+	// (rendered from the plan or the result) or llm.
 	ReplyWording          string         `yaml:"reply_wording"`
 	WaitJobs              *time.Duration `yaml:"wait_jobs"` // 0 means "suspend at once", so nil is "unset"
 	OutputSchema          string         `yaml:"output_schema"`

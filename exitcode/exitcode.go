@@ -37,7 +37,7 @@ type Coder interface{ ExitCode() int }
 // own code, bad input 2, a locked session 12, refused credentials 3,
 // anything else 1. Without an error, the status of a turn decides: paused
 // for a confirmation 10, suspended on a job 11, otherwise 0.
-func Code(status string, err error) int {
+func Code(status pipeline.Status, err error) int {
 	if err == nil {
 		switch status {
 		case pipeline.StatusAwaitingConfirmation:

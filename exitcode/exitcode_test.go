@@ -43,7 +43,7 @@ func TestCodeOfErrors(t *testing.T) {
 		{"anything else", errors.New("boom"), Failure},
 	}
 	for _, tt := range tests {
-		for _, status := range []string{"", pipeline.StatusCompleted, pipeline.StatusAwaitingConfirmation, pipeline.StatusFailed} {
+		for _, status := range []pipeline.Status{"", pipeline.StatusCompleted, pipeline.StatusAwaitingConfirmation, pipeline.StatusFailed} {
 			if got := Code(status, tt.err); got != tt.want {
 				t.Errorf("%s: Code(%q, err) = %d, want %d (an error decides, whatever the status)", tt.name, status, got, tt.want)
 			}
@@ -53,7 +53,7 @@ func TestCodeOfErrors(t *testing.T) {
 
 func TestCodeOfStatus(t *testing.T) {
 	tests := []struct {
-		status string
+		status pipeline.Status
 		want   int
 	}{
 		{"", OK},

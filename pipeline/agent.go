@@ -31,14 +31,44 @@ const (
 	PolicyNever       = actions.PolicyNever
 )
 
+// Status is how a turn ended (the JSON output's status) and where a
+// session stands between runs: one type with the checkpoint.
+type Status = checkpoint.Status
+
 // Turn statuses of the JSON output.
 const (
-	StatusCompleted            = "completed"
-	StatusAwaitingConfirmation = "awaiting_confirmation"
-	StatusWaitingJob           = "waiting_job"
-	StatusTerminated           = "terminated"
-	StatusFailed               = "failed"
+	StatusCompleted            = checkpoint.StatusCompleted
+	StatusAwaitingConfirmation = checkpoint.StatusAwaitingConfirmation
+	StatusWaitingJob           = checkpoint.StatusWaitingJob
+	StatusTerminated           = checkpoint.StatusTerminated
+	StatusFailed               = checkpoint.StatusFailed
 )
+
+// TurnStatusNames are the statuses a turn's result may have, as text (for
+// readers that check a status someone wrote, such as a scenario's expect).
+func TurnStatusNames() []string {
+	names := make([]string, len(checkpoint.TurnStatuses))
+	for i, s := range checkpoint.TurnStatuses {
+		names[i] = string(s)
+	}
+	return names
+}
+
+// DefaultReason is the termination_reason of a turn that ended as usual
+// with status s ("" for a terminated turn, whose reason is its own).
+func DefaultReason(s Status) string {
+	switch s {
+	case StatusCompleted:
+		return "turn completed"
+	case StatusAwaitingConfirmation:
+		return "awaiting confirmation"
+	case StatusWaitingJob:
+		return "waiting on a job"
+	case StatusFailed:
+		return "failed"
+	}
+	return ""
+}
 
 // JobRunner runs long actions outside the turn (pipeline/jobs).
 type JobRunner = actions.JobRunner
@@ -46,13 +76,13 @@ type JobRunner = actions.JobRunner
 // JobStatus is a job as the pipeline sees it.
 type JobStatus = actions.JobStatus
 
-// Deps are what an agent talks to. LLM and API are required.
+// Deps are what an agent talks to. LLM and API are required. MCP servers
+// come with WithMCP.
 type Deps struct {
 	LLM   llm.Client
 	API   Backend
 	Store checkpoint.Store // nil: nothing is saved (library use)
 	Jobs  JobRunner        // nil: long actions run inline
-	MCP   MCP              // nil: no MCP servers
 
 	Now    func() time.Time // nil: time.Now
 	NewID  func() string    // nil: random hex
@@ -86,9 +116,10 @@ type Settings struct {
 	// TrustedMCPServers are the MCP servers marked trusted: true in the
 	// config, whose annotations may relax confirmation.
 	TrustedMCPServers []string
-	// ReplyWording says who words the reply after a confirmed action, a
-	// denial or a finished job: "go" (default: rendered from the result,
-	// no LLM call) or "llm" (the responder writes it).
+	// ReplyWording says who words the reply that shows a confirmation and
+	// the reply after a confirmed action, a denial or a finished job: "go"
+	// (default: rendered from the plan or the result, no LLM call) or
+	// "llm" (the responder writes it).
 	ReplyWording string
 }
 
@@ -99,17 +130,20 @@ const (
 )
 
 // Agent runs turns. Build it with New; RegisterReply and RegisterHook add
-// to the reply chain before the first turn.
+// to the reply chain before the first turn. Nothing else changes an agent
+// after New: its dependencies, settings, MCP servers and view callbacks
+// are fixed there.
 type Agent struct {
-	Deps
-	Settings
+	deps Deps
+	set  Settings
+	mcp  MCP // nil: no MCP servers
 
-	// OnResponse receives the person's reply as soon as it is final, before
-	// the optional output node runs.
-	OnResponse func(text string)
-	// StreamText, when set, receives the responder's text as it streams in
-	// (the confirmation text Go appends afterwards comes only in OnResponse).
-	StreamText func(delta string)
+	// onResponse receives the person's reply as soon as it is final,
+	// before the optional output node runs.
+	onResponse func(text string)
+	// streamText receives the responder's text as it streams in (the
+	// confirmation text Go appends afterwards comes only in onResponse).
+	streamText func(delta string)
 
 	replies []registeredReply
 	hooks   hooks
@@ -117,10 +151,26 @@ type Agent struct {
 	rtools  *toolSet
 }
 
+// Option adds to an agent what a front end brings besides Deps and
+// Settings: MCP servers and the view's callbacks.
+type Option func(*Agent)
+
+// WithMCP joins MCP servers' tools to the agent's (nil: none).
+func WithMCP(m MCP) Option { return func(a *Agent) { a.mcp = m } }
+
+// WithOnResponse hands the person's reply to fn as soon as it is final,
+// before the optional output node runs.
+func WithOnResponse(fn func(text string)) Option { return func(a *Agent) { a.onResponse = fn } }
+
+// WithStreamText hands the responder's text to fn as it streams in. The
+// text Go adds after it (a confirmation) arrives only through
+// WithOnResponse's callback, as does a reply no model wrote.
+func WithStreamText(fn func(delta string)) Option { return func(a *Agent) { a.streamText = fn } }
+
 // New is the one wiring function: the CLI, the scenario runner and the
 // benchmarks all build their agent with it. It checks the settings the way
 // every front end must (a policy it does not know, never without yes).
-func New(d Deps, s Settings) (*Agent, error) {
+func New(d Deps, s Settings, opts ...Option) (*Agent, error) {
 	if d.LLM == nil || d.API == nil {
 		return nil, fmt.Errorf("pipeline: an LLM client and an UpGrade backend are required")
 	}
@@ -149,14 +199,18 @@ func New(d Deps, s Settings) (*Agent, error) {
 	if s.MaxLLMCalls < 0 || s.MaxConsecutiveAutoReplies < 0 {
 		return nil, badInput("max_auto_replies and max_consecutive_auto_replies must not be negative")
 	}
-	return &Agent{Deps: d, Settings: s}, nil
+	a := &Agent{deps: d, set: s}
+	for _, o := range opts {
+		o(a)
+	}
+	return a, nil
 }
 
 // Result is the outcome of one turn: the JSON output of cli.md.
 type Result struct {
 	SessionID         string           `json:"session_id"`
 	Turn              int              `json:"turn"`
-	Status            string           `json:"status"`
+	Status            Status           `json:"status"`
 	Response          string           `json:"response"`
 	Confirmation      *ConfirmationOut `json:"confirmation,omitempty"`
 	Declined          *DeclinedOut     `json:"declined,omitempty"`
@@ -207,15 +261,15 @@ type UsageOut struct {
 }
 
 func (a *Agent) now() time.Time {
-	if a.Now != nil {
-		return a.Now().UTC()
+	if a.deps.Now != nil {
+		return a.deps.Now().UTC()
 	}
 	return time.Now().UTC()
 }
 
 func (a *Agent) newID() string {
-	if a.NewID != nil {
-		return a.NewID()
+	if a.deps.NewID != nil {
+		return a.deps.NewID()
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -223,29 +277,29 @@ func (a *Agent) newID() string {
 }
 
 func (a *Agent) logger() *slog.Logger {
-	if a.Logger != nil {
-		return a.Logger
+	if a.deps.Logger != nil {
+		return a.deps.Logger
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 func (a *Agent) maxCalls() int {
-	if a.MaxLLMCalls > 0 {
-		return a.MaxLLMCalls
+	if a.set.MaxLLMCalls > 0 {
+		return a.set.MaxLLMCalls
 	}
 	return 12
 }
 
 func (a *Agent) policy() string {
-	if a.Policy == "" {
+	if a.set.Policy == "" {
 		return PolicyAlways
 	}
-	return a.Policy
+	return a.set.Policy
 }
 
 func (a *Agent) gTools() *toolSet {
 	if a.tools == nil {
-		a.tools = gathererTools(a.actionNames(), mcpReadTools(a.MCP)...)
+		a.tools = gathererTools(a.actionNames(), mcpReadTools(a.mcp)...)
 	}
 	return a.tools
 }
@@ -257,8 +311,12 @@ func (a *Agent) rTools() *toolSet {
 	return a.rtools
 }
 
-// action finds the action of a name: a built-in one, or an MCP tool behind
-// its adapter. It is the only place that tells them apart.
+// action finds the action of a name: a built-in one first, then an MCP
+// tool behind its adapter. Nodes, the executor and resume look actions up
+// through it and never ask where one comes from; only the gatherer's tool
+// list (a schema tool per built-in action, the MCP actions listed in the
+// prompt's context) and set_action_needed's forgiving spelling of a
+// built-in name go to the registry themselves.
 func (a *Agent) action(name string) (actions.Action, bool) {
 	if act, ok := actions.Lookup(name); ok {
 		return act, true
@@ -268,16 +326,16 @@ func (a *Agent) action(name string) (actions.Action, bool) {
 
 // env is what actions act on in this run.
 func (a *Agent) env(api actions.API, sessionID string) actions.Env {
-	return actions.Env{API: api, Jobs: a.Jobs, SessionID: sessionID}
+	return actions.Env{API: api, Jobs: a.deps.Jobs, SessionID: sessionID}
 }
 
 // mcpCaps is the negotiated MCP capabilities, stored with the session so a
 // resumed process still knows which servers run tools as jobs.
 func (a *Agent) mcpCaps() json.RawMessage {
-	if a.MCP == nil {
+	if a.mcp == nil {
 		return nil
 	}
-	caps := a.MCP.Capabilities()
+	caps := a.mcp.Capabilities()
 	if len(caps) == 0 {
 		return nil
 	}

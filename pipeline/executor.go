@@ -38,7 +38,7 @@ func (a *Agent) executor(ctx context.Context, t *turn) (string, error) {
 	if err := t.sess.startEffect(effectID, p.Bound, a.now()); err != nil {
 		return nodeEnd, err
 	}
-	if err := t.sess.save(a.Store, checkpoint.StatusRunning, NodeExecutor, a.mcpCaps()); err != nil {
+	if err := t.sess.save(a.deps.Store, checkpoint.StatusRunning, NodeExecutor, a.mcpCaps()); err != nil {
 		return nodeEnd, err
 	}
 	return a.execute(ctx, t, p, effectID)
@@ -50,7 +50,7 @@ func (a *Agent) executor(ctx context.Context, t *turn) (string, error) {
 func (a *Agent) execute(ctx context.Context, t *turn, p *Pending, effectID string) (string, error) {
 	b := p.Bound
 	nextStep := t.st.NextStep
-	out, err := b.Execute(ctx, a.env(t.api(), t.sess.CP.SessionID), p.ID)
+	out, err := b.Execute(ctx, a.env(t.api(), t.sess.cp.SessionID), p.ID)
 	if err == nil && out.Job != nil {
 		return a.waitJob(ctx, t, b, &JobWait{Action: b.Name, Params: b.Params, Ref: *out.Job, EffectID: effectID, Key: p.ID, NextStep: nextStep})
 	}
@@ -80,8 +80,8 @@ func (a *Agent) waitJob(ctx context.Context, t *turn, b *actions.Bound, w *JobWa
 		t.sess.done()
 		return NodeResponder, nil
 	}
-	env := a.env(t.api(), t.sess.CP.SessionID)
-	st, err := ja.Poll(ctx, env, w.Ref, a.WaitJobs)
+	env := a.env(t.api(), t.sess.cp.SessionID)
+	st, err := ja.Poll(ctx, env, w.Ref, a.set.WaitJobs)
 	if err != nil {
 		// The effect stays started: resume re-attaches to the job.
 		return nodeEnd, fmt.Errorf("checking job %s: %w", w.Ref.ID, err)
@@ -145,7 +145,7 @@ func (a *Agent) recover(ctx context.Context, t *turn) error {
 	if err != nil {
 		return err
 	}
-	for _, e := range sess.CP.PendingEffects() {
+	for _, e := range sess.cp.PendingEffects() {
 		if w != nil && e.EffectID == w.EffectID {
 			continue // the job settles it
 		}
@@ -157,11 +157,11 @@ func (a *Agent) recover(ctx context.Context, t *turn) error {
 			t.recovered = append(t.recovered, note)
 			continue
 		}
-		rec, err := p.Bound.Reconcile(ctx, a.env(t.api(), sess.CP.SessionID), p.ID, e.StartedAt)
+		rec, err := p.Bound.Reconcile(ctx, a.env(t.api(), sess.cp.SessionID), p.ID, e.StartedAt)
 		if err != nil {
 			return fmt.Errorf("checking the outcome of an interrupted %s: %w", e.Action, err)
 		}
-		if rec.Outcome == actions.OutcomeRepeat && sess.Imported {
+		if rec.Outcome == actions.OutcomeRepeat && sess.imported {
 			rec = actions.Reconciliation{Outcome: actions.OutcomeUnknown,
 				Note: "the checkpoint came from a file: an interrupted action is never repeated from it"}
 		}
@@ -209,25 +209,25 @@ func (a *Agent) resumeJob(ctx context.Context, sess *Session, req ResumeRequest)
 	}
 	act, ok := a.action(w.Action)
 	if !ok {
-		return nil, badInput("session %s waits on job %s of %q, which is no action here (an MCP server that is not configured?)", sess.CP.SessionID, w.Ref.ID, w.Action)
+		return nil, badInput("session %s waits on job %s of %q, which is no action here (an MCP server that is not configured?)", sess.cp.SessionID, w.Ref.ID, w.Action)
 	}
 	ja, ok := act.(actions.JobAction)
 	if !ok {
-		return nil, badInput("session %s waits on job %s of %q, which does not run jobs", sess.CP.SessionID, w.Ref.ID, w.Action)
+		return nil, badInput("session %s waits on job %s of %q, which does not run jobs", sess.cp.SessionID, w.Ref.ID, w.Action)
 	}
 	b, err := act.Bind(w.Params)
 	if err != nil {
-		return nil, badInput("session %s: interrupt.job.handle.params: %v", sess.CP.SessionID, err)
+		return nil, badInput("session %s: interrupt.job.handle.params: %v", sess.cp.SessionID, err)
 	}
 	t, err := a.begin(ctx, sess)
 	if err != nil {
 		return nil, err
 	}
-	rc := a.prepare(t, sess.State.UserInput)
-	t.input, t.messages = sess.State.UserInput, rc.Messages
+	rc := a.prepare(t, sess.st.UserInput)
+	t.input, t.messages = sess.st.UserInput, rc.Messages
 	t.st.Errors = []ErrorEntry{}
 	t.st.TurnActions = nil
-	env := a.env(t.api(), sess.CP.SessionID)
+	env := a.env(t.api(), sess.cp.SessionID)
 	st, err := a.pollJob(ctx, ja, env, w, req)
 	if err != nil {
 		return nil, err
@@ -243,7 +243,7 @@ func (a *Agent) resumeJob(ctx context.Context, sess *Session, req ResumeRequest)
 	a.record(t, b, w.EffectID, res, ferr)
 	sess.resumed()
 	next := a.afterExecution(t, w.NextStep, ferr != nil)
-	if err := sess.save(a.Store, checkpoint.StatusRunning, next, a.mcpCaps()); err != nil {
+	if err := sess.save(a.deps.Store, checkpoint.StatusRunning, next, a.mcpCaps()); err != nil {
 		return nil, err
 	}
 	rep, err := a.runGraph(ctx, t, next)

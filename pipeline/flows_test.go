@@ -66,8 +66,8 @@ func TestCreateThenYes(t *testing.T) {
 	if res.Confirmation == nil || res.Confirmation.Action != "create_experiment" || !strings.Contains(res.Response, res.Confirmation.Message) {
 		t.Fatalf("confirmation not shown verbatim: %+v", res)
 	}
-	if h.sess.CP.Status != checkpoint.StatusAwaitingConfirmation || h.sess.CP.Interrupt == nil {
-		t.Fatalf("checkpoint not paused: %+v", h.sess.CP)
+	if h.sess.cp.Status != checkpoint.StatusAwaitingConfirmation || h.sess.cp.Interrupt == nil {
+		t.Fatalf("checkpoint not paused: %+v", h.sess.cp)
 	}
 	if len(h.experimentNames()) != 0 {
 		t.Fatal("created before confirmation")
@@ -80,11 +80,11 @@ func TestCreateThenYes(t *testing.T) {
 	if names := h.experimentNames(); len(names) != 1 || names[0] != "Math Hints" {
 		t.Fatalf("simulator has %v", names)
 	}
-	if h.sess.CP.Interrupt != nil || h.sess.State.ActionNeeded != "" {
+	if h.sess.cp.Interrupt != nil || h.sess.st.ActionNeeded != "" {
 		t.Fatal("pending action not cleared after execution")
 	}
-	if len(h.sess.State.ExecutionLog) != 1 || h.sess.State.ExecutionLog[0].Status != "success" {
-		t.Fatalf("execution log: %+v", h.sess.State.ExecutionLog)
+	if len(h.sess.st.ExecutionLog) != 1 || h.sess.st.ExecutionLog[0].Status != "success" {
+		t.Fatalf("execution log: %+v", h.sess.st.ExecutionLog)
 	}
 }
 
@@ -112,8 +112,8 @@ func TestDeleteThenNo(t *testing.T) {
 	if len(h.experimentNames()) != 1 {
 		t.Fatal("deleted after a no")
 	}
-	st := h.sess.State
-	if st.ActionNeeded != "" || st.ActionParams != nil || len(st.MissingParams) != 0 || st.NeedsConfirmation || h.sess.CP.Interrupt != nil {
+	st := h.sess.st
+	if st.ActionNeeded != "" || st.ActionParams != nil || len(st.MissingParams) != 0 || st.NeedsConfirmation || h.sess.cp.Interrupt != nil {
 		t.Fatalf("denial did not clear the pending action: %+v", st)
 	}
 }
@@ -237,7 +237,7 @@ func TestMalformedToolArgumentsAreCorrected(t *testing.T) {
 
 func TestLLMCallBudget(t *testing.T) {
 	h := newHarness(t)
-	h.agent.MaxLLMCalls = 3
+	h.agent.set.MaxLLMCalls = 3
 	res := h.ask("loop",
 		analyze(IntentNeedsInfo, "loop", nil),
 		calls(call("get_available_contexts", map[string]any{})),
@@ -254,14 +254,14 @@ func TestTerminationWord(t *testing.T) {
 	if res.Status != StatusTerminated || res.Usage.LLMCalls != 0 || !strings.Contains(res.TerminationReason, "termination word") {
 		t.Fatalf("got %+v", res)
 	}
-	if h.sess.CP.Status != checkpoint.StatusTerminated {
-		t.Fatalf("checkpoint status %s", h.sess.CP.Status)
+	if h.sess.cp.Status != checkpoint.StatusTerminated {
+		t.Fatalf("checkpoint status %s", h.sess.cp.Status)
 	}
 }
 
 func TestConsecutiveAutoReplyLimit(t *testing.T) {
 	h := newHarness(t)
-	h.agent.MaxConsecutiveAutoReplies = 2
+	h.agent.set.MaxConsecutiveAutoReplies = 2
 	direct := analyze(IntentDirectAnswer, "chat", map[string]any{"direct_response": "hello"})
 	h.ask("one", direct)
 	h.ask("two", direct)
@@ -269,7 +269,7 @@ func TestConsecutiveAutoReplyLimit(t *testing.T) {
 	if res.Status != StatusTerminated || !strings.Contains(res.TerminationReason, "consecutive auto-reply limit (2)") {
 		t.Fatalf("got %+v", res)
 	}
-	if h.sess.CP.Counters.ConsecutiveAutoReplies != 0 {
+	if h.sess.cp.Counters.ConsecutiveAutoReplies != 0 {
 		t.Fatal("counter not reset after the limit fired")
 	}
 	res = h.ask("four", direct)
@@ -348,7 +348,7 @@ func TestStalePlanIsRefused(t *testing.T) {
 
 func TestPolicyDestructiveRunsSafeActionsAtOnce(t *testing.T) {
 	h := newHarness(t)
-	h.agent.Policy = PolicyDestructive
+	h.agent.set.Policy = PolicyDestructive
 	res := h.ask("create X",
 		analyze(IntentNeedsInfo, "create", nil),
 		calls(call("set_action_needed", map[string]any{"action": "create_experiment", "reasoning": "asked"}),
@@ -363,7 +363,7 @@ func TestPolicyDestructiveRunsSafeActionsAtOnce(t *testing.T) {
 
 func TestPolicyNeverNeedsYes(t *testing.T) {
 	h := newHarness(t)
-	h.agent.Policy = PolicyNever
+	h.agent.set.Policy = PolicyNever
 	res := h.ask("create X",
 		analyze(IntentNeedsInfo, "create", nil),
 		calls(call("set_action_needed", map[string]any{"action": "create_experiment", "reasoning": "asked"}),
@@ -383,7 +383,7 @@ func TestUpgradeAuthErrorFailsTheTurn(t *testing.T) {
 	}
 	_ = bad
 	// A server that refuses every request with 401.
-	h.agent.API = unauthorized{h.api}
+	h.agent.deps.API = unauthorized{h.api}
 	res, err := h.tryAsk("list experiments",
 		analyze(IntentNeedsInfo, "list", nil),
 		calls(call("get_all_experiments", map[string]any{})),
@@ -444,7 +444,7 @@ func TestYesFlagApprovesPending(t *testing.T) {
 	h := newHarness(t)
 	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
 	proposeDelete(h, e.ID, nil)
-	h.agent.Yes = true
+	h.agent.set.Yes = true
 	res := h.ask("go on then", text("Deleted."))
 	requireTrace(t, res, NodeExecutor, NodeResponder)
 	if len(h.experimentNames()) != 0 || res.Status != StatusCompleted {
@@ -458,7 +458,7 @@ func TestYesFlagNeverOverridesTheWordsNo(t *testing.T) {
 	h := newHarness(t)
 	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
 	proposeDelete(h, e.ID, nil)
-	h.agent.Yes = true
+	h.agent.set.Yes = true
 	res := h.ask("no, I changed my mind about deleting it",
 		analyze(IntentNeedsInfo, "refuses the delete", map[string]any{"user_confirmed": false}),
 		text("Cancelled: Math Hints stays."),
@@ -477,7 +477,7 @@ func TestUnreachableUpgradeFailsTheTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.agent.API = dead
+	h.agent.deps.API = dead
 	res, err := h.tryAsk("list experiments",
 		analyze(IntentNeedsInfo, "list", nil),
 		calls(call("get_all_experiments", map[string]any{})),
@@ -492,7 +492,7 @@ func TestUnreachableUpgradeFailsTheTurn(t *testing.T) {
 func TestResponderStreams(t *testing.T) {
 	h := newHarness(t)
 	var streamed strings.Builder
-	h.agent.StreamText = func(d string) { streamed.WriteString(d) }
+	h.agent.streamText = func(d string) { streamed.WriteString(d) }
 	res := h.ask("hi",
 		analyze(IntentDirectAnswer, "greeting", nil),
 		text("Hello there, I run experiments on UpGrade for you."),

@@ -90,7 +90,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 	defs := []*toolDef{
 		newTool("check_upgrade_health", "Server name and version.", true,
 			func(ctx context.Context, t *turn, _ noArgs) (any, error) {
-				info, err := t.a.API.Health(ctx)
+				info, err := t.a.deps.API.Health(ctx)
 				if err != nil {
 					return nil, err
 				}
@@ -106,7 +106,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				if err != nil {
 					return nil, err
 				}
-				e, err := upgrade.ExperimentWithLists(ctx, t.a.API, id)
+				e, err := upgrade.ExperimentWithLists(ctx, t.a.deps.API, id)
 				if err != nil {
 					return nil, err
 				}
@@ -120,11 +120,11 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				if err != nil {
 					return nil, err
 				}
-				e, err := t.a.API.Experiment(ctx, id)
+				e, err := t.a.deps.API.Experiment(ctx, id)
 				if err != nil {
 					return nil, err
 				}
-				st, err := t.a.API.EnrollmentStats(ctx, id)
+				st, err := t.a.deps.API.EnrollmentStats(ctx, id)
 				if err != nil {
 					return nil, err
 				}
@@ -143,7 +143,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				if m, ok := uniqueMatch(matches); ok {
 					// One experiment is meant: its details come along, so
 					// no second lookup is needed.
-					e, err := upgrade.ExperimentWithLists(ctx, t.a.API, m.ID)
+					e, err := upgrade.ExperimentWithLists(ctx, t.a.deps.API, m.ID)
 					if err != nil {
 						return nil, err
 					}
@@ -215,12 +215,10 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				}
 				name = act.Spec().Name
 				t.update(func(s *State) {
-					if s.ActionNeeded != name {
-						s.ActionParams = nil
-						s.MissingParams = []string{}
+					if t.sess.draft.name != name {
 						t.declared = nil
 					}
-					s.ActionNeeded = name
+					t.sess.chooseAction(name)
 					s.ActionReasoning = a.Reasoning
 					s.NextStep = strings.TrimSpace(a.NextStep)
 					t.problems = nil
@@ -246,7 +244,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 					params = b.Essential()
 				} else {
 					t.mu.Lock()
-					params = deepCopy(t.st.ActionParams)
+					params = deepCopy(t.sess.draft.params)
 					t.mu.Unlock()
 				}
 				if err := setPath(params, strings.TrimSpace(a.Key), a.Value); err != nil {
@@ -256,20 +254,21 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 			}),
 		newTool("set_missing_params", "Name the required parameters only the person can give.", false,
 			func(_ context.Context, t *turn, a setMissingArgs) (any, error) {
-				t.update(func(s *State) {
+				t.update(func(*State) {
 					t.declared = map[string]bool{}
 					for _, m := range a.MissingParams {
 						if m = strings.TrimSpace(m); m != "" {
 							t.declared[m] = true
 						}
 					}
-					s.MissingParams = []string{}
+					missing := []string{}
 					for m := range t.declared {
-						s.MissingParams = append(s.MissingParams, m)
+						missing = append(missing, m)
 					}
-					slices.Sort(s.MissingParams)
+					slices.Sort(missing)
+					t.sess.setMissing(missing)
 					if t.problems != nil {
-						t.setProblems(s, t.problems)
+						t.setProblems(t.problems)
 					}
 					if len(t.declared) > 0 {
 						t.stop = true
@@ -323,9 +322,7 @@ func schemaTool(name actions.Name) *toolDef {
 // canonical params (or, when they cannot be bound at all, the last good
 // ones).
 func (t *turn) setParams(ctx context.Context, params map[string]any) (any, error) {
-	t.mu.Lock()
-	name := t.st.ActionNeeded
-	t.mu.Unlock()
+	name := t.action()
 	if name == "" {
 		return nil, inputErrorf("call set_action_needed first")
 	}
@@ -343,15 +340,15 @@ func (t *turn) setParams(ctx context.Context, params map[string]any) (any, error
 	if b, err = t.resolveRefs(ctx, act, b); err != nil {
 		return nil, err
 	}
-	problems, err := b.Validate(ctx, t.a.env(t.api(), t.sess.CP.SessionID))
+	problems, err := b.Validate(ctx, t.a.env(t.api(), t.sess.cp.SessionID))
 	if err != nil {
 		return nil, err
 	}
 	var missing []string
-	t.update(func(s *State) {
-		s.ActionParams = b.Map()
-		t.setProblems(s, problems)
-		missing = s.MissingParams
+	t.update(func(*State) {
+		t.sess.setDraftParams(b)
+		t.setProblems(problems)
+		missing = t.sess.draft.missing
 	})
 	res := map[string]any{"action": name, "params": json.RawMessage(b.Params)}
 	if len(problems) == 0 && len(missing) == 0 {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 	"github.com/upgrade-agent/upgrade-agent/llm"
-	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
 
 // A turn is a small state machine: each node returns the next node, or an
@@ -54,7 +53,7 @@ func (a *Agent) runGraph(ctx context.Context, t *turn, start string) (Reply, err
 		t.trace = append(t.trace, node)
 		began, calls := time.Now(), t.llmCalls
 		next, err := a.runNode(ctx, t, node)
-		a.logger().Debug("node", "session", t.sess.CP.SessionID, "node", node, "took", time.Since(began).Round(time.Microsecond),
+		a.logger().Debug("node", "session", t.sess.cp.SessionID, "node", node, "took", time.Since(began).Round(time.Microsecond),
 			"llm_calls", t.llmCalls-calls, "err", err)
 		pauseNext, paused, perr := a.pause(t, err)
 		switch {
@@ -75,7 +74,7 @@ func (a *Agent) runGraph(ctx context.Context, t *turn, start string) (Reply, err
 		// follows at once, and a crash between the two only runs the
 		// responder again (it changes nothing on the server).
 		if node != NodeResponder || next != nodeEnd || err != nil {
-			if err := t.sess.save(a.Store, checkpoint.StatusRunning, next, a.mcpCaps()); err != nil {
+			if err := t.sess.save(a.deps.Store, checkpoint.StatusRunning, next, a.mcpCaps()); err != nil {
 				return Reply{}, err
 			}
 		}
@@ -86,7 +85,7 @@ func (a *Agent) runGraph(ctx context.Context, t *turn, start string) (Reply, err
 		if text == "" {
 			text = fmt.Sprintf("I stopped this turn: %s. Nothing else was run; send a message to continue.", t.end.terminated)
 			if t.showing != nil {
-				text += "\n\n" + t.showing.Plan.Message
+				text += "\n\n" + t.showing.Message
 			}
 		}
 		return StopWith(t.end.terminated, text), nil
@@ -117,7 +116,7 @@ func (a *Agent) pause(t *turn, err error) (next string, paused bool, ferr error)
 		}
 		st := suspend.st
 		t.job = &st
-		t.st.FinalResponse = suspendText(t.sess.CP.SessionID, st)
+		t.st.FinalResponse = suspendText(t.sess.cp.SessionID, st)
 		a.respond(t, t.st.FinalResponse)
 		return nodeEnd, true, nil
 	}
@@ -153,12 +152,12 @@ func (t *turn) chat(ctx context.Context, node string, req llm.Request) (*llm.Res
 		return nil, errBudget
 	}
 	t.llmCalls++
-	req.Model = t.a.Model
+	req.Model = t.a.set.Model
 	req.Node = node
 	if req.Temperature == nil {
-		req.Temperature = t.a.Temperature
+		req.Temperature = t.a.set.Temperature
 	}
-	resp, err := t.a.LLM.Chat(llm.WithNode(ctx, node), req)
+	resp, err := t.a.deps.LLM.Chat(llm.WithNode(ctx, node), req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", node, err)
 	}
@@ -171,13 +170,13 @@ func (t *turn) chat(ctx context.Context, node string, req llm.Request) (*llm.Res
 // begin starts a turn on a session: the pending confirmation of an earlier
 // turn, and the settling of effects an earlier process left started.
 func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
-	t := &turn{a: a, sess: sess, st: sess.State}
-	p, err := a.loadPending(sess)
-	if err != nil {
+	t := &turn{a: a, sess: sess, st: sess.st}
+	if err := sess.bind(a.action); err != nil {
 		return t, err
 	}
+	p := sess.pending
 	t.pending = p
-	if p != nil && sess.Imported {
+	if p != nil && sess.imported {
 		// An imported confirmation's text is what the file says the
 		// person was shown. When it is not what this program renders from
 		// the action and params, nothing in the file stands: the current
@@ -192,7 +191,7 @@ func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
 			t.notes = append(t.notes, staleNote)
 		}
 	}
-	if t.pending != nil && !a.Yes && !sess.shown(t.pending) {
+	if t.pending != nil && !a.set.Yes && !sess.shown(t.pending) {
 		// Made by a turn that stopped before its reply, or replaced just
 		// now: the person has not read it, so no answer given before
 		// they do can approve it. It is shown first.
@@ -205,16 +204,33 @@ func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
 }
 
 // Ask runs one turn for a message. When a confirmation is pending the
-// message is the human's answer.
+// message is the human's answer: a clear yes or no is a Decision, and
+// anything else goes to the analyzer.
 func (a *Agent) Ask(ctx context.Context, sess *Session, message string) (*Result, error) {
 	if ic := sess.jobRef(); ic != nil {
-		return nil, badInput("%w (job %s): run `upgrade-agent resume %s` to check on it", ErrJobPending, ic.Job.ID, sess.CP.SessionID)
+		return nil, badInput("%w (job %s): run `upgrade-agent resume %s` to check on it", ErrJobPending, ic.Job.ID, sess.cp.SessionID)
 	}
+	if d, ok := ParseDecision(message); ok && sess.confirmationRef() != nil {
+		return a.Decide(ctx, sess, d, message)
+	}
+	return a.runTurn(ctx, sess, message, true, func(_ *turn, rc *ReplyContext) (Reply, error) {
+		return a.generateReply(ctx, rc)
+	})
+}
+
+// runTurn runs a turn for a message: the hooks prepare it, the per-turn
+// fields are reset and the effects an earlier process left started are
+// settled; then reply gives the turn's reply, and the turn is finished
+// and saved. counts says whether the turn counter goes up (a new message
+// does; a decision completes the turn that asked for it).
+func (a *Agent) runTurn(ctx context.Context, sess *Session, message string, counts bool, reply func(t *turn, rc *ReplyContext) (Reply, error)) (*Result, error) {
 	t, err := a.begin(ctx, sess)
 	if err != nil {
 		return nil, err
 	}
-	sess.CP.Counters.Turns++
+	if counts {
+		sess.cp.Counters.Turns++
+	}
 	rc := a.prepare(t, message)
 	t.input, t.messages, t.extra = rc.Message, rc.Messages, rc.Extra
 	t.st.resetTurn(t.input)
@@ -226,11 +242,38 @@ func (a *Agent) Ask(ctx context.Context, sess *Session, message string) (*Result
 		// Crash recovery re-attached to the interrupted action's job.
 		return a.finish(t, ReplyWith(t.st.FinalResponse))
 	}
-	rep, err := a.generateReply(ctx, rc)
+	rep, err := reply(t, rc)
 	if err != nil {
 		return a.fail(t, err)
 	}
 	return a.finish(t, rep)
+}
+
+// Decide answers the session's pending confirmation with a decision (text
+// is the person's words, kept in the history; "" for a flag). The turn
+// goes from the decision straight to the executor or the responder: the
+// words are not read again, the reply chain and its termination words are
+// not asked, and the turn counter stays: a decision completes the turn
+// that asked for it. Effects an earlier process left started are settled
+// first.
+func (a *Agent) Decide(ctx context.Context, sess *Session, d Decision, text string) (*Result, error) {
+	if sess.confirmationRef() == nil {
+		return nil, badInput("session %s: %w: no confirmation is pending (it is %s)", sess.cp.SessionID, ErrNothingToResume, sess.Status())
+	}
+	by := "human"
+	if text == "" {
+		text, by = "yes", "yes-flag"
+		if d == Deny {
+			text = "no"
+		}
+	}
+	return a.runTurn(ctx, sess, text, false, func(t *turn, _ *ReplyContext) (Reply, error) {
+		next, err := a.decide(ctx, t, d, by)
+		if err != nil {
+			return Reply{}, err
+		}
+		return a.runGraph(ctx, t, next)
+	})
 }
 
 // ResumeRequest says how to continue a session.
@@ -255,23 +298,23 @@ func (a *Agent) Resume(ctx context.Context, sess *Session, req ResumeRequest) (*
 		if sess.Status() == checkpoint.StatusRunning && req.Wait == 0 {
 			// The turn stopped right after it suspended on the job, before
 			// its last save: it had not yet had its --wait-jobs wait.
-			req.Wait = a.WaitJobs
+			req.Wait = a.set.WaitJobs
 		}
 		return a.resumeJob(ctx, sess, req)
 	case sess.Status() == checkpoint.StatusRunning:
 		return a.resumeInterrupted(ctx, sess, req)
 	case sess.confirmationRef() != nil:
-		if !req.HasAnswer && a.Yes {
-			req.Answer, req.HasAnswer = "yes", true
+		if !req.HasAnswer && a.set.Yes {
+			return a.Decide(ctx, sess, Approve, "")
 		}
 		if !req.HasAnswer || req.Answer == "" {
-			return nil, badInput("session %s %w: pass --answer yes, --answer no, or --answer TEXT", sess.CP.SessionID, ErrAnswerRequired)
+			return nil, badInput("session %s %w: pass --answer yes, --answer no, or --answer TEXT", sess.cp.SessionID, ErrAnswerRequired)
 		}
 		return a.Ask(ctx, sess, req.Answer)
 	case sess.RetryInput() != "":
 		return a.Ask(ctx, sess, sess.RetryInput())
 	}
-	return nil, badInput("session %s: %w: it is %s", sess.CP.SessionID, ErrNothingToResume, sess.Status())
+	return nil, badInput("session %s: %w: it is %s", sess.cp.SessionID, ErrNothingToResume, sess.Status())
 }
 
 // resumeInterrupted finishes a turn that stopped between two nodes (status
@@ -284,8 +327,8 @@ func (a *Agent) resumeInterrupted(ctx context.Context, sess *Session, req Resume
 	if err != nil {
 		return nil, err
 	}
-	rc := a.prepare(t, sess.State.UserInput)
-	t.input, t.messages, t.extra = sess.State.UserInput, rc.Messages, rc.Extra
+	rc := a.prepare(t, sess.st.UserInput)
+	t.input, t.messages, t.extra = sess.st.UserInput, rc.Messages, rc.Extra
 	t.st.Errors = []ErrorEntry{}
 	if err := a.recover(ctx, t); err != nil {
 		return a.fail(t, err)
@@ -311,7 +354,7 @@ func (a *Agent) resumeInterrupted(ctx context.Context, sess *Session, req Resume
 			t.notes = append(t.notes, "The previous run stopped before this action ran; nothing was executed. Please confirm again.")
 		}
 	}
-	next := routeInterrupted(sess.CP.NextNode, stands)
+	next := routeInterrupted(sess.cp.NextNode, stands)
 	rep, err := a.runGraph(ctx, t, next)
 	if err != nil {
 		return a.fail(t, err)
@@ -324,8 +367,8 @@ func (a *Agent) resumeInterrupted(ctx context.Context, sess *Session, req Resume
 func (a *Agent) fail(t *turn, err error) (*Result, error) {
 	t.st.RetryInput = t.input
 	t.recordError(err)
-	t.sess.CP.Usage = t.sess.CP.Usage.Add(a.usageOf(t))
-	if serr := t.sess.save(a.Store, t.sess.statusAtRest(false), "", a.mcpCaps()); serr != nil {
+	t.sess.cp.Usage = t.sess.cp.Usage.Add(a.usageOf(t))
+	if serr := t.sess.save(a.deps.Store, t.sess.statusAtRest(false), "", a.mcpCaps()); serr != nil {
 		err = errors.Join(err, serr)
 	}
 	return a.result(t, StatusFailed), err
@@ -340,7 +383,7 @@ func (a *Agent) usageOf(t *turn) checkpoint.Usage {
 // The turn's status comes from the Session's interrupt and the ending.
 func (a *Agent) finish(t *turn, rep Reply) (*Result, error) {
 	st := t.st
-	cp := t.sess.CP
+	cp := t.sess.cp
 	if rep.Kind == KindStop {
 		t.end.terminated = rep.Reason
 	}
@@ -360,18 +403,18 @@ func (a *Agent) finish(t *turn, rep Reply) (*Result, error) {
 	st.CurrentState = StateAnalyzing
 
 	rest := t.sess.statusAtRest(t.end.terminateSession)
-	status := StatusCompleted
-	switch {
-	case rest == checkpoint.StatusWaitingJob:
-		status = StatusWaitingJob
-	case rest == checkpoint.StatusAwaitingConfirmation:
-		status = StatusAwaitingConfirmation
-	case t.end.terminated != "":
-		status = StatusTerminated
-	case t.end.failure != nil:
-		status = StatusFailed
+	status := rest // waiting_job, awaiting_confirmation, terminated
+	if rest == checkpoint.StatusIdle {
+		switch {
+		case t.end.terminated != "":
+			status = StatusTerminated
+		case t.end.failure != nil:
+			status = StatusFailed
+		default:
+			status = StatusCompleted
+		}
 	}
-	if err := t.sess.save(a.Store, rest, "", a.mcpCaps()); err != nil {
+	if err := t.sess.save(a.deps.Store, rest, "", a.mcpCaps()); err != nil {
 		return nil, err
 	}
 	res := a.result(t, status)
@@ -381,8 +424,8 @@ func (a *Agent) finish(t *turn, rep Reply) (*Result, error) {
 	return res, nil
 }
 
-func (a *Agent) result(t *turn, status string) *Result {
-	cp := t.sess.CP
+func (a *Agent) result(t *turn, status Status) *Result {
+	cp := t.sess.cp
 	res := &Result{
 		SessionID: cp.SessionID, Turn: cp.Counters.Turns, Status: status, Response: t.st.FinalResponse,
 		Actions: append([]ActionOut(nil), t.st.TurnActions...), Trace: t.trace, TerminationReason: t.end.terminated, Output: t.output,
@@ -402,7 +445,7 @@ func (a *Agent) result(t *turn, status string) *Result {
 		res.Confirmation = &ConfirmationOut{ID: ic.ID, Action: c.Action, Params: c.Params, Message: c.Message, Destructive: c.Destructive}
 	}
 	if p := t.denied; p != nil {
-		res.Declined = &DeclinedOut{Action: p.Bound.Name, Summary: planHeadline(p.Plan)}
+		res.Declined = &DeclinedOut{Action: p.Bound.Name, Summary: planHeadline(p.Message)}
 	}
 	if js := t.job; js != nil {
 		res.Job = &JobOut{ID: js.ID, Action: js.Action, State: js.State}
@@ -411,16 +454,7 @@ func (a *Agent) result(t *turn, status string) *Result {
 		}
 	}
 	if res.TerminationReason == "" {
-		switch status {
-		case StatusCompleted:
-			res.TerminationReason = "turn completed"
-		case StatusAwaitingConfirmation:
-			res.TerminationReason = "awaiting confirmation"
-		case StatusWaitingJob:
-			res.TerminationReason = "waiting on a job"
-		case StatusFailed:
-			res.TerminationReason = "failed"
-		}
+		res.TerminationReason = DefaultReason(status)
 	}
 	return res
 }
@@ -431,8 +465,8 @@ func (a *Agent) respond(t *turn, text string) {
 		return
 	}
 	t.responded = true
-	if a.OnResponse != nil {
-		a.OnResponse(text)
+	if a.onResponse != nil {
+		a.onResponse(text)
 	}
 }
 
@@ -443,48 +477,20 @@ func suspendText(session string, s JobStatus) string {
 
 // ---- the pending confirmation ----
 
-// loadPending reads the checkpoint's pending confirmation as one value.
-// The checkpoint is data: the params are bound again (their hash must be
-// the stored params_hash), the destructive flag comes from the action's
-// declaration, and the stored text is only what the person was shown:
-// before anything runs or is shown again, the plan is rendered anew and
-// compared (currentPending).
-func (a *Agent) loadPending(sess *Session) (*Pending, error) {
-	ic := sess.confirmationRef()
-	if ic == nil {
-		return nil, nil
-	}
-	c := ic.Confirmation
-	act, ok := a.action(c.Action)
-	if !ok {
-		return nil, badInput("session %s awaits a confirmation of %q, which is no action here (an MCP server that is not configured?)", sess.CP.SessionID, c.Action)
-	}
-	b, err := act.Bind(c.Params)
-	if err != nil {
-		return nil, badInput("session %s: interrupt.confirmation.params: %v", sess.CP.SessionID, err)
-	}
-	if b.Hash != c.ParamsHash {
-		return nil, badInput("session %s: interrupt.confirmation.params_hash does not match its params: the checkpoint was altered", sess.CP.SessionID)
-	}
-	plan := &actions.Plan{Action: actions.Name(b.Name), Params: b.Params, Message: c.Message,
-		Destructive: b.Spec().Destructive, ExperimentID: c.ExperimentID, ExperimentVersion: c.ExperimentVersion}
-	return &Pending{ID: ic.ID, Bound: b, Plan: plan, CreatedAt: ic.CreatedAt, NeedsHuman: true}, nil
-}
-
 // currentPending renders the pending confirmation's plan again. When the
 // text differs from what was shown (the experiment changed, or the stored
 // text was never this program's), it returns a new pending confirmation
 // with the current text and stale set: no approval given to the old text
 // may run it.
 func (a *Agent) currentPending(ctx context.Context, t *turn, p *Pending) (cur *Pending, stale bool, err error) {
-	fresh, err := p.Bound.Plan(ctx, a.env(t.api(), t.sess.CP.SessionID))
+	fresh, err := p.Bound.Plan(ctx, a.env(t.api(), t.sess.cp.SessionID))
 	if err != nil {
 		return nil, false, err
 	}
-	if fresh.Same(p.Plan) {
+	if p.shows(fresh) {
 		return p, false, nil
 	}
-	return &Pending{ID: a.newID(), Bound: p.Bound, Plan: fresh, CreatedAt: a.now(), NeedsHuman: true}, true, nil
+	return newPending(a.newID(), p.Bound, fresh, a.now(), true), true, nil
 }
 
 const unseenNote = "The previous run stopped before showing this confirmation, so nothing ran. Please read it and confirm."

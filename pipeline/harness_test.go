@@ -79,7 +79,7 @@ func (h *harness) tryAsk(msg string, replies ...llmtest.Reply) (*Result, error) 
 	}
 	if err == nil {
 		// Every turn leaves a checkpoint that loads.
-		loaded, lerr := LoadSession(h.store, h.sess.CP.SessionID)
+		loaded, lerr := LoadSession(h.store, h.sess.cp.SessionID)
 		if lerr != nil {
 			h.t.Fatalf("reload checkpoint: %v", lerr)
 		}

@@ -451,8 +451,8 @@ func interleave(t *testing.T, seed uint64, steps int) map[string]int {
 		case err != nil:
 			t.Fatalf("seed %d: %s: %v\ntrail:\n%s", seed, line, err, strings.Join(trail, "\n"))
 		default:
-			stats[res.Status]++
-			line += " -> " + res.Status
+			stats[string(res.Status)]++
+			line += " -> " + string(res.Status)
 			// What the person reads is what they will answer next.
 			p.shown = nil
 			if res.Status == StatusAwaitingConfirmation {

@@ -102,25 +102,51 @@ func TestFindExperimentBringsTheDetailsOfItsOneMatch(t *testing.T) {
 
 func TestRepliesAfterAClearYesOrNoAreRenderedInGo(t *testing.T) {
 	h := newHarness(t)
-	h.agent.ReplyWording = WordingGo
+	h.agent.set.ReplyWording = WordingGo
 	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
-	proposeDelete(h, e.ID, nil)
+	proposeDeleteInGo(t, h, e.ID)
 	res := h.ask("no thanks")
 	if res.Usage.LLMCalls != 0 || !strings.Contains(res.Response, `Cancelled, nothing was run: delete experiment "Math Hints"`) {
 		t.Fatalf("a denial's reply: %d calls, %q", res.Usage.LLMCalls, res.Response)
 	}
-	proposeDelete(h, e.ID, nil)
+	asked := proposeDeleteInGo(t, h, e.ID)
 	res = h.ask("yes please")
 	if res.Usage.LLMCalls != 0 || !strings.Contains(res.Response, `Deleted experiment "Math Hints" (id `+e.ID+`)`) {
 		t.Fatalf("a yes's reply: %d calls, %q", res.Usage.LLMCalls, res.Response)
 	}
+	if res.Turn != asked.Turn {
+		t.Fatalf("the yes counted as turn %d; the decision completes turn %d", res.Turn, asked.Turn)
+	}
+}
+
+// proposeDeleteInGo proposes a delete with reply_wording go: two LLM calls
+// (analyzer, gatherer); the reply is the confirmation Go rendered, led by
+// the facts that help the decision, with no responder call.
+func proposeDeleteInGo(t *testing.T, h *harness, id string) *Result {
+	t.Helper()
+	res := h.ask("delete Math Hints",
+		analyze(IntentNeedsInfo, "delete Math Hints", nil),
+		calls(call("set_action_needed", map[string]any{"action": "delete_experiment", "reasoning": "asked"}),
+			call("set_action_params", map[string]any{"action_params": map[string]any{"experiment_id": id}})),
+	)
+	requireTrace(t, res, NodeAnalyzer, NodeGatherer, NodeConfirmation, NodeResponder)
+	if res.Usage.LLMCalls != 2 || res.Confirmation == nil {
+		t.Fatalf("a proposal: %d calls, %+v", res.Usage.LLMCalls, res.Confirmation)
+	}
+	if want := "Currently: 0 users are enrolled.\n\n" + res.Confirmation.Message; res.Response != want {
+		t.Fatalf("a proposal's reply:\n%s\nwant:\n%s", res.Response, want)
+	}
+	return res
 }
 
 func TestReplyWordingLLMKeepsTheResponder(t *testing.T) {
 	h := newHarness(t) // the harness words replies with the LLM
 	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
-	proposeDelete(h, e.ID, nil)
-	res := h.ask("yes", text("Math Hints is gone."))
+	res := proposeDelete(h, e.ID, nil)
+	if res.Usage.LLMCalls != 3 || !strings.HasPrefix(res.Response, "About to delete Math Hints.\n\n") || !strings.Contains(res.Response, res.Confirmation.Message) {
+		t.Fatalf("a proposal worded by the responder: %d calls, %q", res.Usage.LLMCalls, res.Response)
+	}
+	res = h.ask("yes", text("Math Hints is gone."))
 	if res.Usage.LLMCalls != 1 || res.Response != "Math Hints is gone." {
 		t.Fatalf("got %d calls, %q", res.Usage.LLMCalls, res.Response)
 	}
@@ -128,7 +154,7 @@ func TestReplyWordingLLMKeepsTheResponder(t *testing.T) {
 
 func TestNewRejectsAnUnknownWording(t *testing.T) {
 	h := newHarness(t)
-	_, err := New(Deps{LLM: h.agent.LLM, API: h.api}, Settings{ReplyWording: "poetry"})
+	_, err := New(Deps{LLM: h.agent.deps.LLM, API: h.api}, Settings{ReplyWording: "poetry"})
 	if err == nil || !strings.Contains(err.Error(), "reply_wording") {
 		t.Fatalf("err = %v", err)
 	}
@@ -173,7 +199,7 @@ func (s *scriptedJob) Poll(_ context.Context, _ actions.Env, _ actions.JobRef, d
 // about once a second, reports every status, and stops at the deadline.
 func TestPollJobChecksAtOnceThenEverySecond(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	a := &Agent{Deps: Deps{Now: func() time.Time { return now }}}
+	a := &Agent{deps: Deps{Now: func() time.Time { return now }}}
 	running := func(done int) JobStatus {
 		return JobStatus{ID: "j1", State: actions.JobRunning, Done: done, Total: 300}
 	}
@@ -249,5 +275,51 @@ func TestKeyByKeyEndsWhenAReplyChangesNothing(t *testing.T) {
 	requireTrace(t, res, NodeAnalyzer, NodeGatherer, NodeConfirmation, NodeResponder)
 	if res.Status != StatusAwaitingConfirmation || res.Usage.LLMCalls != 4 {
 		t.Fatalf("got %s after %d calls, want a confirmation after 4", res.Status, res.Usage.LLMCalls)
+	}
+}
+
+// TestADecisionResumesTheGraph: resume --answer yes is a Decision that
+// enters the graph at the executor: the reply chain is not asked (neither
+// a registered reply function nor the termination words, here "yes"), the
+// words are not read again, and the turn counter stays at the turn that
+// asked.
+func TestADecisionResumesTheGraph(t *testing.T) {
+	h := newHarness(t)
+	h.agent.set.ReplyWording = WordingGo
+	h.agent.set.TerminationWords = []string{"yes", "no"}
+	pending := func(rc *ReplyContext) bool { return rc.PendingAction != "" }
+	h.agent.RegisterReply("must-not-run", pending, func(context.Context, *ReplyContext) (Reply, error) {
+		t.Error("a decision went through the reply chain")
+		return Pass(), nil
+	}, 0)
+	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
+	proposeDeleteInGo(t, h, e.ID)
+	res, err := h.agent.Resume(context.Background(), h.sess, ResumeRequest{Answer: "yes", HasAnswer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireTrace(t, res, NodeExecutor, NodeResponder)
+	if res.Turn != 1 || res.Usage.LLMCalls != 0 || res.Status != StatusCompleted || len(res.Actions) != 1 || res.Actions[0].Status != "success" {
+		t.Fatalf("decision: turn %d, %d calls, %s, %+v", res.Turn, res.Usage.LLMCalls, res.Status, res.Actions)
+	}
+	if hist := h.sess.History(); len(hist) != 2 || hist[1].User != "yes" {
+		t.Fatalf("history: %+v", hist)
+	}
+	if names := h.experimentNames(); len(names) != 0 {
+		t.Fatalf("experiments left: %v", names)
+	}
+	// Nothing is pending any more: a decision has nothing to answer.
+	if _, err := h.agent.Decide(context.Background(), h.sess, Approve, ""); !errors.Is(err, ErrNothingToResume) {
+		t.Fatalf("a decision with nothing pending: %v", err)
+	}
+}
+
+func TestParseDecision(t *testing.T) {
+	for text, want := range map[string]Decision{"yes": Approve, "Yes, go ahead please.": Approve, "no thanks": Deny, "nope": Deny,
+		"yes, but what about the students?": 0, "no, use 60/40": 0, "": 0} {
+		got, ok := ParseDecision(text)
+		if got != want || ok != (want != 0) {
+			t.Errorf("ParseDecision(%q) = %v, %v; want %v", text, got, ok, want)
+		}
 	}
 }

@@ -47,10 +47,10 @@ var _ actions.JobAction = (*mcpAction)(nil)
 
 // mcpAction returns the adapter of an MCP action name.
 func (a *Agent) mcpAction(name string) (actions.Action, bool) {
-	if a.MCP == nil || !mcpclient.IsMCPTool(name) {
+	if a.mcp == nil || !mcpclient.IsMCPTool(name) {
 		return nil, false
 	}
-	tl, ok := a.MCP.Tool(name)
+	tl, ok := a.mcp.Tool(name)
 	if !ok || tl.ReadOnly {
 		return nil, false
 	}
@@ -58,7 +58,7 @@ func (a *Agent) mcpAction(name string) (actions.Action, bool) {
 	if err != nil {
 		return nil, false // a schema we cannot check arguments against: not offered
 	}
-	return &mcpAction{m: a.MCP, tl: tl, trusted: slices.Contains(a.TrustedMCPServers, tl.Server), resolved: resolved}, true
+	return &mcpAction{m: a.mcp, tl: tl, trusted: slices.Contains(a.set.TrustedMCPServers, tl.Server), resolved: resolved}, true
 }
 
 func (x *mcpAction) Spec() actions.Spec {
@@ -271,7 +271,7 @@ func mcpToolDef(m MCP, tl mcpclient.Tool) (*toolDef, error) {
 			if err != nil {
 				return nil, err
 			}
-			v, err := followReadJob(ctx, m, t.a.WaitJobs, q, res)
+			v, err := followReadJob(ctx, m, t.a.set.WaitJobs, q, res)
 			if err != nil {
 				return nil, err
 			}
@@ -317,11 +317,11 @@ func mcpResultValue(res *mcpclient.CallResult) any {
 
 // mcpActionList tells the gatherer which MCP actions exist and what they take.
 func (a *Agent) mcpActionList() []map[string]any {
-	if a.MCP == nil {
+	if a.mcp == nil {
 		return nil
 	}
 	var out []map[string]any
-	for _, tl := range a.MCP.Tools() {
+	for _, tl := range a.mcp.Tools() {
 		if !tl.ReadOnly {
 			out = append(out, map[string]any{"action": tl.QualifiedName, "description": tl.Description,
 				"parameters": schemaOrObject(tl.InputSchema)})

@@ -26,7 +26,7 @@ func TestMCPHandleNamingAnotherToolIsRefused(t *testing.T) {
 
 	var hd jobHandle
 	var mh mcpclient.JobHandle
-	if err := json.Unmarshal(h.sess.CP.Interrupt.Job.Handle, &hd); err != nil {
+	if err := json.Unmarshal(h.sess.cp.Interrupt.Job.Handle, &hd); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(hd.Handle, &mh); err != nil {
@@ -34,11 +34,11 @@ func TestMCPHandleNamingAnotherToolIsRefused(t *testing.T) {
 	}
 	mh.Tool, mh.Args = "echo", json.RawMessage(`{"text":"not approved"}`)
 	hd.Handle, _ = json.Marshal(mh)
-	h.sess.CP.Interrupt.Job.Handle, _ = json.Marshal(hd)
-	if err := h.store.Save(h.sess.CP); err != nil {
+	h.sess.cp.Interrupt.Job.Handle, _ = json.Marshal(hd)
+	if err := h.store.Save(h.sess.cp); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := LoadSession(h.store, h.sess.CP.SessionID)
+	sess, err := LoadSession(h.store, h.sess.cp.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}

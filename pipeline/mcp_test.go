@@ -32,7 +32,7 @@ func withMCP(t *testing.T, h *harness, opts mcptest.Options) *mcptest.Server {
 		t.Fatal(errs)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	h.agent.MCP = m
+	h.agent.mcp = m
 	return srv
 }
 
@@ -78,8 +78,8 @@ func TestMCPJobSuspendsAndResumes(t *testing.T) {
 	if res.Status != StatusWaitingJob || res.Job == nil || res.Usage.LLMCalls != 0 {
 		t.Fatalf("got %+v", res)
 	}
-	if h.sess.CP.Interrupt == nil || h.sess.CP.Interrupt.Kind != checkpoint.KindJob || len(h.sess.CP.MCP) == 0 {
-		t.Fatalf("checkpoint lacks the job or the capability: %+v", h.sess.CP)
+	if h.sess.cp.Interrupt == nil || h.sess.cp.Interrupt.Kind != checkpoint.KindJob || len(h.sess.cp.MCP) == 0 {
+		t.Fatalf("checkpoint lacks the job or the capability: %+v", h.sess.cp)
 	}
 	key := jobKey(t, h)
 	// Still running: one status check, no LLM call.
@@ -90,7 +90,7 @@ func TestMCPJobSuspendsAndResumes(t *testing.T) {
 	if err := srv.Finish(key); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := LoadSession(h.store, h.sess.CP.SessionID)
+	sess, err := LoadSession(h.store, h.sess.cp.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,8 +111,8 @@ func jobKey(t *testing.T, h *harness) string {
 	t.Helper()
 	var hd jobHandle
 	var mh mcpclient.JobHandle
-	if err := jsonUnmarshal(h.sess.CP.Interrupt.Job.Handle, &hd); err != nil || jsonUnmarshal(hd.Handle, &mh) != nil || mh.Key == "" {
-		t.Fatalf("no MCP handle: %v (%s)", err, h.sess.CP.Interrupt.Job.Handle)
+	if err := jsonUnmarshal(h.sess.cp.Interrupt.Job.Handle, &hd); err != nil || jsonUnmarshal(hd.Handle, &mh) != nil || mh.Key == "" {
+		t.Fatalf("no MCP handle: %v (%s)", err, h.sess.cp.Interrupt.Job.Handle)
 	}
 	return mh.Key
 }
@@ -123,16 +123,16 @@ func TestMCPCrashAfterStartDoesNotStartTwice(t *testing.T) {
 	proposeReport(h, map[string]any{"topic": "weekly"})
 	// What the executor does before the process dies: the effect is
 	// persisted as started, then START reaches the server.
-	conf := h.sess.CP.Interrupt.Confirmation
-	key := h.sess.CP.Interrupt.ID // the key derives from the approved confirmation
-	if err := h.sess.CP.StartEffect("effect-1", conf.Action, conf.ParamsHash, fixedNow()); err != nil {
+	conf := h.sess.cp.Interrupt.Confirmation
+	key := h.sess.cp.Interrupt.ID // the key derives from the approved confirmation
+	if err := h.sess.cp.StartEffect("effect-1", conf.Action, conf.ParamsHash, fixedNow()); err != nil {
 		t.Fatal(err)
 	}
-	h.sess.CP.Status = checkpoint.StatusRunning
-	if err := h.store.Save(h.sess.CP); err != nil {
+	h.sess.cp.Status = checkpoint.StatusRunning
+	if err := h.store.Save(h.sess.cp); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.agent.MCP.Call(context.Background(), conf.Action, conf.Params, key); err != nil {
+	if _, err := h.agent.mcp.Call(context.Background(), conf.Action, conf.Params, key); err != nil {
 		t.Fatal(err)
 	}
 	idem := mcpclient.IdempotencyKey(key, "srv", "long_report")
@@ -162,7 +162,7 @@ func TestMCPPlainServerBlockingPath(t *testing.T) {
 
 func TestMCPFailedJobIsAnError(t *testing.T) {
 	h := newHarness(t)
-	h.agent.WaitJobs = 2e9
+	h.agent.set.WaitJobs = 2e9
 	withMCP(t, h, mcptest.Options{Jobs: true, Advertise: true, Polls: 1})
 	proposeReport(h, map[string]any{"topic": "weekly", "fail": "disk full"})
 	res := h.ask("yes", text("The report failed: disk full."))
@@ -187,15 +187,15 @@ func TestResumeOfATurnKilledAfterItSuspendedWaitsItsWaitJobs(t *testing.T) {
 	if res := h.ask("yes"); res.Status != StatusWaitingJob {
 		t.Fatalf("got %+v", res)
 	}
-	h.sess.CP.Status = checkpoint.StatusRunning // the last save never happened
-	if err := h.store.Save(h.sess.CP); err != nil {
+	h.sess.cp.Status = checkpoint.StatusRunning // the last save never happened
+	if err := h.store.Save(h.sess.cp); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := LoadSession(h.store, h.sess.CP.SessionID)
+	sess, err := LoadSession(h.store, h.sess.cp.SessionID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.agent.WaitJobs = time.Minute
+	h.agent.set.WaitJobs = time.Minute
 	h.llm.Enqueue(text("The weekly report is ready."))
 	r, err := h.agent.Resume(context.Background(), sess, ResumeRequest{})
 	if err != nil {

@@ -61,9 +61,9 @@ func (a *Agent) analyzer(ctx context.Context, t *turn) (string, error) {
 	deciding := t.pending != nil && !t.continuation && t.answer == answerNone
 	ctxInfo := map[string]any{}
 	if deciding {
-		ctxInfo["pending_confirmation"] = map[string]any{"action": t.pending.Bound.Name, "message": t.pending.Plan.Message}
+		ctxInfo["pending_confirmation"] = map[string]any{"action": t.pending.Bound.Name, "message": t.pending.Message}
 	}
-	if t.st.ActionNeeded != "" && !t.continuation && !deciding {
+	if t.action() != "" && !t.continuation && !deciding {
 		ctxInfo["action_in_progress"] = t.draftView()
 	}
 	if len(t.extra) > 0 {
@@ -275,7 +275,7 @@ func (a *Agent) reshow(ctx context.Context, t *turn, direct string) (string, err
 	}
 	if direct != "" && !stale {
 		t.showing = cur
-		t.st.FinalResponse = direct + "\n\n" + cur.Plan.Message
+		t.st.FinalResponse = direct + "\n\n" + cur.Message
 		a.respond(t, t.st.FinalResponse)
 		return nodeEnd, nil
 	}
@@ -330,7 +330,7 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 	if mcpActs := a.mcpActionList(); len(mcpActs) > 0 {
 		ctxInfo["mcp_actions"] = mcpActs
 	}
-	if t.st.ActionNeeded != "" {
+	if t.action() != "" {
 		ctxInfo["action_in_progress"] = t.draftView()
 	}
 	if t.answer == answerChanged {
@@ -351,11 +351,11 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 		for _, o := range ts.execute(ctx, t, calls) {
 			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: o.call.ID, Name: o.call.Name, Content: o.content})
 		}
-		if t.infoOnly && t.st.ActionNeeded == "" {
+		if t.infoOnly && t.action() == "" {
 			return NodeResponder, nil // a question: the responder has what it needs (and may look up more)
 		}
 	}
-	chosenBefore := t.st.ActionNeeded
+	chosenBefore := t.action()
 	draftHash := func() string {
 		if b := t.draft(); b != nil {
 			return b.Hash
@@ -382,13 +382,13 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 		// a user's groups), so it is asked once more, for as long as each
 		// such reply changes the action: a reply that changes nothing ends
 		// the loop.
-		if t.draftReady() && (t.st.ActionNeeded == chosenBefore || !ts.keyByKey(resp.ToolCalls) || draftHash() == hashBefore) {
+		if t.draftReady() && (t.action() == chosenBefore || !ts.keyByKey(resp.ToolCalls) || draftHash() == hashBefore) {
 			break
 		}
 		if t.takeStop() {
 			break // the model said what only the person can give, or gave a full set the person must correct
 		}
-		if t.infoOnly && t.st.ActionNeeded == "" && ts.allReadOnly(resp.ToolCalls) {
+		if t.infoOnly && t.action() == "" && ts.allReadOnly(resp.ToolCalls) {
 			break // a question's lookups are done: no extra round just to hear that the gatherer is finished
 		}
 	}
@@ -401,7 +401,7 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 			return NodeResponder, nil
 		}
 	}
-	hasAction := t.st.ActionNeeded != ""
+	hasAction := t.action() != ""
 	if hasAction {
 		if err := a.validateDraft(ctx, t); err != nil {
 			t.recordError(err)
@@ -426,16 +426,16 @@ func (a *Agent) confirmation(ctx context.Context, t *turn) (string, error) {
 	if b == nil || !t.draftReady() {
 		return NodeResponder, errors.New("confirmation reached without a complete, valid action")
 	}
-	plan, err := b.Plan(ctx, a.env(t.api(), t.sess.CP.SessionID))
+	plan, err := b.Plan(ctx, a.env(t.api(), t.sess.cp.SessionID))
 	if err != nil {
 		t.recordError(err)
 		return NodeResponder, nil
 	}
-	needsHuman := b.Spec().NeedsConfirmation(a.policy()) && !a.Yes
-	if a.policy() == PolicyNever && !a.Yes {
+	needsHuman := b.Spec().NeedsConfirmation(a.policy()) && !a.set.Yes
+	if a.policy() == PolicyNever && !a.set.Yes {
 		needsHuman = true // never is only honoured together with --yes (New refuses it; this holds anyway)
 	}
-	p := &Pending{ID: a.newID(), Bound: b, Plan: plan, CreatedAt: a.now(), NeedsHuman: needsHuman}
+	p := newPending(a.newID(), b, plan, a.now(), needsHuman)
 	if needsHuman {
 		return nodeEnd, &awaitConfirmation{p: p}
 	}
@@ -443,7 +443,7 @@ func (a *Agent) confirmation(ctx context.Context, t *turn) (string, error) {
 	// are reconciled against it after a crash.
 	t.sess.await(p)
 	by := "policy"
-	if a.Yes {
+	if a.set.Yes {
 		by = "yes-flag"
 	}
 	t.approve(p, by)
@@ -466,9 +466,9 @@ func (a *Agent) responder(ctx context.Context, t *turn) (string, error) {
 	var text string
 	for round := 0; ; round++ {
 		req := llm.Request{Messages: msgs, Tools: ts.llm, ToolChoice: llm.ToolChoice{Mode: llm.ToolChoiceAuto}}
-		if a.StreamText != nil {
+		if a.streamText != nil {
 			req.Stream = true
-			req.OnText = a.StreamText
+			req.OnText = a.streamText
 		}
 		if round >= 3 {
 			req.Tools, req.ToolChoice = nil, llm.ToolChoice{}
@@ -494,9 +494,9 @@ func (a *Agent) responder(ctx context.Context, t *turn) (string, error) {
 	if text == "" {
 		text = fallbackText(report)
 	}
-	if p := t.showing; p != nil && !strings.Contains(text, p.Plan.Message) {
+	if p := t.showing; p != nil && !strings.Contains(text, p.Message) {
 		// The person must read the confirmation node's text verbatim.
-		text += "\n\n" + p.Plan.Message
+		text += "\n\n" + p.Message
 	}
 	t.st.FinalResponse = text
 	a.respond(t, text)
@@ -511,12 +511,12 @@ func (t *turn) report() map[string]any {
 		r["request"] = t.st.UserRequestSummary
 	}
 	if p := t.showing; p != nil {
-		c := map[string]any{"action": p.Bound.Name, "destructive": p.Plan.Destructive, "message": p.Plan.Message}
-		if len(p.Plan.Warnings) > 0 {
-			c["warnings"] = p.Plan.Warnings
+		c := map[string]any{"action": p.Bound.Name, "destructive": p.Destructive, "message": p.Message}
+		if len(p.Warnings) > 0 {
+			c["warnings"] = p.Warnings
 		}
-		if len(p.Plan.Facts) > 0 {
-			c["facts"] = p.Plan.Facts
+		if len(p.Facts) > 0 {
+			c["facts"] = p.Facts
 		}
 		if t.answer == answerUnclear {
 			c["answer_was_unclear"] = true
@@ -538,7 +538,7 @@ func (t *turn) report() map[string]any {
 	if len(t.st.Errors) > 0 {
 		r["errors"] = t.st.Errors
 	}
-	if t.showing == nil && t.st.ActionNeeded != "" {
+	if t.showing == nil && t.action() != "" {
 		r["action_in_progress"] = t.draftView()
 	}
 	if len(t.toolResults) > 0 {
@@ -590,31 +590,19 @@ func fallbackText(report map[string]any) string {
 
 // ---- the draft action ----
 
-// draft binds the state's draft params (canonical, so binding cannot fail
-// unless the state was edited).
+// action is the draft's action ("" when none is chosen).
+func (t *turn) action() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sess.draft.name
+}
+
+// draft is the draft's bound params (nil until they bind): bound and
+// hashed once per change, by setParams.
 func (t *turn) draft() *actions.Bound {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.draftLocked()
-}
-
-func (t *turn) draftLocked() *actions.Bound {
-	if t.st.ActionNeeded == "" {
-		return nil
-	}
-	act, ok := t.a.action(t.st.ActionNeeded)
-	if !ok {
-		return nil
-	}
-	raw := []byte("{}")
-	if t.st.ActionParams != nil {
-		raw = []byte(compactJSON(t.st.ActionParams))
-	}
-	b, err := act.Bind(raw)
-	if err != nil {
-		return nil
-	}
-	return b
+	return t.sess.draft.bound
 }
 
 // draftReady: an action is chosen and its params were validated since they
@@ -622,7 +610,8 @@ func (t *turn) draftLocked() *actions.Bound {
 func (t *turn) draftReady() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.st.ActionNeeded != "" && t.st.ActionParams != nil && t.problems != nil && len(t.problems) == 0 && len(t.st.MissingParams) == 0
+	d := t.sess.draft
+	return d.name != "" && d.bound != nil && t.problems != nil && len(t.problems) == 0 && len(d.missing) == 0
 }
 
 // validateDraft validates the draft as it stands (once per change).
@@ -633,25 +622,39 @@ func (a *Agent) validateDraft(ctx context.Context, t *turn) error {
 	if validated {
 		return nil
 	}
-	b := t.draft()
-	if b == nil {
-		t.update(func(s *State) {
-			t.problems = []actions.Problem{{Field: "action", Message: fmt.Sprintf("%q is not an action", s.ActionNeeded)}}
+	name := t.action()
+	act, ok := a.action(name)
+	if !ok {
+		t.update(func(*State) {
+			t.problems = []actions.Problem{{Field: "action", Message: fmt.Sprintf("%q is not an action", name)}}
 		})
 		return nil
 	}
-	problems, err := b.Validate(ctx, a.env(t.api(), t.sess.CP.SessionID))
+	b := t.draft()
+	if b == nil {
+		// Chosen, with no params yet: what is missing is what empty
+		// params lack. They are not the draft's params: the model still
+		// sets them.
+		var err error
+		if b, err = act.Bind(json.RawMessage("{}")); err != nil {
+			t.update(func(*State) {
+				t.problems = []actions.Problem{{Field: "action_params", Message: "set the params with set_action_params", Missing: true}}
+			})
+			return nil
+		}
+	}
+	problems, err := b.Validate(ctx, a.env(t.api(), t.sess.cp.SessionID))
 	if err != nil {
 		return err
 	}
-	t.update(func(s *State) { t.setProblems(s, problems) })
+	t.update(func(*State) { t.setProblems(problems) })
 	return nil
 }
 
 // setProblems records the latest validation and recomputes what is missing:
 // what validation finds missing, plus what the model said only the person
 // can give and the params still lack.
-func (t *turn) setProblems(s *State, problems []actions.Problem) {
+func (t *turn) setProblems(problems []actions.Problem) {
 	if problems == nil {
 		problems = []actions.Problem{}
 	}
@@ -662,15 +665,16 @@ func (t *turn) setProblems(s *State, problems []actions.Problem) {
 			missing = append(missing, pr.Field)
 		}
 	}
-	for _, m := range s.MissingParams {
-		if !slices.Contains(missing, m) && !hasParam(s.ActionParams, m) && t.declared[m] {
+	d := t.sess.draft
+	for _, m := range d.missing {
+		if !slices.Contains(missing, m) && !hasParam(d.params, m) && t.declared[m] {
 			missing = append(missing, m)
 		}
 	}
 	if missing == nil {
 		missing = []string{}
 	}
-	s.MissingParams = missing
+	t.sess.setMissing(missing)
 }
 
 // hasParam reports whether the top-level param a path starts with is set.
@@ -685,7 +689,14 @@ func hasParam(params map[string]any, path string) bool {
 
 // draftView is the draft as prompts and the responder see it.
 func (t *turn) draftView() map[string]any {
-	return map[string]any{"action": t.st.ActionNeeded, "params": t.st.ActionParams, "missing": t.st.MissingParams}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d := t.sess.draft
+	missing := d.missing
+	if missing == nil {
+		missing = []string{}
+	}
+	return map[string]any{"action": d.name, "params": d.params, "missing": missing}
 }
 
 // turnAPI gives actions the turn's memoised context metadata, so a turn
@@ -699,4 +710,4 @@ func (x turnAPI) ContextMetadata(ctx context.Context) (upgrade.ContextMetadata, 
 	return x.t.metadata(ctx)
 }
 
-func (t *turn) api() turnAPI { return turnAPI{Backend: t.a.API, t: t} }
+func (t *turn) api() turnAPI { return turnAPI{Backend: t.a.deps.API, t: t} }

@@ -146,7 +146,7 @@ func (s *OutputSchema) toolDef() (llm.Tool, error) {
 }
 
 func (a *Agent) outputEnabled() bool {
-	return a.Output != nil && a.Output.Enabled && a.Output.Schema != nil && len(a.Output.Schema.custom) > 0
+	return a.set.Output != nil && a.set.Output.Enabled && a.set.Output.Schema != nil && len(a.set.Output.Schema.custom) > 0
 }
 
 // outputNode makes one forced call with only set_conversational_output
@@ -155,7 +155,7 @@ func (a *Agent) outputEnabled() bool {
 // Failures become per-field validation errors; the reply was already
 // delivered.
 func (a *Agent) outputNode(ctx context.Context, t *turn) (string, error) {
-	s := a.Output.Schema
+	s := a.set.Output.Schema
 	msgs := []llm.Message{{Role: llm.RoleSystem, Content: outputPrompt}}
 	if n := len(t.messages); n > 1 {
 		msgs = append(msgs, t.messages[:n-1]...)
@@ -205,7 +205,7 @@ func (a *Agent) outputNode(ctx context.Context, t *turn) (string, error) {
 // the root's $defs, so references resolve), then required and unknown
 // fields; a failure none of those explains is reported for the whole object.
 func (a *Agent) validateOutput(t *turn, out map[string]any) {
-	s := a.Output.Schema
+	s := a.set.Output.Schema
 	var inst any
 	if b, err := json.Marshal(out); err == nil {
 		_ = json.Unmarshal(b, &inst)

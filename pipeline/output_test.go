@@ -18,14 +18,14 @@ func withOutput(t *testing.T, h *harness, enabled bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.agent.Output = &OutputConfig{Schema: s, Enabled: enabled}
+	h.agent.set.Output = &OutputConfig{Schema: s, Enabled: enabled}
 }
 
 func TestOutputFieldsFilledAndNeverStored(t *testing.T) {
 	h := newHarness(t)
 	withOutput(t, h, true)
 	var requestsWhenReplied int
-	h.agent.OnResponse = func(string) { requestsWhenReplied = len(h.llm.Requests()) }
+	h.agent.onResponse = func(string) { requestsWhenReplied = len(h.llm.Requests()) }
 	res := h.ask("I want to talk to a person",
 		analyze(IntentDirectAnswer, "wants a human", map[string]any{"direct_response": "I will hand you over to a colleague."}),
 	)
@@ -64,7 +64,7 @@ func TestOutputFieldsFilledAndNeverStored(t *testing.T) {
 	if strings.Contains(string(b), OutputToolName) || strings.Contains(string(b), "handoff_target") || strings.Contains(string(b), "structured output") {
 		t.Fatalf("extraction leaked into the next turn: %s", b)
 	}
-	cpRaw, err := os.ReadFile(filepath.Join(h.store.Path(h.sess.CP.SessionID)))
+	cpRaw, err := os.ReadFile(filepath.Join(h.store.Path(h.sess.cp.SessionID)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,7 +144,7 @@ func (a *Agent) ensureChain() {
 		{name: "termination", fn: a.replyTermination},
 		{name: "human_reply", fn: a.replyHuman},
 	}
-	for _, p := range a.PatternReplies {
+	for _, p := range a.set.PatternReplies {
 		a.replies = append(a.replies, registeredReply{name: "pattern:" + p.Pattern.String(),
 			trigger: func(rc *ReplyContext) bool { return p.Pattern.MatchString(rc.Message) },
 			fn:      func(context.Context, *ReplyContext) (Reply, error) { return ReplyWith(p.Reply), nil }})
@@ -159,14 +159,14 @@ func (a *Agent) prepare(t *turn, message string) *ReplyContext {
 	for _, ex := range hist {
 		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: ex.User}, llm.Message{Role: llm.RoleAssistant, Content: ex.Assistant})
 	}
-	rc := &ReplyContext{turn: t, ConsecutiveAutoReplies: t.sess.CP.Counters.ConsecutiveAutoReplies}
+	rc := &ReplyContext{turn: t, ConsecutiveAutoReplies: t.sess.cp.Counters.ConsecutiveAutoReplies}
 	if t.pending != nil {
 		rc.PendingAction = t.pending.Bound.Name
 	}
 	for _, h := range a.hooks.state {
 		h(rc)
 	}
-	msg := redact.String(message, a.Secrets...) // never reaches the model, the history or a checkpoint
+	msg := redact.String(message, a.set.Secrets...) // never reaches the model, the history or a checkpoint
 	for _, h := range a.hooks.last {
 		msg = h(msg)
 	}
@@ -218,7 +218,7 @@ var defaultTerminationWords = []string{"exit", "quit", "bye"}
 // consecutive auto-reply limit is reached.
 func (a *Agent) replyTermination(_ context.Context, rc *ReplyContext) (Reply, error) {
 	w := normalizeAnswer(rc.Message)
-	words := a.TerminationWords
+	words := a.set.TerminationWords
 	if len(words) == 0 {
 		words = defaultTerminationWords
 	}
@@ -228,51 +228,84 @@ func (a *Agent) replyTermination(_ context.Context, rc *ReplyContext) (Reply, er
 			return StopWith(fmt.Sprintf("termination word %q", tw), "Goodbye. Nothing further will run in this session."), nil
 		}
 	}
-	if a.MaxConsecutiveAutoReplies > 0 && rc.ConsecutiveAutoReplies >= a.MaxConsecutiveAutoReplies {
+	if a.set.MaxConsecutiveAutoReplies > 0 && rc.ConsecutiveAutoReplies >= a.set.MaxConsecutiveAutoReplies {
 		rc.turn.end.resetAutoReplies = true
-		return StopWith(fmt.Sprintf("consecutive auto-reply limit (%d) reached", a.MaxConsecutiveAutoReplies),
+		return StopWith(fmt.Sprintf("consecutive auto-reply limit (%d) reached", a.set.MaxConsecutiveAutoReplies),
 			fmt.Sprintf("I have answered %d messages in a row without a human decision, so I stopped here. Send your next message to continue.", rc.ConsecutiveAutoReplies)), nil
 	}
 	return Pass(), nil
 }
 
-// replyHuman decides a pending confirmation when the answer is clear,
-// without the LLM. This and --yes (and the never policy) are the only ways
-// an action gets approved.
+// replyHuman decides what the chat path must not send to the analyzer: a
+// confirmation the person has not read is shown again, whatever the words;
+// under --yes, the pending confirmation is approved unless the person's
+// own words begin by refusing it ("no, use 60/40": those go to the
+// analyzer as a denial or a change, and a changed action shown in this run
+// is approved by --yes in its turn); and an answer given while crash
+// recovery settled the interrupted action gets that report. A clear yes
+// or no never comes here: Ask reads it as a Decision first.
 func (a *Agent) replyHuman(ctx context.Context, rc *ReplyContext) (Reply, error) {
 	t := rc.turn
-	ans := clearAnswer(rc.Message)
-	if t.pending == nil {
-		if len(t.recovered) > 0 && ans != answerUnclear {
-			// The interrupted action was settled with the server: report
-			// it instead of treating the answer as a new request.
-			return a.runGraph(ctx, t, NodeResponder)
-		}
-		return Pass(), nil
-	}
-	if t.reaskOnly && ans != answerDenied {
-		t.answer = answerUnclear
-		if err := a.showAgain(ctx, t); err != nil {
+	var next string
+	switch {
+	case t.pending == nil && len(t.recovered) > 0 && clearAnswer(rc.Message) != answerUnclear:
+		// The interrupted action was settled with the server: report it
+		// instead of treating the answer as a new request.
+		next = NodeResponder
+	case t.pending != nil && (t.reaskOnly || a.set.Yes && !startsWithNo(rc.Message)):
+		// An unread confirmation is shown again whatever the words say.
+		var err error
+		if next, err = a.decide(ctx, t, Approve, "yes-flag"); err != nil {
 			return Reply{}, err
 		}
-		return a.runGraph(ctx, t, NodeResponder)
+	default:
+		return Pass(), nil
 	}
+	return a.runGraph(ctx, t, next)
+}
+
+// Decision is a person's clear answer to a pending confirmation: the
+// words of pipeline.md's clear answers, `resume --answer yes|no`, or
+// --yes. It enters the graph at the executor or the responder directly;
+// only free text goes to the analyzer.
+type Decision int
+
+// Decisions.
+const (
+	Approve Decision = iota + 1
+	Deny
+)
+
+// ParseDecision reads a clear yes or no ("yes please", "no thanks"); ok is
+// false for anything else, which is free text for the analyzer.
+func ParseDecision(text string) (d Decision, ok bool) {
+	switch clearAnswer(text) {
+	case answerApproved:
+		return Approve, true
+	case answerDenied:
+		return Deny, true
+	}
+	return 0, false
+}
+
+// decide applies a decision to the turn's pending confirmation and says
+// which node the graph goes on from: the executor runs an approved action;
+// the responder reports a denial, or shows the confirmation again when the
+// person has not read it yet (only a no may stand for an answer given
+// before that) or when crash recovery already settled it.
+func (a *Agent) decide(ctx context.Context, t *turn, d Decision, by string) (string, error) {
 	switch {
-	case ans == answerDenied:
+	case t.pending == nil:
+		return NodeResponder, nil
+	case t.reaskOnly && d != Deny:
+		t.answer = answerUnclear
+		return NodeResponder, a.showAgain(ctx, t)
+	case d == Deny:
 		t.deny(false)
-		return a.runGraph(ctx, t, NodeResponder)
-	case a.Yes && !startsWithNo(rc.Message):
-		// --yes approves the pending confirmation of this run, unless the
-		// person's own words begin by refusing it ("no, use 60/40"): those
-		// go to the analyzer as a denial or a change, and a changed action
-		// shown in this run is approved by --yes in its turn.
-		t.approve(t.pending, "yes-flag")
-		return a.runGraph(ctx, t, NodeExecutor)
-	case ans == answerApproved:
-		t.approve(t.pending, "human")
-		return a.runGraph(ctx, t, NodeExecutor)
+		return NodeResponder, nil
 	}
-	return Pass(), nil
+	t.approve(t.pending, by)
+	return NodeExecutor, nil
 }
 
 // showAgain makes the turn show the pending confirmation again, with its
@@ -360,13 +393,13 @@ func coveredBy(words []string, phrases [][]string) bool {
 	return seen
 }
 
-// matchPhrase returns the length of the longest phrase words starts with.
 // startsWithNo reports whether s begins with a no phrase ("no, use 60/40",
 // "don't, make it 40").
 func startsWithNo(s string) bool {
 	return matchPhrase(answerWords(s), noPhrases) > 0
 }
 
+// matchPhrase returns the length of the longest phrase words starts with.
 func matchPhrase(words []string, phrases [][]string) int {
 	best := 0
 	for _, p := range phrases {

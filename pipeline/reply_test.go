@@ -67,7 +67,7 @@ func TestDefaultReplyWhenNothingAnswers(t *testing.T) {
 }
 
 func TestHooksWorkOnACopy(t *testing.T) {
-	a := &Agent{Settings: Settings{Secrets: []string{"topsecretvalue123"}}}
+	a := &Agent{set: Settings{Secrets: []string{"topsecretvalue123"}}}
 	if err := a.RegisterHook(HookProcessLastReceived, func(s string) string { return strings.ToUpper(s) }); err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +84,8 @@ func TestHooksWorkOnACopy(t *testing.T) {
 		t.Fatal("unknown hook kind accepted")
 	}
 	sess := NewSession("s", fixedNow())
-	sess.State.addExchange("first question", "first answer", fixedNow())
-	tr := &turn{a: a, sess: sess, st: sess.State}
+	sess.st.addExchange("first question", "first answer", fixedNow())
+	tr := &turn{a: a, sess: sess, st: sess.st}
 	rc := a.prepare(tr, "my key is topsecretvalue123 ok")
 	if strings.Contains(rc.Message, "topsecretvalue123") || !strings.Contains(rc.Message, "[REDACTED]") {
 		t.Fatalf("secret not redacted: %q", rc.Message)
@@ -93,7 +93,7 @@ func TestHooksWorkOnACopy(t *testing.T) {
 	if !strings.HasPrefix(rc.Message, "MY KEY") {
 		t.Fatalf("process_last_received_message not applied: %q", rc.Message)
 	}
-	if sess.State.ConversationHistory[0].User != "first question" {
+	if sess.st.ConversationHistory[0].User != "first question" {
 		t.Fatal("stored history was mutated by a hook")
 	}
 	if rc.Messages[0].Content != "mutated" || len(rc.Extra) != 1 {
@@ -107,9 +107,9 @@ func TestWindowKeepsPromptsFlat(t *testing.T) {
 	for _, n := range []int{10, 1000} {
 		sess := NewSession("s", fixedNow())
 		for i := 0; i < n; i++ {
-			sess.State.addExchange(fmt.Sprintf("question %d about experiments", i), "an answer of similar length", fixedNow())
+			sess.st.addExchange(fmt.Sprintf("question %d about experiments", i), "an answer of similar length", fixedNow())
 		}
-		tr := &turn{a: a, sess: sess, st: sess.State}
+		tr := &turn{a: a, sess: sess, st: sess.st}
 		rc := a.prepare(tr, "next")
 		total := 0
 		for _, m := range rc.Messages {

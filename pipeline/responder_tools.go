@@ -33,9 +33,13 @@ func responderTools() *toolSet {
 			func(_ context.Context, t *turn, _ noArgs) (any, error) {
 				t.mu.Lock()
 				defer t.mu.Unlock()
-				return map[string]any{"action_needed": t.st.ActionNeeded, "action_params": t.st.ActionParams,
-					"missing_params": t.st.MissingParams, "needs_confirmation": t.st.NeedsConfirmation,
-					"confirmation_message": t.st.ConfirmationMessage, "user_confirmed": t.st.UserConfirmed}, nil
+				d, p := t.sess.draft, t.sess.pending
+				status := map[string]any{"action_needed": d.name, "action_params": d.params, "missing_params": d.missing,
+					"needs_confirmation": p != nil && p.NeedsHuman, "user_confirmed": t.st.UserConfirmed}
+				if p != nil {
+					status["confirmation_message"] = p.Message
+				}
+				return status, nil
 			}),
 		newTool("get_conversation_history", "Earlier exchanges of this session (most recent last).", true,
 			func(_ context.Context, t *turn, _ noArgs) (any, error) {

@@ -1,8 +1,14 @@
 package pipeline
 
 // Routing rules of pipeline.md, one named function each, so that every rule
-// is tested on its own (routing_test.go). Nodes act on these decisions;
-// they do not decide routes themselves.
+// is tested on its own (routing_test.go). A node returns the next node (or
+// an interrupt, graph.go); where pipeline.md has a rule for that choice,
+// the node returns what the rule's function says. Some routes are the
+// node's own and have no function here: the analyzer sends a pending
+// confirmation's answer to the gatherer (a change) or the responder (a
+// no); the gatherer goes straight to the responder for a question whose
+// lookups the analyzer made; a Decision enters at the executor or the
+// responder (reply.go).
 
 // routeAfterAnalyzer: a direct answer the analyzer already wrote ends the
 // turn; a direct answer without text goes to the responder; anything else

@@ -1,6 +1,12 @@
 package pipeline
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
+)
 
 func TestRouteAfterAnalyzer(t *testing.T) {
 	tests := []struct {
@@ -148,12 +154,33 @@ func TestResetTurnKeepsProgressiveGathering(t *testing.T) {
 	}
 }
 
-func TestClearPending(t *testing.T) {
-	s := NewState()
-	s.ActionNeeded, s.ActionParams, s.MissingParams = "delete_experiment", map[string]any{"experiment_id": "x"}, []string{"y"}
-	s.NeedsConfirmation, s.ConfirmationMessage, s.NextStep = true, "delete?", "then"
-	s.clearPending()
-	if s.ActionNeeded != "" || s.ActionParams != nil || len(s.MissingParams) != 0 || s.NeedsConfirmation || s.ConfirmationMessage != "" || s.NextStep != "" {
+// TestSessionWritesTheDerivedFields: the state's action fields and the
+// confirmation interrupt are written from the draft and the pending
+// confirmation, and done clears them all.
+func TestSessionWritesTheDerivedFields(t *testing.T) {
+	sess := NewSession("s1", time.Now())
+	if err := sess.bind(func(string) (actions.Action, bool) { return nil, false }); err != nil {
+		t.Fatal(err)
+	}
+	b, err := actions.Bind("delete_experiment", json.RawMessage(`{"experiment_id":"0b1c2d3e-0000-4000-8000-000000000001"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess.chooseAction("delete_experiment")
+	sess.setDraftParams(b)
+	sess.setMissing([]string{"y"})
+	sess.st.NextStep = "then"
+	sess.sync()
+	s := sess.st
+	if s.ActionNeeded != "delete_experiment" || s.ActionParams["experiment_id"] == nil || len(s.MissingParams) != 1 || s.NeedsConfirmation {
+		t.Fatalf("draft not written: %+v", s)
+	}
+	sess.await(&Pending{ID: "c1", Bound: b, Message: "delete?", NeedsHuman: true})
+	if ic := sess.confirmationRef(); ic == nil || ic.Confirmation.ParamsHash != b.Hash || !s.NeedsConfirmation || s.ConfirmationMessage != "delete?" {
+		t.Fatalf("pending not written: %+v, %+v", sess.cp.Interrupt, s)
+	}
+	sess.done()
+	if s.ActionNeeded != "" || s.ActionParams != nil || len(s.MissingParams) != 0 || s.NeedsConfirmation || s.ConfirmationMessage != "" || s.NextStep != "" || sess.cp.Interrupt != nil {
 		t.Fatalf("not cleared: %+v", s)
 	}
 }

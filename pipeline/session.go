@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,31 +13,74 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
 
-// Session is a loaded session: its checkpoint and decoded state. It is the
-// only writer of the checkpoint's interrupt, status and next node, and of
-// the state fields derived from them (needs_confirmation,
-// confirmation_message, the pending action's draft): every change goes
-// through one of its methods, so the facts cannot drift apart.
+// Session is a loaded session: its checkpoint and decoded state, and the
+// typed values a turn works on: the draft action and the pending
+// confirmation. It is the only writer of the checkpoint's interrupt,
+// status and next node, and of the state fields derived from the draft and
+// the pending confirmation (action_needed, action_params, missing_params,
+// needs_confirmation, confirmation_message): every change goes through one
+// of its methods, and sync writes the derived fields from the typed
+// values, so the facts cannot drift apart. Its fields are unexported: no
+// other package can change a session but through a turn.
 type Session struct {
-	CP    *checkpoint.Checkpoint
-	State *State
-	// Imported is set for a checkpoint taken from a file (resume FILE): it
+	cp *checkpoint.Checkpoint
+	st *State
+	// imported is set for a checkpoint taken from a file (resume FILE): it
 	// is data, not authority. Interrupted effects are only read back, never
 	// repeated, and any confirmation is shown again before it can run.
-	Imported bool
+	imported bool
+
+	// bound is set once bind has read the draft and the pending
+	// confirmation as typed values; before, the checkpoint's own fields
+	// stand.
+	bound   bool
+	draft   draft
+	pending *Pending
+}
+
+// draft is the action the gatherer prepares: its name, and once its
+// params bind, the bound value (canonical params and hash) and their map,
+// computed once per change.
+type draft struct {
+	name    string
+	bound   *actions.Bound
+	params  map[string]any // bound's params as a map; or, unbound, the params the checkpoint held
+	missing []string
 }
 
 // Pending is the confirmation of one action awaiting a human answer (or,
-// approved, being executed): the bound params and the plan the person was
-// shown, as one value. Its ID is the checkpoint's interrupt id; the keys
-// that make a repeated execution safe derive from it.
+// approved, being executed), as one value: the bound action and params,
+// and what the person was shown, rendered from them. Its ID is the
+// checkpoint's interrupt id; the keys that make a repeated execution safe
+// derive from it.
 type Pending struct {
-	ID        string
-	Bound     *actions.Bound
-	Plan      *actions.Plan
-	CreatedAt time.Time
+	ID    string
+	Bound *actions.Bound
+	// Message is the confirmation text shown; Destructive, ExperimentID
+	// and ExperimentVersion what it was based on; Warnings and Facts what
+	// helps the decision (actions.Plan, without the action and params
+	// Bound holds).
+	Message                         string
+	Destructive                     bool
+	ExperimentID, ExperimentVersion string
+	Warnings, Facts                 []string
+	CreatedAt                       time.Time
 	// NeedsHuman is false for an action the policy (or --yes) approved.
 	NeedsHuman bool
+}
+
+// newPending is the pending confirmation of b as plan shows it.
+func newPending(id string, b *actions.Bound, plan *actions.Plan, at time.Time, needsHuman bool) *Pending {
+	return &Pending{ID: id, Bound: b, Message: plan.Message, Destructive: plan.Destructive,
+		ExperimentID: plan.ExperimentID, ExperimentVersion: plan.ExperimentVersion,
+		Warnings: plan.Warnings, Facts: plan.Facts, CreatedAt: at, NeedsHuman: needsHuman}
+}
+
+// shows reports whether plan, rendered now for p's action and params,
+// shows the person what p showed: the same text on the same experiment
+// version.
+func (p *Pending) shows(plan *actions.Plan) bool {
+	return plan != nil && plan.Message == p.Message && plan.Destructive == p.Destructive && plan.ExperimentVersion == p.ExperimentVersion
 }
 
 // JobWait is a turn suspended on a job: the job and what the turn needs to
@@ -90,11 +134,11 @@ func badInput(format string, args ...any) error {
 // NewSession starts an empty session.
 func NewSession(id string, now time.Time) *Session {
 	return &Session{
-		CP: &checkpoint.Checkpoint{
+		cp: &checkpoint.Checkpoint{
 			FormatVersion: checkpoint.FormatVersion, SessionID: id, CreatedAt: now.UTC(), UpdatedAt: now.UTC(),
 			Status: checkpoint.StatusIdle, Effects: []checkpoint.Effect{},
 		},
-		State: NewState(),
+		st: NewState(),
 	}
 }
 
@@ -104,27 +148,81 @@ func LoadSession(store checkpoint.Store, id string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	st, err := DecodeState(cp)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{cp: cp, st: st}, nil
+}
+
+// LoadImportedSession reads a session whose checkpoint was taken from a
+// file (resume FILE): it is data, not authority. Interrupted effects are
+// only read back, never repeated, and any confirmation is shown again
+// before it can run.
+func LoadImportedSession(store checkpoint.Store, id string) (*Session, error) {
+	s, err := LoadSession(store, id)
+	if err != nil {
+		return nil, err
+	}
+	s.imported = true
+	return s, nil
+}
+
+// DecodeState decodes the pipeline's state a checkpoint holds (for
+// readers such as `sessions show`; a turn loads a Session).
+func DecodeState(cp *checkpoint.Checkpoint) (*State, error) {
 	st := NewState()
 	if len(cp.State) > 0 && string(cp.State) != "null" {
 		dec := json.NewDecoder(bytes.NewReader(cp.State))
 		if err := dec.Decode(st); err != nil {
-			return nil, fmt.Errorf("session %s: state: %w", id, errors.Join(checkpoint.ErrCorrupt, err))
+			return nil, fmt.Errorf("session %s: state: %w", cp.SessionID, errors.Join(checkpoint.ErrCorrupt, err))
 		}
 	}
 	st.normalize()
-	return &Session{CP: cp, State: st}, nil
+	return st, nil
 }
+
+// ID is the session's id.
+func (s *Session) ID() string { return s.cp.SessionID }
+
+// Interrupt is a copy of what stopped the session's last turn (nil:
+// nothing): a confirmation to answer or a job to wait on.
+func (s *Session) Interrupt() *checkpoint.Interrupt {
+	ic := s.cp.Interrupt
+	if ic == nil {
+		return nil
+	}
+	c := *ic
+	if ic.Confirmation != nil {
+		cf := *ic.Confirmation
+		cf.Params = bytes.Clone(cf.Params)
+		c.Confirmation = &cf
+	}
+	if ic.Job != nil {
+		j := *ic.Job
+		j.Handle = bytes.Clone(j.Handle)
+		c.Job = &j
+	}
+	return &c
+}
+
+// MCPCapabilities are the MCP capabilities negotiated in earlier runs of
+// the session (JSON, as stored; nil: none).
+func (s *Session) MCPCapabilities() json.RawMessage { return bytes.Clone(s.cp.MCP) }
+
+// History is a copy of the session's recent exchanges.
+func (s *Session) History() []Exchange { return slices.Clone(s.st.ConversationHistory) }
 
 // RetryInput returns the message of a turn that failed and can be run
 // again, or "". It was stored after the hooks (redacted).
-func (s *Session) RetryInput() string { return s.State.RetryInput }
+func (s *Session) RetryInput() string { return s.st.RetryInput }
 
 // Status is the session's status between runs.
-func (s *Session) Status() checkpoint.Status { return s.CP.Status }
+func (s *Session) Status() checkpoint.Status { return s.cp.Status }
 
 // confirmationRef is the pending confirmation as the checkpoint holds it.
 func (s *Session) confirmationRef() *checkpoint.Interrupt {
-	if ic := s.CP.Interrupt; ic != nil && ic.Kind == checkpoint.KindConfirmation && ic.Confirmation != nil {
+	if ic := s.cp.Interrupt; ic != nil && ic.Kind == checkpoint.KindConfirmation && ic.Confirmation != nil {
 		return ic
 	}
 	return nil
@@ -135,51 +233,133 @@ func (s *Session) confirmationRef() *checkpoint.Interrupt {
 // confirmation always shows it). A confirmation made by a turn that
 // stopped before its reply (a crash, a failure) has not been read.
 func (s *Session) shown(p *Pending) bool {
-	h := s.State.ConversationHistory
-	return len(h) > 0 && p.Plan.Message != "" && strings.Contains(h[len(h)-1].Assistant, p.Plan.Message)
+	h := s.st.ConversationHistory
+	return len(h) > 0 && p.Message != "" && strings.Contains(h[len(h)-1].Assistant, p.Message)
 }
 
-// jobRef is the job the session waits on, as the checkpoint holds it.
-func (s *Session) jobRef() *checkpoint.Interrupt {
-	if ic := s.CP.Interrupt; ic != nil && ic.Kind == checkpoint.KindJob && ic.Job != nil {
-		return ic
+// bind reads the checkpoint's pending confirmation and the state's draft
+// as typed values, once per process, with the actions the agent knows
+// (built-in and MCP). The checkpoint is data: the confirmation's params
+// are bound again (their hash must be the stored params_hash), its
+// destructive flag comes from the action's declaration, and its text is
+// only what the person was shown (the turn renders it anew before
+// anything runs or is shown again).
+func (s *Session) bind(lookup func(name string) (actions.Action, bool)) error {
+	if s.bound {
+		return nil
 	}
+	id := s.cp.SessionID
+	if ic := s.confirmationRef(); ic != nil {
+		c := ic.Confirmation
+		act, ok := lookup(c.Action)
+		if !ok {
+			return badInput("session %s awaits a confirmation of %q, which is no action here (an MCP server that is not configured?)", id, c.Action)
+		}
+		b, err := act.Bind(c.Params)
+		if err != nil {
+			return badInput("session %s: interrupt.confirmation.params: %v", id, err)
+		}
+		if b.Hash != c.ParamsHash {
+			return badInput("session %s: interrupt.confirmation.params_hash does not match its params: the checkpoint was altered", id)
+		}
+		s.pending = &Pending{ID: ic.ID, Bound: b, Message: c.Message, Destructive: b.Spec().Destructive,
+			ExperimentID: c.ExperimentID, ExperimentVersion: c.ExperimentVersion, CreatedAt: ic.CreatedAt, NeedsHuman: true}
+	}
+	st := s.st
+	s.draft = draft{name: st.ActionNeeded, params: st.ActionParams, missing: st.MissingParams}
+	if act, ok := lookup(st.ActionNeeded); ok && st.ActionParams != nil {
+		if b, err := act.Bind(json.RawMessage(compactJSON(st.ActionParams))); err == nil {
+			s.draft.bound, s.draft.params = b, b.Map()
+		}
+	}
+	s.bound = true
 	return nil
 }
 
-// await records p as the pending confirmation.
-func (s *Session) await(p *Pending) {
-	s.CP.Interrupt = &checkpoint.Interrupt{
-		ID: p.ID, Kind: checkpoint.KindConfirmation, CreatedAt: p.CreatedAt,
-		Confirmation: &checkpoint.Confirmation{Action: p.Bound.Name, Params: p.Bound.Params, ParamsHash: p.Bound.Hash,
-			Message: p.Plan.Message, Destructive: p.Plan.Destructive,
-			ExperimentID: p.Plan.ExperimentID, ExperimentVersion: p.Plan.ExperimentVersion},
+// chooseAction makes name the draft's action; another action than the
+// draft's starts with no params.
+func (s *Session) chooseAction(name string) {
+	if s.draft.name != name {
+		s.draft = draft{name: name}
 	}
-	st := s.State
-	st.ActionNeeded = p.Bound.Name
-	st.ActionParams = p.Bound.Map()
-	st.MissingParams = []string{}
-	st.NeedsConfirmation = p.NeedsHuman
-	st.ConfirmationMessage = p.Plan.Message
+}
+
+// setDraftParams records the draft's params, bound and validated.
+func (s *Session) setDraftParams(b *actions.Bound) {
+	s.draft.bound, s.draft.params = b, b.Map()
+}
+
+// setMissing records the params only the person can give.
+func (s *Session) setMissing(missing []string) { s.draft.missing = missing }
+
+// await records p as the pending confirmation; its action is the draft.
+func (s *Session) await(p *Pending) {
+	s.pending = p
+	s.draft = draft{name: p.Bound.Name, bound: p.Bound, params: p.Bound.Map()}
+	s.sync()
 }
 
 // deny drops the pending confirmation. With keepDraft the action's draft
 // stays for the gatherer to change (a denial that carries a correction);
 // otherwise the next turn starts clean.
 func (s *Session) deny(keepDraft bool) {
-	s.CP.Interrupt = nil
-	if keepDraft {
-		s.State.NeedsConfirmation = false
-		s.State.ConfirmationMessage = ""
-		return
+	s.pending = nil
+	if !keepDraft {
+		s.clearDraft()
 	}
-	s.State.clearPending()
+	s.sync()
 }
 
 // done ends the pending action: it ran (or its outcome is settled).
 func (s *Session) done() {
-	s.CP.Interrupt = nil
-	s.State.clearPending()
+	s.pending = nil
+	s.clearDraft()
+	s.sync()
+}
+
+// clearDraft drops the draft and what the request still needed after it.
+func (s *Session) clearDraft() {
+	s.draft = draft{}
+	s.st.NextStep = ""
+	s.st.ActionReasoning = ""
+}
+
+// sync writes the checkpoint's confirmation interrupt and the state's
+// derived fields from the draft and the pending confirmation: the one
+// place they are written.
+func (s *Session) sync() {
+	if !s.bound {
+		return
+	}
+	st, d := s.st, s.draft
+	st.ActionNeeded, st.ActionParams = d.name, d.params
+	st.MissingParams = d.missing
+	if st.MissingParams == nil {
+		st.MissingParams = []string{}
+	}
+	st.NeedsConfirmation, st.ConfirmationMessage = false, ""
+	p := s.pending
+	if p == nil {
+		if s.confirmationRef() != nil {
+			s.cp.Interrupt = nil
+		}
+		return
+	}
+	st.NeedsConfirmation, st.ConfirmationMessage = p.NeedsHuman, p.Message
+	s.cp.Interrupt = &checkpoint.Interrupt{
+		ID: p.ID, Kind: checkpoint.KindConfirmation, CreatedAt: p.CreatedAt,
+		Confirmation: &checkpoint.Confirmation{Action: p.Bound.Name, Params: p.Bound.Params, ParamsHash: p.Bound.Hash,
+			Message: p.Message, Destructive: p.Destructive,
+			ExperimentID: p.ExperimentID, ExperimentVersion: p.ExperimentVersion},
+	}
+}
+
+// jobRef is the job the session waits on, as the checkpoint holds it.
+func (s *Session) jobRef() *checkpoint.Interrupt {
+	if ic := s.cp.Interrupt; ic != nil && ic.Kind == checkpoint.KindJob && ic.Job != nil {
+		return ic
+	}
+	return nil
 }
 
 // suspend records that the turn waits on a job.
@@ -188,9 +368,11 @@ func (s *Session) suspend(w *JobWait, id string, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	s.CP.Interrupt = &checkpoint.Interrupt{ID: id, Kind: checkpoint.KindJob, CreatedAt: now,
+	s.pending = nil
+	s.clearDraft()
+	s.sync()
+	s.cp.Interrupt = &checkpoint.Interrupt{ID: id, Kind: checkpoint.KindJob, CreatedAt: now,
 		Job: &checkpoint.JobRef{ID: w.Ref.ID, Action: w.Action, Handle: h}}
-	s.State.clearPending()
 	return nil
 }
 
@@ -203,7 +385,7 @@ func (s *Session) jobWait() (*JobWait, error) {
 	var h jobHandle
 	if len(ic.Job.Handle) > 0 {
 		if err := json.Unmarshal(ic.Job.Handle, &h); err != nil {
-			return nil, badInput("session %s: interrupt.job.handle: %v", s.CP.SessionID, err)
+			return nil, badInput("session %s: interrupt.job.handle: %v", s.cp.SessionID, err)
 		}
 	}
 	ref := actions.JobRef{ID: ic.Job.ID, Handle: h.Handle}
@@ -218,18 +400,18 @@ func (s *Session) jobWait() (*JobWait, error) {
 }
 
 // resumed clears the job interrupt once the job's result is recorded.
-func (s *Session) resumed() { s.CP.Interrupt = nil }
+func (s *Session) resumed() { s.cp.Interrupt = nil }
 
 // startEffect appends a started effect; the caller saves before the call.
 func (s *Session) startEffect(id string, b *actions.Bound, now time.Time) error {
-	return s.CP.StartEffect(id, b.Name, b.Hash, now)
+	return s.cp.StartEffect(id, b.Name, b.Hash, now)
 }
 
 // finishEffect records an effect's outcome. An effect that is not (or no
 // longer) started is left alone: recording twice must not fail a turn.
 func (s *Session) finishEffect(id string, result json.RawMessage, errMsg string, now time.Time) {
-	if e := s.CP.Effect(id); e != nil && e.State == checkpoint.EffectStarted {
-		_ = s.CP.FinishEffect(id, result, errMsg, now)
+	if e := s.cp.Effect(id); e != nil && e.State == checkpoint.EffectStarted {
+		_ = s.cp.FinishEffect(id, result, errMsg, now)
 	}
 }
 
@@ -253,18 +435,19 @@ func (s *Session) save(store checkpoint.Store, status checkpoint.Status, next st
 	if store == nil {
 		return nil
 	}
-	raw, err := json.Marshal(s.State)
+	s.sync()
+	raw, err := json.Marshal(s.st)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
-	cp := s.CP
+	cp := s.cp
 	cp.State = raw
 	cp.Status = status
 	cp.NextNode = next
 	if status != checkpoint.StatusRunning {
 		cp.NextNode = ""
 	}
-	last := s.State.UserInput
+	last := s.st.UserInput
 	cp.Summary = &checkpoint.SessionSummary{LastMessage: truncate(last, 80), Turns: cp.Counters.Turns}
 	if len(caps) > 0 {
 		cp.MCP = caps

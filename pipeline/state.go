@@ -72,7 +72,10 @@ type ErrorEntry struct {
 
 // State is the session state of pipeline.md, stored as JSON in the
 // checkpoint. The names of the spec are kept; fields after the blank line are
-// additions.
+// additions. action_needed, action_params, missing_params,
+// needs_confirmation and confirmation_message are the stored form of the
+// Session's draft and pending confirmation: Session.sync writes them, and
+// a turn reads the typed values instead.
 type State struct {
 	UserInput            string                   `json:"user_input"`
 	ConversationHistory  []Exchange               `json:"conversation_history"`
@@ -166,18 +169,6 @@ func (s *State) resetTurn(input string) {
 	s.ConversationComplete = false
 	s.CurrentState = StateAnalyzing
 	s.TurnActions = nil
-}
-
-// clearPending drops the pending action, its params, its confirmation and
-// the missing-param list: after a denial, an execution or a replacement.
-func (s *State) clearPending() {
-	s.ActionNeeded = ""
-	s.ActionParams = nil
-	s.MissingParams = []string{}
-	s.NextStep = ""
-	s.ActionReasoning = ""
-	s.NeedsConfirmation = false
-	s.ConfirmationMessage = ""
 }
 
 func (s *State) addError(typ, msg string) {

@@ -199,7 +199,7 @@ func errorType(err error) string {
 // metadata fetches the context metadata at most once per turn.
 func (t *turn) metadata(ctx context.Context) (upgrade.ContextMetadata, error) {
 	t.metaOnce.Do(func() {
-		t.meta, t.metaErr = t.a.API.ContextMetadata(ctx)
+		t.meta, t.metaErr = t.a.deps.API.ContextMetadata(ctx)
 		if t.metaErr == nil {
 			t.update(func(s *State) { s.ContextMetadata = t.meta })
 		}
@@ -226,7 +226,7 @@ func (t *turn) experimentNames(ctx context.Context) ([]upgrade.ExperimentName, e
 	if cached != nil {
 		return cached, nil
 	}
-	names, err := t.a.API.ExperimentNames(ctx)
+	names, err := t.a.deps.API.ExperimentNames(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +242,7 @@ func (t *turn) allExperiments(ctx context.Context) ([]readmodel.Summary, error) 
 	if cached != nil {
 		return cached, nil
 	}
-	list, err := t.a.API.Experiments(ctx)
+	list, err := t.a.deps.API.Experiments(ctx)
 	if err != nil {
 		return nil, err
 	}

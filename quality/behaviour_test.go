@@ -57,7 +57,7 @@ type turnStep struct {
 // turnWant is what one turn's JSON output must show. The zero value is a
 // completed turn that ran nothing.
 type turnWant struct {
-	status string // default completed
+	status pipeline.Status // default completed
 	// confirm is the action of the confirmation shown; params a JSON object
 	// its params contain (the template is filled in); exact the params, in
 	// any spelling the binder accepts, that must canonicalise to exactly
@@ -231,6 +231,7 @@ func playCase(t *testing.T, tc behaviourCase) {
 		seen    int                       // requests already checked
 	)
 	for i, st := range tc.steps {
+		st = goShowsProposal(st, shown)
 		replies, err := llmtest.ParseScript([]byte(w.fill(t, st.llm)), fmt.Sprintf("step%d.yaml", i+1))
 		if err != nil {
 			t.Fatalf("step %d: %v", i+1, err)
@@ -262,7 +263,7 @@ func playCase(t *testing.T, tc behaviourCase) {
 }
 
 // exitFor is the exit code of a turn status (spec/cli.md).
-var exitFor = map[string]int{pipeline.StatusCompleted: 0, pipeline.StatusAwaitingConfirmation: 10, pipeline.StatusWaitingJob: 11}
+var exitFor = map[pipeline.Status]int{pipeline.StatusCompleted: 0, pipeline.StatusAwaitingConfirmation: 10, pipeline.StatusWaitingJob: 11}
 
 // toolLog lists the tool results the model was sent, for failures.
 func toolLog(reqs []llmtest.RecordedRequest) string {
@@ -276,6 +277,24 @@ func toolLog(reqs []llmtest.RecordedRequest) string {
 		fmt.Fprintf(&b, "%s: %s\n", m.Name, c)
 	}
 	return b.String()
+}
+
+// goShowsProposal adapts a step that proposes an action (a new request,
+// or a no that changes the pending one) to reply_wording go: the
+// confirmation is the reply, rendered in Go, so the responder's reply the
+// fixture ends with is never asked for, and the turn makes one LLM call
+// fewer. An unclear answer to a pending confirmation is still answered by
+// the responder.
+func goShowsProposal(st turnStep, pending *pipeline.ConfirmationOut) turnStep {
+	change := strings.HasPrefix(strings.ToLower(st.say), "no")
+	if st.want.confirm == "" || (pending != nil && !change) || !strings.HasSuffix(st.llm, respond) {
+		return st
+	}
+	st.llm = strings.TrimSuffix(st.llm, respond)
+	if st.want.calls > 0 {
+		st.want.calls--
+	}
+	return st
 }
 
 func checkTurn(t *testing.T, step string, w *world, want turnWant, r result, res *pipeline.Result, shown *pipeline.ConfirmationOut, reqs []llmtest.RecordedRequest) {

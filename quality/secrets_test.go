@@ -113,7 +113,6 @@ func TestSecretsNeverWritten(t *testing.T) {
 				"decision_points": []any{map[string]any{"site": "SelectSection", "target": "absolute_value_plot_equality"}},
 				"conditions":      []any{map[string]any{"code": "control", "weight": 50}, map[string]any{"code": "variant", "weight": 50}},
 			}})),
-		llmtest.TextReply("Here is the experiment I am about to create."),
 	)
 	r := run(10, "ask", "-v", "Create Math Hints in assign-prog at SelectSection / absolute_value_plot_equality, control and variant 50/50. "+
 		"In case you need them: my UpGrade token is "+plantedToken+" and my OpenAI key is "+plantedKey+".")
@@ -139,7 +138,6 @@ func TestSecretsNeverWritten(t *testing.T) {
 			call("set_action_params", map[string]any{"action_params": map[string]any{
 				"num_users": 40, "context": "assign-prog", "site": "SelectSection", "target": "absolute_value_plot_equality",
 				"experiment_id": es[0].ID}})),
-		llmtest.TextReply("This writes 40 synthetic students."),
 	)
 	run(10, "ask", "-v", "--session", id, "Simulate 40 students at SelectSection / absolute_value_plot_equality.")
 	run(0, "resume", "-v", id, "--answer", "yes", "--wait-jobs", "45s")

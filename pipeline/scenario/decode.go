@@ -16,6 +16,7 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/internal/textdist"
 	"github.com/upgrade-agent/upgrade-agent/llm/llmtest"
+	"github.com/upgrade-agent/upgrade-agent/pipeline"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
@@ -233,7 +234,7 @@ func yamlKeys(t reflect.Type) []string {
 }
 
 // turnStatuses are the statuses a turn ends with (expect.status).
-var turnStatuses = []string{"completed", "awaiting_confirmation", "waiting_job", "terminated", "failed"}
+var turnStatuses = pipeline.TurnStatusNames()
 
 // The values of the other enumerations a scenario may name.
 var (

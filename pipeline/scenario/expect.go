@@ -23,7 +23,7 @@ func (o outcome) status() string {
 	if o.res == nil {
 		return "(no result)"
 	}
-	return o.res.Status
+	return string(o.res.Status)
 }
 
 // backendState is the backend as the expectations see it.

@@ -164,6 +164,9 @@ type run struct {
 	store *checkpoint.FileStore
 	sim   *sim.Server
 	llmS  *llmtest.Server // nil unless llm: script
+	// seen counts the requests of llmS measured by earlier steps: the
+	// server records every request of the scenario.
+	seen  int
 	count *countingLLM
 	res   *resolver
 	norm  *normalizer
@@ -483,7 +486,7 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 		}
 		o.res, o.err = r.agent.Ask(ctx, r.sess, input)
 	case StepAnswer:
-		if r.sess == nil || r.sess.CP.Interrupt == nil || r.sess.CP.Interrupt.Kind != checkpoint.KindConfirmation {
+		if ic := r.sessInterrupt(); ic == nil || ic.Kind != checkpoint.KindConfirmation {
 			r.discardScript()
 			return fail("answer: the session is not awaiting a confirmation (status %s)", r.sessionStatus())
 		}
@@ -506,9 +509,11 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 	sr.Result, sr.Err = o.res, o.err
 
 	if r.llmS != nil {
-		for _, req := range r.llmS.Requests() {
+		reqs := r.llmS.Requests()
+		for _, req := range reqs[min(r.seen, len(reqs)):] {
 			sr.PromptChars += req.PromptChars()
 		}
+		r.seen = len(reqs)
 		if err := r.llmS.Verify(); err != nil {
 			sr.Failures = append(sr.Failures, "scripted LLM: "+err.Error())
 		}
@@ -516,7 +521,7 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 	}
 	// The next step runs as a new process would: from the checkpoint.
 	if r.sess != nil {
-		loaded, lerr := pipeline.LoadSession(r.store, r.sess.CP.SessionID)
+		loaded, lerr := pipeline.LoadSession(r.store, r.sess.ID())
 		switch {
 		case lerr == nil:
 			r.sess = loaded
@@ -524,7 +529,7 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 			sr.Failures = append(sr.Failures, fmt.Sprintf("reload the checkpoint: %v", lerr))
 		}
 	}
-	status := ""
+	var status pipeline.Status
 	if o.res != nil {
 		status = o.res.Status
 		if o.res.Job != nil {
@@ -532,9 +537,9 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 			r.norm.job(o.res.Job.ID)
 		}
 	}
-	if r.sess != nil && r.sess.CP.Interrupt != nil && r.sess.CP.Interrupt.Job != nil {
-		r.res.job = r.sess.CP.Interrupt.Job.ID
-		r.norm.job(r.sess.CP.Interrupt.Job.ID)
+	if ic := r.sessInterrupt(); ic != nil && ic.Job != nil {
+		r.res.job = ic.Job.ID
+		r.norm.job(ic.Job.ID)
 	}
 	o.exitCode = exitcode.Code(status, o.err)
 	sr.ExitCode = o.exitCode
@@ -569,7 +574,16 @@ func (r *run) sessionStatus() string {
 	if r.sess == nil {
 		return "no session"
 	}
-	return string(r.sess.CP.Status)
+	return string(r.sess.Status())
+}
+
+// sessInterrupt is what stopped the session's last turn (nil: nothing, or
+// no session yet).
+func (r *run) sessInterrupt() *checkpoint.Interrupt {
+	if r.sess == nil {
+		return nil
+	}
+	return r.sess.Interrupt()
 }
 
 // finish normalises the transcript and compares it with the golden file.

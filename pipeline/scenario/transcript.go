@@ -153,18 +153,8 @@ func (t *transcript) step(n int, st Step, input string, o outcome, nodes []strin
 	fmt.Fprintf(b, "status: %s (exit %d)\n", o.status(), o.exitCode)
 }
 
-func defaultReason(status, reason string) bool {
-	switch status {
-	case pipeline.StatusCompleted:
-		return reason == "turn completed"
-	case pipeline.StatusAwaitingConfirmation:
-		return reason == "awaiting confirmation"
-	case pipeline.StatusWaitingJob:
-		return reason == "waiting on a job"
-	case pipeline.StatusFailed:
-		return reason == "failed"
-	}
-	return false
+func defaultReason(status pipeline.Status, reason string) bool {
+	return reason == pipeline.DefaultReason(status)
 }
 
 func (t *transcript) failure(lines []string) {
