@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -135,6 +134,19 @@ func (c *catalog) deleteSegment(id string) {
 		sg.SubSegmentIDs = slices.DeleteFunc(slices.Clone(sg.SubSegmentIDs), func(x string) bool { return x == id })
 	}
 	c.FlagLists = slices.DeleteFunc(c.FlagLists, func(l *flagListRow) bool { return l.SegmentID == id })
+}
+
+// deleteSegmentLocked is DELETE /segments/{id}: the segment goes from the
+// catalog and from the experiment lists that include it.
+func (s *Sim) deleteSegmentLocked(id string) {
+	s.cat().deleteSegment(id)
+	for _, rows := range s.st.Lists {
+		for _, r := range rows {
+			if slices.Contains(r.SubSegmentIDs, id) {
+				r.SubSegmentIDs = slices.DeleteFunc(slices.Clone(r.SubSegmentIDs), func(x string) bool { return x == id })
+			}
+		}
+	}
 }
 
 // audit appends one audit log entry.
@@ -280,11 +292,6 @@ func (c *catalog) descendants(sg *simSegment) map[string]bool {
 // non-archived experiment's lists: what makes a segment "used".
 func (s *Sim) usageRoots(c *catalog) []*simSegment {
 	var out []*simSegment
-	for _, l := range c.FlagLists {
-		if sg := c.segment(l.SegmentID); sg != nil {
-			out = append(out, sg)
-		}
-	}
 	for _, e := range s.st.Experiments {
 		if e.State == upgrade.StateArchived {
 			continue
@@ -295,26 +302,84 @@ func (s *Sim) usageRoots(c *catalog) []*simSegment {
 			}
 		}
 	}
+	for _, l := range c.FlagLists {
+		if sg := c.segment(l.SegmentID); sg != nil {
+			out = append(out, sg)
+		}
+	}
 	return out
 }
 
-// segmentStatus: "used" when a usage root holds the segment as a direct
-// sub-segment, or (deep, as GET /segments reports) anywhere below.
-func (s *Sim) segmentStatus(c *catalog, sg *simSegment, deep bool) string {
-	if sg.Type == upgrade.SegmentGlobalExclude {
-		return upgrade.SegmentExcluded
+// parentSegments are the server's "parent segments": segments with a
+// sub-segment whose listType is "Segment" (a list that includes public
+// segments), each shown with those sub-segments only.
+func (c *catalog) parentSegments() []*simSegment {
+	var out []*simSegment
+	for _, sg := range c.Segments {
+		for _, id := range sg.SubSegmentIDs {
+			if sub := c.segment(id); sub != nil && sub.ListType != nil && *sub.ListType == "Segment" {
+				out = append(out, sg)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// usedSegments imitates SegmentService.getSegmentStatus. shown are the
+// segments of the answer: only their sub-segments are followed, so a
+// segment below a used one is "used" in GET /segments (every public
+// segment is shown) and in a page holding its parent, but "unused" in
+// GET /segments/status/{id}. The segments two levels below a parent
+// segment start as used, and are never followed.
+func (s *Sim) usedSegments(c *catalog, shown []*simSegment) map[string]bool {
+	used := map[string]bool{}
+	for _, p := range c.parentSegments() {
+		for _, id := range p.SubSegmentIDs {
+			if sub := c.segment(id); sub != nil && sub.ListType != nil && *sub.ListType == "Segment" {
+				for _, x := range sub.SubSegmentIDs {
+					used[x] = true
+				}
+			}
+		}
+	}
+	children := map[string][]string{}
+	for _, sg := range shown {
+		children[sg.ID] = sg.SubSegmentIDs
+	}
+	var collect func(id string)
+	collect = func(id string) {
+		if used[id] {
+			return
+		}
+		used[id] = true
+		for _, sub := range children[id] {
+			collect(sub)
+		}
 	}
 	for _, root := range s.usageRoots(c) {
-		if slices.Contains(root.SubSegmentIDs, sg.ID) || (deep && c.descendants(root)[sg.ID]) {
-			return upgrade.SegmentUsed
+		collect(root.ID)
+		for _, sub := range root.SubSegmentIDs {
+			collect(sub)
 		}
+	}
+	return used
+}
+
+// segmentStatus is a segment's status in an answer showing segments shown.
+func segmentStatus(sg *simSegment, used map[string]bool) string {
+	switch {
+	case sg.Type == upgrade.SegmentGlobalExclude:
+		return upgrade.SegmentExcluded
+	case used[sg.ID]:
+		return upgrade.SegmentUsed
 	}
 	return upgrade.SegmentUnused
 }
 
 // usageArrays are the five arrays of the segment reads: every list row of
 // the server with its flag or experiment and its segment's sub-segments.
-func (s *Sim) usageArrays(c *catalog, suffix string) obj {
+func (s *Sim) usageArrays(c *catalog, used map[string]bool) obj {
 	sub := func(ids []string) []any {
 		out := []any{}
 		for _, id := range ids {
@@ -343,27 +408,34 @@ func (s *Sim) usageArrays(c *catalog, suffix string) obj {
 		out := []any{}
 		for _, e := range s.st.Experiments {
 			for _, r := range s.listRowsLocked(e, kind) {
-				out = append(out, obj{"segmentId": r.ID, "experimentId": e.ID,
+				out = append(out, s.rowMeta(e, obj{"segmentId": r.ID, "experimentId": e.ID,
 					"experiment": obj{"name": e.Name, "description": e.Description, "context": e.Context, "state": e.State.Display()},
-					"segment":    obj{"id": r.ID, "subSegments": sub(r.SubSegmentIDs)}})
+					"segment":    obj{"id": r.ID, "subSegments": sub(r.SubSegmentIDs)}}))
 			}
 		}
 		return out
 	}
 	parents := []any{}
-	for _, sg := range c.Segments {
-		if sg.Type == upgrade.SegmentPublic && len(sg.SubSegmentIDs) > 0 {
-			p := s.segmentRow(sg)
-			p["subSegments"] = sub(sg.SubSegmentIDs)
-			parents = append(parents, p)
+	for _, sg := range c.parentSegments() {
+		p := s.segmentRow(sg)
+		lists := []any{}
+		for _, id := range sg.SubSegmentIDs {
+			if l := c.segment(id); l != nil && l.ListType != nil && *l.ListType == "Segment" {
+				r := s.segmentRow(l)
+				r["subSegments"] = sub(l.SubSegmentIDs)
+				lists = append(lists, r)
+			}
 		}
+		p["subSegments"] = lists
+		p["status"] = segmentStatus(sg, used)
+		parents = append(parents, p)
 	}
 	return obj{
-		"experimentSegmentInclusion" + suffix:  expRows(kindInclusion),
-		"experimentSegmentExclusion" + suffix:  expRows(kindExclusion),
-		"featureFlagSegmentInclusion" + suffix: flagRows(kindInclusion),
-		"featureFlagSegmentExclusion" + suffix: flagRows(kindExclusion),
-		"allParentSegments":                    parents,
+		"experimentSegmentInclusionData":  expRows(kindInclusion),
+		"experimentSegmentExclusionData":  expRows(kindExclusion),
+		"featureFlagSegmentInclusionData": flagRows(kindInclusion),
+		"featureFlagSegmentExclusionData": flagRows(kindExclusion),
+		"allParentSegments":               parents,
 	}
 }
 
@@ -393,66 +465,4 @@ func (s *Sim) withSubSegments(e *upgrade.Experiment) *upgrade.Experiment {
 		}
 	}
 	return &cp
-}
-
-// keepCreateSubSegmentsLocked: the lists of a create body may include public
-// segments ({segment: {subSegments: [{id}]}}, as the web UI sends them). The
-// server stores such a list with listType "segment" and its rows name those
-// segments [exp list segment as stored]; their members count at assignment.
-func (s *Sim) keepCreateSubSegmentsLocked(e *upgrade.Experiment, body []byte) {
-	var b struct {
-		Inc json.RawMessage `json:"experimentSegmentInclusion"`
-		Exc json.RawMessage `json:"experimentSegmentExclusion"`
-	}
-	if json.Unmarshal(body, &b) != nil {
-		return
-	}
-	inc, exc := subSegmentIDsOf(b.Inc), subSegmentIDsOf(b.Exc)
-	if len(inc) == 0 && len(exc) == 0 {
-		return
-	}
-	rows := createdRows(e)
-	for _, r := range rows {
-		ids := inc
-		if r.Kind == kindExclusion {
-			ids = exc
-		}
-		if len(ids) > 0 {
-			lt := "segment"
-			r.SubSegmentIDs, r.ListType = s.knownSegments(ids), &lt
-		}
-	}
-	if s.st.Lists == nil {
-		s.st.Lists = map[string][]*listRow{}
-	}
-	s.st.Lists[e.ID] = rows
-}
-
-// subSegmentIDsOf reads the sub-segment ids of either list shape.
-func subSegmentIDsOf(raw json.RawMessage) []string {
-	type sub struct {
-		Segment *struct {
-			SubSegments []struct {
-				ID string `json:"id"`
-			} `json:"subSegments"`
-		} `json:"segment"`
-	}
-	var list []sub
-	if json.Unmarshal(raw, &list) != nil {
-		var one sub
-		if json.Unmarshal(raw, &one) != nil {
-			return nil
-		}
-		list = []sub{one}
-	}
-	var out []string
-	for _, l := range list {
-		if l.Segment == nil {
-			continue
-		}
-		for _, s := range l.Segment.SubSegments {
-			out = append(out, s.ID)
-		}
-	}
-	return out
 }

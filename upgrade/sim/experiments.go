@@ -167,10 +167,11 @@ func (s *Sim) createLocked(body []byte) (*upgrade.Experiment, *apiError) {
 		return nil, aerr
 	}
 	created, aerr := s.insertLocked(e, payloads)
-	if aerr == nil {
-		s.keepCreateSubSegmentsLocked(created, body)
+	if aerr != nil {
+		return nil, aerr
 	}
-	return created, aerr
+	s.createdListsLocked(created, body)
+	return created, nil
 }
 
 func (s *Sim) insertLocked(e *upgrade.Experiment, payloads []conditionPayload) (*upgrade.Experiment, *apiError) {
@@ -429,7 +430,7 @@ func (s *Sim) handleCreate(c *call) {
 		if aerr != nil {
 			return false, aerr
 		}
-		s.keepCreateSubSegmentsLocked(created, c.body)
+		s.createdListsLocked(created, c.body)
 		out = s.render(created, viewCreate)
 		return true, nil
 	})
@@ -452,9 +453,13 @@ func (s *Sim) handleUpdate(c *call, id string) {
 	}
 	var out []byte
 	err := s.mutate(func() (bool, *apiError) {
+		before := s.idx[id]
 		updated, aerr := s.updateLocked(id, e, payloads, payloadsSent)
 		if aerr != nil {
 			return false, aerr
+		}
+		if !s.legacy {
+			s.auditExperiment(upgrade.AuditExperimentUpdated, updated, obj{"diff": auditDiff(before, updated)})
 		}
 		// The answer shows the time logs that were sent, not the
 		// stored ones.
@@ -528,6 +533,7 @@ func (s *Sim) handleDelete(c *call, id string) {
 		delete(s.idx, id)
 		delete(s.st.Runtime, id)
 		delete(s.st.Lists, id)
+		s.auditExperiment(upgrade.AuditExperimentDeleted, e, nil)
 		// The server answers the raw deleted rows: internal state names.
 		out = jsonArray([][]byte{s.render(e, viewDeleted)})
 		return true, nil

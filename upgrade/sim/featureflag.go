@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 
@@ -47,7 +48,7 @@ func (s *Sim) handleFeatureFlag(c *call) {
 		return
 	}
 	if _, known := s.meta[ctx]; !known {
-		c.fail(&apiError{Status: 400, Name: "Error", Message: "Invalid app context: " + ctx})
+		c.fail(&apiError{Status: 400, Name: "Error", Message: "Invalid app context: " + ctx, Type: typeIncorrectParam})
 		return
 	}
 	var keys []string
@@ -99,8 +100,14 @@ func (s *Sim) handleAudit(c *call) {
 	ck := &checker{}
 	ck.number(m, "", "skip", true, true)
 	ck.number(m, "", "take", true, true)
+	filter := ck.enum(m, "", "filter", auditTypes, false)
 	exp := ck.str(m, "", "experimentId", false)
 	flag := ck.str(m, "", "flagId", false)
+	for k, v := range map[string]string{"experimentId": exp, "flagId": flag} {
+		if v != "" && !upgrade.IsUUID(v) {
+			ck.failf(k, "must be a UUID")
+		}
+	}
 	if aerr := ck.err(); aerr != nil {
 		c.fail(aerr)
 		return
@@ -110,6 +117,7 @@ func (s *Sim) handleAudit(c *call) {
 		var rows []*auditRow
 		for _, a := range s.cat().Audit {
 			switch {
+			case filter != "" && a.Type != filter:
 			case exp != "" && a.Data["experimentId"] != exp:
 			case flag != "" && a.Data["flagId"] != flag:
 			default:
@@ -125,8 +133,64 @@ func (s *Sim) handleAudit(c *call) {
 			nodes = append(nodes, obj{"id": a.ID, "type": a.Type, "data": a.Data, "createdAt": a.CreatedAt,
 				"updatedAt": a.CreatedAt, "versionNumber": 1, "user": nil})
 		}
-		return obj{"total": total, "nodes": nodes}, nil
+		out := obj{"total": total, "nodes": nodes}
+		// The answer echoes the parameters sent.
+		for _, k := range []string{"skip", "take", "filter", "experimentId", "flagId"} {
+			if v, ok := m[k]; ok {
+				out[k] = v
+			}
+		}
+		return out, nil
 	})
+}
+
+// auditTypes are the server's LOG_TYPE values, the filters POST /audit takes.
+var auditTypes = []string{"experimentCreated", "experimentUpdated", "experimentStateChanged", "experimentDeleted",
+	"experimentDataExported", "experimentDesignExported", "featureFlagCreated", "featureFlagUpdated",
+	"featureFlagStatusChanged", "featureFlagDeleted", "featureFlagDataExported", "featureFlagDesignExported"}
+
+// auditDiff is the "diff" text of an update entry: the fields that changed,
+// one "-" and one "+" line each (the server's is a coloured diff of the
+// whole document).
+func auditDiff(old, now any) string {
+	var a, b map[string]any
+	ja, _ := json.Marshal(old)
+	jb, _ := json.Marshal(now)
+	_ = json.Unmarshal(ja, &a)
+	_ = json.Unmarshal(jb, &b)
+	keys := make([]string, 0, len(b))
+	for k := range b {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := " {\n"
+	for _, k := range keys {
+		x, _ := json.Marshal(a[k])
+		y, _ := json.Marshal(b[k])
+		if string(x) != string(y) {
+			out += fmt.Sprintf("-  %s: %s\n+  %s: %s\n", k, x, k, y)
+		}
+	}
+	return out + " }\n"
+}
+
+// auditFlagList records a flag list change as the server does: a
+// featureFlagUpdated entry naming the list and the operation.
+func (s *Sim) auditFlagList(f *upgrade.FeatureFlag, sg *simSegment, kind, op string, diff string) {
+	list := obj{"listId": sg.ID, "listName": sg.Name, "filterType": kind, "operation": op}
+	if diff != "" {
+		list["diff"] = diff
+	}
+	s.audit(upgrade.AuditFlagUpdated, obj{"flagId": f.ID, "flagName": f.Name, "list": list})
+}
+
+// auditExperimentList records an experiment list change the same way.
+func (s *Sim) auditExperimentList(e *upgrade.Experiment, r *listRow, op, diff string) {
+	list := obj{"listId": r.ID, "listName": r.Name, "filterType": r.Kind, "operation": op}
+	if diff != "" {
+		list["diff"] = diff
+	}
+	s.auditExperiment(upgrade.AuditExperimentUpdated, e, obj{"list": list})
 }
 
 // auditExperiment records an experiment audit entry; experiments.go calls

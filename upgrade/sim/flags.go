@@ -169,15 +169,21 @@ func (s *Sim) parseFlag(c *call) (*upgrade.FeatureFlag, *apiError) {
 	}
 	if _, ok := m["description"]; !ok {
 		// The server writes NULL into a NOT NULL column.
-		return nil, &apiError{Status: 500, Name: "QueryFailedError", Type: typeQueryFailed,
-			Message: `null value in column "description" of relation "feature_flag" violates not-null constraint`}
+		return nil, &apiError{Status: 500, Name: "Error", Type: typeQueryFailed,
+			Message: `Error in creating feature flag document "addFeatureFlagInDB" QueryFailedError: null value in column "description" of relation "feature_flag" violates not-null constraint`}
 	}
 	if _, known := s.meta[f.Context[0]]; !known {
-		return nil, &apiError{Status: 400, Name: "BadRequestError",
-			Message: fmt.Sprintf("The app context %q is not defined in CONTEXT_METADATA.", f.Context[0])}
+		return nil, unknownContext(f.Context[0])
 	}
 	f.Inclusion, f.Exclusion, f.Exposures = nil, nil, nil
 	return &f, nil
+}
+
+// unknownContext is the answer to a flag or segment of a context the
+// metadata does not define.
+func unknownContext(ctx string) *apiError {
+	return &apiError{Status: 400, Name: "BadRequestError", Type: typeIncorrectParam,
+		Message: fmt.Sprintf("The app context %q is not defined in CONTEXT_METADATA.", ctx)}
 }
 
 func dupKey(cat *catalog, f *upgrade.FeatureFlag) *apiError {
@@ -202,7 +208,8 @@ func (s *Sim) handleFlagCreate(c *call) {
 			// The sent id is replaced, but a flag with that id and key
 			// makes the insert fail.
 			if cat.flag(f.ID).Key == f.Key {
-				return nil, &apiError{Status: 500, Name: "QueryFailedError", Type: typeQueryFailed, Message: "Query Failed"}
+				return nil, &apiError{Status: 500, Name: "Error", Type: typeQueryFailed,
+					Message: `Error in creating feature flag document "addFeatureFlagInDB" QueryFailedError: duplicate key value violates unique constraint "UQ_653d98ebae725596b4052f80a65"`}
 			}
 		}
 		f.ID = s.newID()
@@ -231,7 +238,7 @@ func (s *Sim) handleFlagPut(c *call, id string) {
 		cat := s.cat()
 		old := cat.flag(id)
 		if old == nil {
-			return nil, typeError("Cannot read properties of undefined (reading 'featureFlagSegmentInclusion')")
+			return nil, typeError("Cannot destructure property 'featureFlagSegmentExclusion' of '_a' as it is null.")
 		}
 		f.ID = id
 		if aerr := dupKey(cat, f); aerr != nil {
@@ -246,8 +253,9 @@ func (s *Sim) handleFlagPut(c *call, id string) {
 			}
 		}
 		f.CreatedAt, f.UpdatedAt, f.VersionNumber = old.CreatedAt, s.timestamp(), old.VersionNumber+1
+		diff := auditDiff(flagRow(old), flagRow(f))
 		*old = *f
-		s.audit(upgrade.AuditFlagUpdated, obj{"flagId": f.ID, "flagName": f.Name})
+		s.audit(upgrade.AuditFlagUpdated, obj{"flagId": f.ID, "flagName": f.Name, "diff": diff})
 		return s.flagWithLists(cat, old), nil
 	})
 }
@@ -271,7 +279,12 @@ func (s *Sim) handleFlagPatch(c *call, field string, values []string) {
 	s.change(c, func() (any, *apiError) {
 		f := s.cat().flag(id)
 		if f == nil {
-			return nil, typeError("Cannot read properties of undefined (reading 'status')")
+			// The server's own failure, worded by the property each
+			// route reads first.
+			if field == "status" {
+				return nil, typeError("Cannot read properties of null (reading 'context')")
+			}
+			return nil, typeError("Cannot read properties of undefined (reading 'name')")
 		}
 		prev := f.Status
 		if field == "status" {
@@ -283,7 +296,7 @@ func (s *Sim) handleFlagPatch(c *call, field string, values []string) {
 		if field == "status" {
 			s.audit(upgrade.AuditFlagStatusChanged, obj{"flagId": f.ID, "flagName": f.Name, "previousState": prev, "newState": val})
 		} else {
-			s.audit(upgrade.AuditFlagUpdated, obj{"flagId": f.ID, "flagName": f.Name})
+			s.audit(upgrade.AuditFlagUpdated, obj{"flagId": f.ID, "flagName": f.Name, "filterMode": val})
 		}
 		return flagRow(f), nil
 	})
@@ -397,21 +410,42 @@ func page[T any](list []T, skip, take int) []T {
 func flagMatches(f *upgrade.FeatureFlag, p map[string]any) bool {
 	key, _ := p["key"].(string)
 	str, _ := p["string"].(string)
-	needle := strings.ToLower(str)
-	has := func(hay string) bool { return strings.Contains(strings.ToLower(hay), needle) }
+	has := func(hay string) bool { return ilikeContains(hay, str) }
 	switch key {
-	case "name", "key":
+	case "name":
 		return has(f.Name)
 	case "status":
-		return strings.EqualFold(f.Status, str)
+		return has(f.Status)
 	case "context":
 		return has(strings.Join(f.Context, ","))
 	case "tag":
 		return has(strings.Join(f.Tags, ","))
 	case "id":
-		return strings.EqualFold(f.ID, str)
+		// A search for a non-UUID id has no condition at all.
+		return !upgrade.IsUUID(str) || strings.EqualFold(f.ID, str)
 	}
-	return has(f.Name) || strings.EqualFold(f.Status, str) || has(strings.Join(f.Context, ",")) || has(strings.Join(f.Tags, ","))
+	return has(f.Name) || has(f.Status) || has(strings.Join(f.Context, ",")) || has(strings.Join(f.Tags, ",")) ||
+		(upgrade.IsUUID(str) && strings.EqualFold(f.ID, str))
+}
+
+// ilikeContains is PostgreSQL's hay ILIKE '%needle%' as the server builds
+// it: case-insensitive, '%' escaped (literal) but '_' left a wildcard that
+// matches any one character.
+func ilikeContains(hay, needle string) bool {
+	h, n := []rune(strings.ToLower(hay)), []rune(strings.ToLower(needle))
+	for i := 0; i+len(n) <= len(h); i++ {
+		match := true
+		for j, r := range n {
+			if r != '_' && r != h[i+j] {
+				match = false
+				break
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
 }
 
 func sortFlags(list []*upgrade.FeatureFlag, p map[string]any) {
@@ -463,12 +497,18 @@ func (s *Sim) parseFlagList(c *call) (*flagListBody, *apiError) {
 	}
 	ck := &checker{}
 	ck.boolean(m, "", "enabled", true)
-	ck.str(m, "", "listType", false)
+	ck.str(m, "", "listType", true) // @IsNotEmpty on 6.5: missing or "" is a 400
 	if aerr := ck.err(); aerr != nil {
 		return nil, aerr
 	}
+	if seg, ok := m["segment"].(map[string]any); ok {
+		// The list validator validates its segment as a nested object.
+		if aerr := checkSegmentInput(seg, "segment"); aerr != nil {
+			return nil, aerr
+		}
+	}
 	if in.Segment == nil {
-		return nil, typeError("Cannot read properties of undefined (reading 'id')")
+		return nil, typeError("Cannot set properties of undefined (setting 'type')")
 	}
 	return &in, nil
 }
@@ -493,7 +533,8 @@ func (s *Sim) handleFlagListAdd(c *call, kind string) {
 	s.change(c, func() (any, *apiError) {
 		cat := s.cat()
 		if cat.flag(in.FlagID) == nil {
-			return nil, &apiError{Status: 500, Name: "QueryFailedError", Type: typeQueryFailed, Message: "Query Failed"}
+			return nil, &apiError{Status: 500, Name: "Error", Type: typeQueryFailed, Message: fmt.Sprintf(
+				`Error in adding segment for feature flag %s list: QueryFailedError: null value in column "featureFlagId" of relation "feature_flag_segment_%s" violates not-null constraint`, kind, kind)}
 		}
 		in.Segment.Type = upgrade.SegmentPrivate // a list added to a flag is forced private
 		sg, aerr := s.upsertSegmentLocked(cat, in.Segment)
@@ -504,6 +545,7 @@ func (s *Sim) handleFlagListAdd(c *call, kind string) {
 		l := &flagListRow{Kind: kind, FlagID: in.FlagID, SegmentID: sg.ID, Enabled: *in.Enabled, ListType: in.ListType,
 			CreatedAt: now, UpdatedAt: now, VersionNumber: 1}
 		cat.FlagLists = append(cat.FlagLists, l)
+		s.auditFlagList(cat.flag(in.FlagID), sg, kind, "created", "")
 		return s.listAnswer(cat, l), nil
 	})
 }
@@ -530,8 +572,16 @@ func (s *Sim) handleFlagListPut(c *call, kind, id string) {
 			return nil, serverError(fmt.Sprintf("No existing %s record found for feature flag %s and segment %s", kind, in.FlagID, id), "")
 		}
 		// The type sent is kept: "public" makes the list a visible segment.
-		if _, aerr := s.upsertSegmentLocked(cat, in.Segment); aerr != nil {
+		var before obj
+		if old := cat.segment(id); old != nil {
+			before = s.segmentFull(cat, old)
+		}
+		sg, aerr := s.upsertSegmentLocked(cat, in.Segment)
+		if aerr != nil {
 			return nil, aerr
+		}
+		if f := cat.flag(l.FlagID); f != nil {
+			s.auditFlagList(f, sg, kind, "updated", auditDiff(before, s.segmentFull(cat, sg)))
 		}
 		l.Enabled, l.ListType = *in.Enabled, in.ListType
 		l.UpdatedAt, l.VersionNumber = s.timestamp(), l.VersionNumber+1
@@ -552,6 +602,9 @@ func (s *Sim) handleFlagListDelete(c *call, kind, id string) {
 			return nil, serverError(fmt.Sprintf("Segment with ID %s not found for %s", id, kind), "")
 		}
 		out := s.segmentRow(sg)
+		if f := cat.flag(l.FlagID); f != nil {
+			s.auditFlagList(f, sg, kind, "deleted", "")
+		}
 		cat.deleteSegment(id)
 		return out, nil
 	})

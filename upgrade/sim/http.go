@@ -24,7 +24,7 @@ const (
 	typeUserNotFound     = "User ID not found"
 
 	msgInvalidBody  = "Invalid body, check 'errors' property for more info."
-	msgInvalidParam = "Invalid param, check 'errors' property for more info."
+	msgInvalidParam = "Invalid params, check 'errors' property for more info."
 )
 
 // maxBody bounds request bodies; bigger ones get 413 like body-parser's limit.

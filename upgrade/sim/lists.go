@@ -63,6 +63,57 @@ func createdRows(e *upgrade.Experiment) []*listRow {
 	return []*listRow{row(kindInclusion, e.Inclusion), row(kindExclusion, e.Exclusion)}
 }
 
+// createdListsLocked finishes a create: the lists made from the body take
+// the public segments its list segments include (subSegments: [{id}],
+// unknown ids dropped), and each list gets its audit entry, inclusion
+// first, as ExperimentService.addList writes them.
+func (s *Sim) createdListsLocked(e *upgrade.Experiment, body []byte) {
+	var b struct {
+		Inclusion json.RawMessage `json:"experimentSegmentInclusion"`
+		Exclusion json.RawMessage `json:"experimentSegmentExclusion"`
+	}
+	_ = json.Unmarshal(body, &b)
+	type listSeg struct {
+		SubSegments []struct {
+			ID string `json:"id"`
+		} `json:"subSegments"`
+	}
+	subs := func(raw json.RawMessage) []string {
+		var rows []struct {
+			Segment listSeg `json:"segment"`
+		}
+		if json.Unmarshal(raw, &rows) != nil {
+			// the 6.2 form: one segment object
+			var one listSeg
+			if json.Unmarshal(raw, &one) != nil {
+				return nil
+			}
+			rows = append(rows, struct {
+				Segment listSeg `json:"segment"`
+			}{one})
+		}
+		var ids []string
+		for _, r := range rows {
+			for _, sub := range r.Segment.SubSegments {
+				ids = append(ids, sub.ID)
+			}
+		}
+		return s.knownSegments(ids)
+	}
+	inc, exc := subs(b.Inclusion), subs(b.Exclusion)
+	rows := createdRows(e)
+	if len(inc) > 0 || len(exc) > 0 {
+		rows[0].SubSegmentIDs, rows[1].SubSegmentIDs = inc, exc
+		if s.st.Lists == nil {
+			s.st.Lists = map[string][]*listRow{}
+		}
+		s.st.Lists[e.ID] = rows
+	}
+	for _, r := range rows {
+		s.auditExperimentList(e, r, "created", "")
+	}
+}
+
 // listInput is the body of the list routes. The server declares no
 // validation for it, so nothing but decoding is checked.
 type listInput struct {
@@ -136,6 +187,7 @@ func (s *Sim) handleListAdd(c *call, kind string) {
 			row.Type = "private"
 		}
 		s.changeListsLocked(e, func(rows []*listRow) []*listRow { return append(rows, row) })
+		s.auditExperimentList(e, row, "created", "")
 		return s.renderListLink(s.idx[e.ID], row), nil
 	})
 }
@@ -175,14 +227,16 @@ func (s *Sim) handleListUpdate(c *call, kind, id string) {
 		}
 		next.Users, next.Groups = nonNil(in.List.UserIDs), append([]upgrade.GroupRef{}, in.List.Groups...)
 		next.SubSegmentIDs = s.knownSegments(in.List.SubSegmentIDs)
+		var before *listRow
 		s.changeListsLocked(e, func(rows []*listRow) []*listRow {
 			for i, r := range rows {
 				if r.Kind == kind && r.ID == id {
-					rows[i] = &next
+					before, rows[i] = r, &next
 				}
 			}
 			return rows
 		})
+		s.auditExperimentList(e, &next, "updated", auditDiff(before, &next))
 		return s.renderListLink(s.idx[e.ID], &next), nil
 	})
 }
@@ -199,6 +253,7 @@ func (s *Sim) handleListDelete(c *call, kind, id string) {
 					continue
 				}
 				out := s.renderSegmentRow(e, r, false)
+				s.auditExperimentList(e, r, "deleted", "")
 				s.changeListsLocked(e, func(rows []*listRow) []*listRow {
 					return slices.DeleteFunc(rows, func(x *listRow) bool { return x.Kind == kind && x.ID == id })
 				})

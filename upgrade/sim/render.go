@@ -216,12 +216,60 @@ func (s *Sim) renderObj(e *upgrade.Experiment, v view) obj {
 		m["experimentSegmentExclusion"] = s.segmentsView(e, kindExclusion)
 		return m
 	}
-	// The single read and the update answer leave the lists out: they are
-	// managed through the list routes.
-	m["experimentSegmentInclusion"] = []any{}
-	m["experimentSegmentExclusion"] = []any{}
+	if v == viewSingle {
+		m["experimentSegmentInclusion"] = s.typedSegmentsView(e, kindInclusion)
+		m["experimentSegmentExclusion"] = s.typedSegmentsView(e, kindExclusion)
+	} else {
+		// The update answer leaves the lists out: they are managed
+		// through the list routes.
+		m["experimentSegmentInclusion"] = []any{}
+		m["experimentSegmentExclusion"] = []any{}
+	}
 	m["stratificationFactor"] = nil
 	return m
+}
+
+// typedSegmentsView is the list shape of GET /experiments/single/{id}: like
+// GET /experiments, but only the lists whose kind the server can name
+// (ExperimentService.inferListType), with listType set to that kind.
+func (s *Sim) typedSegmentsView(e *upgrade.Experiment, kind string) []any {
+	out := []any{}
+	for _, r := range s.listRowsLocked(e, kind) {
+		lt := inferListType(r)
+		if lt == "" {
+			continue
+		}
+		seg := s.segmentObj(e, r, true)
+		seg["listType"] = lt
+		out = append(out, s.rowMeta(e, obj{"experimentId": e.ID, "segmentId": r.ID, "segment": seg}))
+	}
+	return out
+}
+
+// inferListType names a list's kind as the 6.5 single read does: the stored
+// listType, else "individual" for users only, the group type for groups of
+// one type only, "segment" for public segments only, "" (the list is left
+// out) otherwise.
+func inferListType(r *listRow) string {
+	if r.ListType != nil && *r.ListType != "" {
+		return *r.ListType
+	}
+	subs := len(r.SubSegmentIDs)
+	switch {
+	case len(r.Users) > 0 && len(r.Groups) == 0 && subs == 0:
+		return "individual"
+	case len(r.Users) == 0 && len(r.Groups) == 0 && subs > 0:
+		return "segment"
+	case len(r.Users) == 0 && len(r.Groups) > 0 && subs == 0:
+		t := r.Groups[0].Type
+		for _, g := range r.Groups {
+			if g.Type != t || g.Type == "All" {
+				return ""
+			}
+		}
+		return t
+	}
+	return ""
 }
 
 func queriesView(e *upgrade.Experiment) []any {

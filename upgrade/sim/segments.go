@@ -95,12 +95,17 @@ func checkSegmentInput(m map[string]any, base string) *apiError {
 // upsertSegmentLocked creates in, or replaces segment in.ID as a whole
 // when it exists (POST /segments upserts by id; a new id is kept).
 func (s *Sim) upsertSegmentLocked(cat *catalog, in *segmentInput) (*simSegment, *apiError) {
-	if in.Type == upgrade.SegmentPublic {
+	if in.Type != upgrade.SegmentPrivate {
 		for _, o := range cat.Segments {
-			if o.ID != in.ID && o.Type == upgrade.SegmentPublic && o.Name == in.Name && o.Context == in.Context {
-				return nil, &apiError{Status: 400, Message: fmt.Sprintf("Segment name %s already exists in context %s", in.Name, in.Context)}
+			if o.ID != in.ID && o.Type != upgrade.SegmentPrivate && o.Name == in.Name && o.Context == in.Context {
+				// No name in this error body.
+				return nil, &apiError{Status: 400, Type: typeIncorrectParam,
+					Message: fmt.Sprintf("Segment name %s already exists in context %s", in.Name, in.Context)}
 			}
 		}
+	}
+	if aerr := s.checkSubSegmentMix(cat, in); aerr != nil {
+		return nil, aerr
 	}
 	if in.ID != "" && !upgrade.IsUUID(in.ID) {
 		return nil, &apiError{Status: 500, Name: "QueryFailedError", Type: typeQueryFailed,
@@ -131,6 +136,35 @@ func (s *Sim) upsertSegmentLocked(cat *catalog, in *segmentInput) (*simSegment, 
 	return sg, nil
 }
 
+// checkSubSegmentMix imitates addSegmentDataWithPipeline: when some of a
+// public segment's subSegmentIds exist and others do not, the lookup answers
+// undefined for the unknown ones and the server fails on them (all unknown:
+// they are dropped).
+func (s *Sim) checkSubSegmentMix(cat *catalog, in *segmentInput) *apiError {
+	if in.Type != upgrade.SegmentPublic {
+		return nil
+	}
+	known := 0
+	for _, id := range in.SubSegmentIDs {
+		if cat.segment(id) != nil {
+			known++
+		}
+	}
+	if known == 0 || known == len(in.SubSegmentIDs) {
+		return nil
+	}
+	for _, id := range in.SubSegmentIDs {
+		sg := cat.segment(id)
+		if sg == nil {
+			return typeError("Cannot read properties of undefined (reading 'type')")
+		}
+		if sg.Type == upgrade.SegmentPrivate {
+			return typeError("Cannot read properties of undefined (reading 'individualForSegment')")
+		}
+	}
+	return nil
+}
+
 func dedup(in []string) []string {
 	out := []string{}
 	for _, v := range in {
@@ -154,17 +188,13 @@ func dedupGroups(in []upgrade.GroupRef) []upgrade.GroupRef {
 func (s *Sim) handleSegments(c *call) {
 	s.answer(c, func() (any, *apiError) {
 		cat := s.cat()
-		out := s.usageArrays(cat, "Data")
-		data := []any{}
+		var shown []*simSegment
 		for _, sg := range cat.Segments {
 			if sg.Type == upgrade.SegmentPublic {
-				r := s.segmentFull(cat, sg)
-				r["status"] = s.segmentStatus(cat, sg, true)
-				data = append(data, r)
+				shown = append(shown, sg)
 			}
 		}
-		out["segmentsData"] = data
-		return out, nil
+		return s.segmentsAnswer(cat, shown), nil
 	})
 }
 
@@ -208,12 +238,14 @@ func (s *Sim) handleSegmentStatus(c *call, id string) {
 	s.answer(c, func() (any, *apiError) {
 		cat := s.cat()
 		sg := cat.segment(id)
-		if sg == nil {
+		if sg == nil || sg.Type == upgrade.SegmentPrivate {
 			return nil, segmentNotFound()
 		}
+		used := s.usedSegments(cat, []*simSegment{sg})
 		r := s.segmentFull(cat, sg)
-		r["status"] = s.segmentStatus(cat, sg, false)
-		out := s.usageArrays(cat, "")
+		r["status"] = segmentStatus(sg, used)
+		r["experimentSegmentInclusion"], r["experimentSegmentExclusion"] = nil, nil
+		out := s.usageArrays(cat, used)
 		out["segment"] = r
 		return out, nil
 	})
@@ -241,38 +273,45 @@ func (s *Sim) handleSegmentsPage(c *call) {
 			}
 			return sg.UpdatedAt
 		})
-		data := []any{}
-		for _, sg := range page(list, skip, take) {
-			r := s.segmentFull(cat, sg)
-			r["status"] = s.segmentStatus(cat, sg, false)
-			data = append(data, r)
-		}
-		nodes := s.usageArrays(cat, "Data")
-		nodes["segmentsData"] = data
+		nodes := s.segmentsAnswer(cat, page(list, skip, take))
 		out := obj{"total": total, "nodes": nodes}
 		echoPaging(m, out)
 		return out, nil
 	})
 }
 
+// segmentMatches imitates the segment search: "name" and "tag" search that
+// column, "id" an exact id (no condition for a non-UUID); every other key,
+// "context" included (the server's switch tests name || context, which is
+// name), searches name, context and tags.
+// segmentsAnswer is the body of GET /segments and the nodes of a page: the
+// segments shown with their status, and the usage arrays.
+func (s *Sim) segmentsAnswer(cat *catalog, shown []*simSegment) obj {
+	used := s.usedSegments(cat, shown)
+	out := s.usageArrays(cat, used)
+	data := []any{}
+	for _, sg := range shown {
+		r := s.segmentFull(cat, sg)
+		r["status"] = segmentStatus(sg, used)
+		data = append(data, r)
+	}
+	out["segmentsData"] = data
+	return out
+}
+
 func segmentMatches(sg *simSegment, p map[string]any) bool {
 	key, _ := p["key"].(string)
 	str, _ := p["string"].(string)
-	needle := strings.ToLower(str)
-	has := func(hay string) bool { return strings.Contains(strings.ToLower(hay), needle) }
+	has := func(hay string) bool { return ilikeContains(hay, str) }
 	switch key {
 	case "name":
 		return has(sg.Name)
-	case "context":
-		return has(sg.Context)
 	case "tag":
 		return has(strings.Join(sg.Tags, ","))
 	case "id":
-		return strings.EqualFold(sg.ID, str)
-	case "status":
-		return false
+		return !upgrade.IsUUID(str) || strings.EqualFold(sg.ID, str)
 	}
-	return has(sg.Name) || has(sg.Context) || has(strings.Join(sg.Tags, ","))
+	return has(sg.Name) || has(sg.Context) || has(strings.Join(sg.Tags, ",")) || (upgrade.IsUUID(str) && strings.EqualFold(sg.ID, str))
 }
 
 func (s *Sim) readSegmentInput(c *call) (*segmentInput, *apiError) {
@@ -296,6 +335,10 @@ func (s *Sim) handleSegmentUpsert(c *call) {
 		c.fail(aerr)
 		return
 	}
+	if _, known := s.meta[in.Context]; !known {
+		c.fail(unknownContext(in.Context))
+		return
+	}
 	s.change(c, func() (any, *apiError) {
 		cat := s.cat()
 		sg, aerr := s.upsertSegmentLocked(cat, in)
@@ -315,10 +358,10 @@ func (s *Sim) handleSegmentDelete(c *call, id string) {
 		cat := s.cat()
 		sg := cat.segment(id)
 		if sg == nil {
-			return nil, &apiError{Status: 500, Name: "Error", Message: "Query Failed", Type: typeQueryFailed}
+			return nil, &apiError{Status: 500, Name: "Error", Message: "Query Failed"}
 		}
 		out := s.segmentRow(sg)
-		cat.deleteSegment(id)
+		s.deleteSegmentLocked(id)
 		return out, nil
 	})
 }
@@ -332,8 +375,8 @@ func (s *Sim) handleSegmentListAdd(c *call) {
 	s.change(c, func() (any, *apiError) {
 		cat := s.cat()
 		parent := cat.segment(in.ParentSegmentID)
-		if parent == nil {
-			return nil, &apiError{Status: 500, Name: "Error", Message: "Query Failed", Type: typeQueryFailed}
+		if parent == nil || parent.Type == upgrade.SegmentPrivate {
+			return nil, serverError("Parent Segment not found", "")
 		}
 		in.Type = upgrade.SegmentPrivate
 		sg, aerr := s.upsertSegmentLocked(cat, in)
@@ -342,8 +385,12 @@ func (s *Sim) handleSegmentListAdd(c *call) {
 		}
 		if !slices.Contains(parent.SubSegmentIDs, sg.ID) {
 			parent.SubSegmentIDs = append(slices.Clone(parent.SubSegmentIDs), sg.ID)
-			parent.UpdatedAt = s.timestamp()
 		}
+		// The parent is saved again: tags null become [].
+		if parent.Tags == nil {
+			parent.Tags = []string{}
+		}
+		parent.UpdatedAt, parent.VersionNumber = s.timestamp(), parent.VersionNumber+1
 		return s.segmentFull(cat, sg), nil
 	})
 }
@@ -359,7 +406,8 @@ func (s *Sim) handleSegmentListDelete(c *call, id string) {
 		return
 	}
 	ck := &checker{}
-	if p := ck.str(m, "", "parentSegmentId", true); p != "" && !upgrade.IsUUID(p) {
+	parentID := ck.str(m, "", "parentSegmentId", true)
+	if parentID != "" && !upgrade.IsUUID(parentID) {
 		ck.failf("parentSegmentId", "must be a UUID")
 	}
 	if aerr := ck.err(); aerr != nil {
@@ -368,12 +416,20 @@ func (s *Sim) handleSegmentListDelete(c *call, id string) {
 	}
 	s.change(c, func() (any, *apiError) {
 		cat := s.cat()
+		parent := cat.segment(parentID)
+		if parent == nil || parent.Type == upgrade.SegmentPrivate {
+			return nil, serverError("Parent Segment  not found", "")
+		}
 		sg := cat.segment(id)
-		if sg == nil {
-			return nil, &apiError{Status: 500, Name: "Error", Message: "Query Failed", Type: typeQueryFailed}
+		if sg == nil || !slices.Contains(parent.SubSegmentIDs, id) {
+			return nil, serverError(fmt.Sprintf("List %s not found in parent segment %s", id, parentID), "")
 		}
 		out := s.segmentRow(sg)
 		cat.deleteSegment(id)
+		if parent.Tags == nil {
+			parent.Tags = []string{}
+		}
+		parent.UpdatedAt, parent.VersionNumber = s.timestamp(), parent.VersionNumber+1
 		return out, nil
 	})
 }
