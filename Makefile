@@ -17,7 +17,7 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
 
 test:
-	$(GO) test -race ./...
+	bash scripts/test
 
 # One table of every figure of spec/quality.md, each with its target and
 # PASS/MISS, ratios measured in the same run (cmd/benchtable). The Go

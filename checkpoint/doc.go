@@ -5,7 +5,11 @@
 // What it is for:
 //   - the on-disk format (type Checkpoint, FormatVersion, the checksum rule);
 //   - the file store under <state-dir>/sessions (FileStore): Load, Save, Lock, List,
-//     Latest, Remove, Import;
+//     Latest, Remove, Import, Export;
+//   - SessionStore, the interface the file store and the PostgreSQL store
+//     (store/pgstore) both implement, with the helpers another store needs to write
+//     the very same JSON (NextOf, Encode, Decode, CheckSecrets); checkpoint/storetest
+//     is the conformance suite both run;
 //   - the effect log that makes executor actions exactly-once (Effect, StartEffect,
 //     FinishEffect, ParamsHash), compacted at every save so that it stays small.
 //

@@ -107,15 +107,7 @@ func (s *FileStore) Latest(statuses ...Status) (string, error) {
 			return sum.ID, nil
 		}
 	}
-	msg := "no stored session"
-	if len(statuses) > 0 {
-		names := make([]string, len(statuses))
-		for i, st := range statuses {
-			names[i] = string(st)
-		}
-		msg += " is " + strings.Join(names, " or ")
-	}
-	return "", &sessionError{err: ErrNotFound, msg: msg}
+	return "", NoneLatest(statuses...)
 }
 
 // summaryOf builds the listing entry from a checkpoint (possibly only its header).

@@ -33,7 +33,7 @@ func TestSaveRecordsTheServerOnce(t *testing.T) {
 	if again.UpgradeServer != "http://a.example/api" {
 		t.Errorf("upgrade_server = %q, want the first server kept", again.UpgradeServer)
 	}
-	// ReadFile reads it from a file outside any store.
+	// LoadFile reads it from a file outside any store.
 	out := filepath.Join(t.TempDir(), "artifact.json")
 	data, err := os.ReadFile(s.Path(cp.SessionID))
 	if err != nil {
@@ -42,9 +42,9 @@ func TestSaveRecordsTheServerOnce(t *testing.T) {
 	if err := os.WriteFile(out, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fromFile, err := ReadFile(out)
+	fromFile, err := LoadFile(out)
 	if err != nil || fromFile.UpgradeServer != "http://a.example/api" {
-		t.Errorf("ReadFile = %v, %v", fromFile, err)
+		t.Errorf("LoadFile = %v, %v", fromFile, err)
 	}
 	// And Latest's header reader accepts the member.
 	if id, err := s.Latest(StatusAwaitingConfirmation); err != nil || id != cp.SessionID {

@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -209,36 +208,15 @@ func (s *FileStore) History(id string) ([]int, error) {
 //
 // The write is atomic: a crash at any instant leaves the old or the new checkpoint.
 func (s *FileStore) Save(cp *Checkpoint) error {
-	if cp == nil {
-		return errors.New("save checkpoint: nil checkpoint")
-	}
-	id := cp.SessionID
-	if !ValidID(id) {
-		return fmt.Errorf("save checkpoint: session_id: invalid %q", id)
-	}
-	switch {
-	case cp.Seq < 0:
-		return fmt.Errorf("save checkpoint of session %s: seq: negative (%d)", id, cp.Seq)
-	case cp.Seq >= MaxSeq:
+	if cp != nil && cp.Seq >= MaxSeq && ValidID(cp.SessionID) {
 		// Load accepts MaxSeq, so only a damaged or hand-made file gets here.
-		return &CorruptError{Path: s.Path(id), Reason: fmt.Sprintf("seq %d is the largest a checkpoint may have: no save can follow it", cp.Seq)}
+		return &CorruptError{Path: s.Path(cp.SessionID), Reason: fmt.Sprintf("seq %d is the largest a checkpoint may have: no save can follow it", cp.Seq)}
 	}
-	now := s.now().UTC()
-	next := *cp
-	next.FormatVersion = FormatVersion
-	next.ParentSeq = cp.Seq
-	next.Seq = cp.Seq + 1
-	next.Effects, next.EffectsDropped = compactEffects(cp.Effects, cp.EffectsDropped, FinishedEffectsKept)
-	if next.CreatedAt.IsZero() {
-		next.CreatedAt = now
+	nextp, err := NextOf(cp, s.now(), s.Server)
+	if err != nil {
+		return err
 	}
-	next.UpdatedAt = now
-	if next.UpgradeServer == "" {
-		next.UpgradeServer = s.Server
-	}
-	if err := next.Validate(); err != nil {
-		return fmt.Errorf("save checkpoint of session %s: %w", id, err)
-	}
+	id, next := cp.SessionID, *nextp
 	data, sum, err := encode(&next)
 	if err != nil {
 		return fmt.Errorf("save checkpoint of session %s: encode: %w", id, err)
@@ -494,23 +472,7 @@ func removeStrayTemps(dir string) {
 }
 
 func (s *FileStore) checkSecrets(data []byte) error {
-	for i, sec := range s.Secrets {
-		if len(sec) < 8 {
-			continue
-		}
-		found := bytes.Contains(data, []byte(sec))
-		if !found {
-			// The value as it would appear inside a JSON string, in case it has
-			// characters that encoding/json escapes.
-			if q, err := json.Marshal(sec); err == nil {
-				found = bytes.Contains(data, q[1:len(q)-1])
-			}
-		}
-		if found {
-			return fmt.Errorf("%w (configured secret #%d); nothing was written", ErrSecret, i+1)
-		}
-	}
-	return nil
+	return CheckSecrets(data, s.Secrets)
 }
 
 // Lock takes the session's lock without waiting: when another process, or another

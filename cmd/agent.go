@@ -30,8 +30,9 @@ type TurnOptions struct {
 type turnEnv struct {
 	deps     pipeline.Deps
 	settings pipeline.Settings
+	auditor  pipeline.Auditor
 	agent    *pipeline.Agent
-	store    *checkpoint.FileStore
+	store    checkpoint.SessionStore
 	closers  []func()
 }
 
@@ -117,8 +118,15 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 		env.Close()
 		return nil, err
 	}
+	aud, err := f.Auditor()
+	if err != nil {
+		env.Close()
+		return nil, err
+	}
+	s.ApprovalTTL = f.opts().Team.ApprovalTTL
 	env.deps = pipeline.Deps{LLM: client, API: api, Store: store, Jobs: jobRunner, Logger: f.Logger()}
 	env.settings = s
+	env.auditor = aud
 	return env, nil
 }
 
@@ -126,7 +134,7 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 // the config (connected knowing the capabilities the session negotiated
 // before) and the view's callbacks. Nothing changes the agent afterwards.
 func (e *turnEnv) start(ctx context.Context, f *Factory, sess *pipeline.Session, view TurnView) error {
-	opts := view.Options()
+	opts := append(view.Options(), pipeline.WithAuditor(e.auditor))
 	if m := connectMCP(ctx, f, sess); m != nil {
 		e.closers = append(e.closers, func() { _ = m.Close() })
 		opts = append(opts, pipeline.WithMCP(m))
@@ -165,7 +173,7 @@ const (
 )
 
 // openSession locks and loads a session, or creates it.
-func openSession(store *checkpoint.FileStore, id string, src sessionSource, now time.Time) (*pipeline.Session, func(), error) {
+func openSession(store checkpoint.SessionStore, id string, src sessionSource, now time.Time) (*pipeline.Session, func(), error) {
 	unlock, err := store.Lock(id)
 	if err != nil {
 		return nil, nil, err

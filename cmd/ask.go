@@ -79,6 +79,9 @@ func runAsk(ctx context.Context, f *Factory, o *AskOptions) error {
 	id, create := o.Session, false
 	switch {
 	case o.Continue:
+		if err := needNamedSession(f, "ask --continue"); err != nil {
+			return err
+		}
 		id, err = env.store.Latest()
 		if errors.Is(err, checkpoint.ErrNotFound) {
 			return Usagef("no session to continue: start one with upgrade-agent ask MESSAGE")

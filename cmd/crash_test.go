@@ -45,6 +45,8 @@ type crashWrite struct {
 	method  string                                // the write request
 	path    string                                // its path suffix
 	check   func(t *testing.T, s *sim.Sim)        // the server after the write ran once
+	// checkAPI checks what the Sim has no accessor for, through the API.
+	checkAPI func(t *testing.T, c *upgrade.Client)
 }
 
 const proposeDelete = `- call:
@@ -187,6 +189,9 @@ func crashWriteOnce(t *testing.T, w crashWrite, kp killPoint) {
 		t.Errorf("the write reached UpGrade %d times, want exactly once (requests: %v)\nkilled run:\n%s", n, tp.requests(), p.out.String())
 	}
 	w.check(t, s)
+	if w.checkAPI != nil {
+		w.checkAPI(t, c)
+	}
 }
 
 // checkAllCheckpoints loads a session's checkpoint and every history entry.

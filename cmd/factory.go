@@ -14,7 +14,6 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 	"github.com/upgrade-agent/upgrade-agent/config"
 	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 	"github.com/upgrade-agent/upgrade-agent/llm"
@@ -68,6 +67,9 @@ type GlobalOptions struct {
 	AzureAPIVersion string
 	LLMTimeout      time.Duration
 
+	// Team are the store, actor and approval_ttl settings (teams.go).
+	Team TeamOptions
+
 	Output  string // text, json or yaml
 	Verbose bool
 	NoColor bool
@@ -90,6 +92,8 @@ type Factory struct {
 
 	// embedded is the simulator Upgrade started, if any (server_check.go).
 	embedded *sim.Server
+
+	team teamState // the opened store (teams.go)
 }
 
 // NewFactory builds a Factory over streams and an environment.
@@ -109,7 +113,7 @@ func (f *Factory) opts() *GlobalOptions {
 func (f *Factory) Secrets() []string {
 	o := f.opts()
 	var s []string
-	for _, v := range []string{o.UpgradeToken, o.ClientAPISecret, f.Getenv("OPENAI_API_KEY")} {
+	for _, v := range []string{o.UpgradeToken, o.ClientAPISecret, f.Getenv("OPENAI_API_KEY"), storePassword(o)} {
 		if v != "" {
 			s = append(s, v)
 		}
@@ -227,24 +231,6 @@ func (f *Factory) LLM() (llm.Client, io.Closer, error) {
 		return nil, nil, &UsageError{Err: err}
 	}
 	return c, closer, nil
-}
-
-// Sessions opens the checkpoint store in the state dir; it refuses to write
-// any of the secrets this process knows.
-func (f *Factory) Sessions() (*checkpoint.FileStore, error) {
-	dir, err := f.StateDir()
-	if err != nil {
-		return nil, err
-	}
-	s, err := checkpoint.OpenFileStore(dir)
-	if err != nil {
-		return nil, err
-	}
-	s.Secrets = f.Secrets()
-	if f.Now != nil {
-		s.Now = f.Now
-	}
-	return s, nil
 }
 
 func newLogger(w io.Writer, verbose bool, secrets []string) *slog.Logger {

@@ -75,7 +75,7 @@ func TestStateDirCreated0700(t *testing.T) {
 
 func TestSessionsKnowTheSecrets(t *testing.T) {
 	f, _, _ := testFactory(t, &GlobalOptions{StateDir: t.TempDir(), UpgradeToken: "tok-0123456789"}, map[string]string{"OPENAI_API_KEY": "sk-abcdefghijkl"})
-	s, err := f.Sessions()
+	s, err := f.fileSessions()
 	if err != nil {
 		t.Fatal(err)
 	}

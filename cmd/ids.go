@@ -3,7 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"io/fs"
+	iofs "io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -41,34 +41,57 @@ func resolveIDPrefix(kind, listCmd, ref string, ids []string, notFound error) (s
 	return "", Usagef("%q matches %d %ss: %s; give more of the id", ref, len(matches), kind, strings.Join(matches, ", "))
 }
 
-// resolveSession is the session id ref names in store.
-func resolveSession(store *checkpoint.FileStore, ref string) (string, error) {
-	entries, err := os.ReadDir(store.Dir())
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", err
-	}
+// resolveSession is the session id ref names in store (files or the team's
+// PostgreSQL store).
+func resolveSession(store checkpoint.SessionStore, ref string) (string, error) {
 	var ids []string
-	for _, e := range entries {
-		if e.IsDir() && checkpoint.ValidID(e.Name()) {
-			ids = append(ids, e.Name())
+	if files, ok := store.(*checkpoint.FileStore); ok {
+		// The folder names are enough: no checkpoint needs decoding.
+		entries, err := os.ReadDir(files.Dir())
+		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			return "", err
+		}
+		for _, e := range entries {
+			if e.IsDir() && checkpoint.ValidID(e.Name()) {
+				ids = append(ids, e.Name())
+			}
+		}
+	} else {
+		list, err := store.List()
+		if err != nil {
+			return "", err
+		}
+		for _, s := range list {
+			ids = append(ids, s.ID)
 		}
 	}
 	return resolveIDPrefix("session", "sessions list", ref, ids, checkpoint.ErrNotFound)
 }
 
-// resolveJob is the job id ref names in store.
+// resolveJob is the job id ref names in store (files, or the team store's
+// backend).
 func resolveJob(store *jobs.Store, ref string) (string, error) {
 	if !jobs.ValidID(ref) {
 		return "", &UsageError{Err: fmt.Errorf("%w %q: use letters, digits, - and _ (at most 64)", jobs.ErrInvalidID, ref)}
 	}
-	entries, err := os.ReadDir(store.Dir())
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", err
-	}
 	var ids []string
-	for _, e := range entries {
-		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && !e.IsDir() && jobs.ValidID(id) {
+	if store.Backend != nil {
+		all, err := store.Backend.List()
+		if err != nil {
+			return "", err
+		}
+		for id := range all {
 			ids = append(ids, id)
+		}
+	} else {
+		entries, err := os.ReadDir(store.Dir())
+		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			return "", err
+		}
+		for _, e := range entries {
+			if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && !e.IsDir() && jobs.ValidID(id) {
+				ids = append(ids, id)
+			}
 		}
 	}
 	return resolveIDPrefix("job", "jobs list", ref, ids, jobs.ErrNotFound)

@@ -82,6 +82,11 @@ func openJobs(f *Factory) (*jobs.Runner, error) {
 		return nil, err
 	}
 	store.Now = f.Now
+	if pg, err := f.pgStore(); err != nil {
+		return nil, err
+	} else if pg != nil {
+		store.Backend = pg.Jobs()
+	}
 	r := jobs.NewRunner(store)
 	r.Now = f.Now
 	r.Logger = f.Logger()
@@ -254,6 +259,9 @@ func runJobsCancel(ctx context.Context, f *Factory, id string) error {
 		return &UsageError{Err: fmt.Errorf("job %s has already %s: nothing to cancel", id, rec.State)}
 	case err != nil:
 		return jobInputError(err)
+	}
+	if err == nil {
+		auditJobCancelled(f, rec.ID, rec.SessionID, rec.Action, rec.Params, rec.Error)
 	}
 	if out := f.opts().Output; out == "json" || out == "yaml" {
 		return WriteData(f.IO.Out, out, JobDetail{Record: rec, LogFile: r.Store.LogPath(id)})

@@ -59,7 +59,7 @@ func workerEnv(o *GlobalOptions, base []string) []string {
 	drop := map[string]bool{
 		"UPGRADE_API_TOKEN": true, "UPGRADE_API_URL": true, "UPGRADE_AGENT_HOME": true,
 		"UPGRADE_AGENT_CONFIG": true, "UPGRADE_API_TIMEOUT": true, "UPGRADE_AGENT_LLM": true,
-		"OPENAI_API_KEY": true,
+		"OPENAI_API_KEY": true, "UPGRADE_AGENT_STORE": true,
 	}
 	env := make([]string, 0, len(base)+2)
 	for _, kv := range base {
@@ -70,6 +70,9 @@ func workerEnv(o *GlobalOptions, base []string) []string {
 	}
 	if o.UpgradeToken != "" {
 		env = append(env, "UPGRADE_API_TOKEN="+o.UpgradeToken)
+	}
+	if o.Team.Store != "" {
+		env = append(env, "UPGRADE_AGENT_STORE="+o.Team.Store) // never on the command line: it may hold a password
 	}
 	if o.UpgradeURL != "" && urlHasUserinfo(o.UpgradeURL) {
 		env = append(env, "UPGRADE_API_URL="+o.UpgradeURL)

@@ -73,6 +73,9 @@ func runResume(ctx context.Context, f *Factory, o *ResumeOptions) error {
 	id, src := o.Session, sessionStored
 	switch {
 	case id == "":
+		if err := needNamedSession(f, "resume"); err != nil {
+			return err
+		}
 		id, err = env.store.Latest(checkpoint.StatusAwaitingConfirmation, checkpoint.StatusWaitingJob, checkpoint.StatusRunning)
 		if errors.Is(err, checkpoint.ErrNotFound) {
 			return Usagef("%w: no session is paused, waiting on a job, or stopped in the middle of a turn", pipeline.ErrNothingToResume)

@@ -51,6 +51,7 @@ func Execute() int {
 // returns the exit code. It prints the error, if any, exactly once.
 func Run(ctx context.Context, args []string, streams *IOStreams, getenv func(string) string) (code int) {
 	f := NewFactory(streams, getenv)
+	defer f.closeTeam()
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(streams.ErrOut, "internal error: %s\n", redact.String(fmt.Sprint(r), f.Secrets()...))
@@ -146,6 +147,7 @@ type globalFlags struct {
 	output         string
 	verbose        bool
 	noColor        bool
+	store          string
 }
 
 // NewRootCmd builds the whole command tree over f.
@@ -205,6 +207,7 @@ embedded simulator kept in the state dir.`,
 		NewCmdContexts(f, nil),
 		NewCmdHealth(f, nil),
 		NewCmdJobs(f),
+		NewCmdAudit(f),
 		NewCmdSim(f),
 		NewCmdVersion(f, nil),
 		NewCmdCompletion(f, nil),
@@ -229,6 +232,7 @@ func bindGlobalFlags(fs *pflag.FlagSet, g *globalFlags) {
 	fs.StringVarP(&g.output, "output", "o", "", "output `format`: text, json, yaml, wide (tables with every column) or raw (the server's object); each command's help says which it takes (default text)")
 	fs.BoolVarP(&g.verbose, "verbose", "v", false, "trace HTTP calls, LLM calls and timings on stderr")
 	fs.BoolVar(&g.noColor, "no-color", false, "plain output without colors (env NO_COLOR)")
+	fs.StringVar(&g.store, "store", "", "shared store `URL` postgres://... for sessions, jobs and the audit trail (env UPGRADE_AGENT_STORE; empty: files in the state dir)")
 }
 
 func skipGlobals(c *cobra.Command) bool {
@@ -362,6 +366,9 @@ func resolveGlobals(g *globalFlags, changed func(string) bool, getenv func(strin
 	o.Output = out.value
 
 	o.NoColor = g.noColor || getenv("NO_COLOR") != "" || cfg.NoColor
+	if err := resolveTeam(o, pick("store", "UPGRADE_AGENT_STORE", g.store, cfg.Store), getenv, bad); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 

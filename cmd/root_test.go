@@ -189,7 +189,7 @@ no_color: true
 			if got.Config == nil {
 				t.Fatal("Config is nil")
 			}
-			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreFields(GlobalOptions{}, "Config")); diff != "" {
+			if diff := cmp.Diff(tt.want, *got, cmpopts.IgnoreFields(GlobalOptions{}, "Config", "Team")); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)
 			}
 		})

@@ -27,7 +27,7 @@ var update = flag.Bool("update", false, "rewrite the expected output in cmd/test
 // the scripts run the real command line in a child process without a
 // separate build.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(stopPostgresAfter{m}, map[string]func(){
 		"upgrade-agent": func() {
 			code := Execute()
 			if file := os.Getenv(exitFileVar); file != "" && !isJobWorker(os.Args[1:]) {

@@ -53,11 +53,11 @@ func describeServer(s string) string {
 // run's, unless allow; nothing is read from or written to either server
 // before. It then has the store record this run's server in checkpoints
 // that name none (new sessions, and those written before the field).
-func guardServer(f *Factory, store *checkpoint.FileStore, id, file string, allow bool) error {
+func guardServer(f *Factory, store checkpoint.SessionStore, id, file string, allow bool) error {
 	recorded := ""
 	switch {
 	case file != "":
-		cp, err := checkpoint.ReadFile(file)
+		cp, err := checkpoint.LoadFile(file)
 		if err != nil {
 			return err // Import reports it with the same words
 		}
@@ -83,7 +83,7 @@ func guardServer(f *Factory, store *checkpoint.FileStore, id, file string, allow
 	if err != nil {
 		return err
 	}
-	store.Server = current
+	store.SetServer(current)
 	return nil
 }
 

@@ -16,11 +16,7 @@ import (
 func newCmdSessions(f *Factory) *cobra.Command {
 	c := groupCmd("sessions", "Inspect stored sessions (checkpoints)")
 	c.AddCommand(
-		withOutputs(&cobra.Command{
-			Use: "list", Short: "List sessions, most recent first", Args: noArgs,
-			Example: "  upgrade-agent sessions list\n  upgrade-agent sessions list -o wide\n  upgrade-agent sessions list -o json",
-			RunE:    func(c *cobra.Command, _ []string) error { return runSessionsList(c.Context(), f) },
-		}, "wide", "json", "yaml"),
+		newCmdSessionsList(f),
 		withOutputs(&cobra.Command{
 			Use: "show SESSION", Short: "Show one session (SESSION: its id or a unique prefix)", Args: exactArgs("SESSION"),
 			Example: "  upgrade-agent sessions show 3f2a9c0d1e4b\n  upgrade-agent sessions show 3f2a -o json",
@@ -31,6 +27,8 @@ func newCmdSessions(f *Factory) *cobra.Command {
 			Example: "  upgrade-agent sessions rm 3f2a9c0d1e4b\n  upgrade-agent sessions rm 3f2a 7c1e",
 			RunE:    func(c *cobra.Command, args []string) error { return runSessionsRm(c.Context(), f, args) },
 		}),
+		newCmdSessionsExport(f),
+		newCmdSessionsImport(f),
 	)
 	return c
 }
@@ -118,7 +116,7 @@ func runSessionsShow(_ context.Context, f *Factory, id string) error {
 	}
 	d := SessionDetail{ID: cp.SessionID, Status: string(cp.Status), Turns: cp.Counters.Turns, CreatedAt: cp.CreatedAt,
 		UpdatedAt: cp.UpdatedAt, Usage: cp.Usage, Interrupt: cp.Interrupt, PendingAction: st.ActionNeeded,
-		History: st.ConversationHistory, Actions: st.ExecutionLog, Path: store.Path(id), UpgradeServer: cp.UpgradeServer}
+		History: st.ConversationHistory, Actions: st.ExecutionLog, Path: store.Where(id), UpgradeServer: cp.UpgradeServer}
 	if out := f.opts().Output; out == "json" || out == "yaml" {
 		return WriteData(f.IO.Out, out, d)
 	}

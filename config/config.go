@@ -56,6 +56,15 @@ type Config struct {
 	Replies                   []Reply     `yaml:"replies"`
 	MCPServers                []MCPServer `yaml:"mcp_servers"`
 
+	// Store is where sessions, jobs and the audit trail live: "" the state
+	// dir, a postgres:// URL the team's database (docs/teams.md).
+	Store string `yaml:"store"`
+	// Actor labels the audit trail's entries; default USER@hostname.
+	Actor string `yaml:"actor"`
+	// ApprovalTTL is how long a confirmation may be approved; nil = 168h,
+	// 0 = never expires.
+	ApprovalTTL *time.Duration `yaml:"approval_ttl"`
+
 	ContextMetadata string `yaml:"context_metadata"` // JSON file for the embedded simulator
 	SimSeed         *int64 `yaml:"sim_seed"`
 
@@ -480,6 +489,13 @@ func (p *parser) validate(c *Config) {
 	if c.UpgradeTimeout < 0 {
 		p.bad("upgrade_timeout", "must not be negative")
 	}
+	if c.Store != "" && !ValidStore(c.Store) {
+		// The value is not echoed: it may hold a password.
+		p.bad("store", "must be empty (files in the state dir) or a postgres:// or postgresql:// URL")
+	}
+	if c.ApprovalTTL != nil && *c.ApprovalTTL < 0 {
+		p.bad("approval_ttl", "must not be negative (0 never expires)")
+	}
 	if c.LLMTimeout < 0 {
 		p.bad("llm_timeout", "must not be negative")
 	}
@@ -546,4 +562,11 @@ func (p *parser) validate(c *Config) {
 			}
 		}
 	}
+}
+
+// ValidStore reports whether s can be the store setting: a postgres:// or
+// postgresql:// URL.
+func ValidStore(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql")
 }

@@ -22,6 +22,9 @@ import (
 type Backend interface {
 	actions.API
 	Health(ctx context.Context) (*upgrade.ServerInfo, error)
+	// FlagSnapshot reads a flag with every segment its lists reach, for
+	// explain_feature_flag and the flag details (admin routes only).
+	FlagSnapshot(ctx context.Context, id string) (*upgrade.FlagSnapshot, error)
 }
 
 // Confirmation policies (pipeline.md).
@@ -121,6 +124,9 @@ type Settings struct {
 	// (default: rendered from the plan or the result, no LLM call) or
 	// "llm" (the responder writes it).
 	ReplyWording string
+	// ApprovalTTL is how long a confirmation may be approved; 0 never
+	// expires (teams: audit.go).
+	ApprovalTTL time.Duration
 }
 
 // Reply wordings (Settings.ReplyWording).
@@ -137,6 +143,8 @@ type Agent struct {
 	deps Deps
 	set  Settings
 	mcp  MCP // nil: no MCP servers
+	// auditor receives the turn's decisions (WithAuditor); nil: no trail.
+	auditor Auditor
 
 	// onResponse receives the person's reply as soon as it is final,
 	// before the optional output node runs.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/upgrade-agent/upgrade-agent/audit"
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
@@ -52,6 +53,9 @@ func (a *Agent) execute(ctx context.Context, t *turn, p *Pending, effectID strin
 	nextStep := t.st.NextStep
 	out, err := b.Execute(ctx, a.env(t.api(), t.sess.cp.SessionID), p.ID)
 	if err == nil && out.Job != nil {
+		if p == t.approvedP {
+			a.audit(t, audit.JobStarted, p, audit.Entry{JobID: out.Job.ID})
+		}
 		return a.waitJob(ctx, t, b, &JobWait{Action: b.Name, Params: b.Params, Ref: *out.Job, EffectID: effectID, Key: p.ID, NextStep: nextStep})
 	}
 	a.record(t, b, effectID, out.Result, err)
@@ -91,6 +95,7 @@ func (a *Agent) waitJob(ctx context.Context, t *turn, b *actions.Bound, w *JobWa
 		return nodeEnd, &suspendOnJob{w: w, st: st}
 	}
 	t.job = &st
+	a.auditJobFinished(t, b, w, st)
 	res, ferr := ja.Fetch(ctx, env, w.Ref, st)
 	a.record(t, b, w.EffectID, res, ferr)
 	t.sess.done()
@@ -131,6 +136,7 @@ func (a *Agent) record(t *turn, b *actions.Bound, effectID string, result json.R
 	t.st.addLog(entry)
 	t.st.TurnActions = append(t.st.TurnActions, out)
 	t.st.invalidate(b.Spec().Invalidates)
+	a.auditExecuted(t, b, result, execErr)
 }
 
 // ---- crash recovery ----
@@ -190,6 +196,7 @@ func (a *Agent) recover(ctx context.Context, t *turn) error {
 			sess.finishEffect(e.EffectID, nil, "not executed: the process stopped before the call completed", a.now())
 		default:
 			sess.finishEffect(e.EffectID, nil, "outcome unknown after an interruption", a.now())
+			a.audit(t, audit.Executed, p, audit.Entry{Outcome: audit.OutcomeUnknown, Message: rec.Note})
 			t.reaskOnly = true
 			t.notes = append(t.notes, "The previous attempt was interrupted and its outcome is unknown; check the server before confirming again.")
 		}
@@ -239,6 +246,7 @@ func (a *Agent) resumeJob(ctx context.Context, sess *Session, req ResumeRequest)
 		return a.result(t, StatusWaitingJob), nil
 	}
 	t.trace = append(t.trace, NodeExecutor)
+	a.auditJobFinished(t, b, w, st)
 	res, ferr := ja.Fetch(ctx, env, w.Ref, st)
 	a.record(t, b, w.EffectID, res, ferr)
 	sess.resumed()

@@ -153,7 +153,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				}
 				return res, nil
 			}),
-		newTool("get_core_terms", "UpGrade terminology: context, unit, consistency, post rule, decision point, segments, statuses.", true,
+		newTool("get_core_terms", "UpGrade terminology: context, unit, consistency, post rule, decision point, statuses; feature flags (filter modes, lists, include/exclude precedence), flags vs experiments, segments.", true,
 			func(_ context.Context, t *turn, _ noArgs) (any, error) {
 				t.update(func(s *State) { s.setInfo("core_terms", "", coreTerms) })
 				return coreTerms, nil
@@ -196,6 +196,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				return map[string]any{"context": a.Context, "group_types": ci.GroupTypes}, nil
 			}),
 	}
+	defs = append(defs, flagTools()...)
 	for _, name := range actions.Names() {
 		defs = append(defs, schemaTool(name))
 	}
@@ -384,6 +385,12 @@ func (t *turn) resolveRefs(ctx context.Context, act actions.Action, b *actions.B
 			return nil, inputErrorf("%s: %v", ref.Path, err)
 		}
 		changed = changed || ch
+	}
+	// Flags named by key or name, segments by name (the flag and segment refs).
+	if c, err := actions.ResolveFlagRefs(ctx, t.api(), act.Spec().Refs, m); err != nil {
+		return nil, inputErrorf("%v", err)
+	} else if c {
+		changed = true
 	}
 	if !changed {
 		return b, nil

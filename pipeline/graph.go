@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/upgrade-agent/upgrade-agent/audit"
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 )
@@ -104,6 +105,9 @@ func (a *Agent) pause(t *turn, err error) (next string, paused bool, ferr error)
 	var suspend *suspendOnJob
 	switch {
 	case errors.As(err, &await):
+		if await.p.NeedsHuman && (t.pending == nil || t.pending.ID != await.p.ID) {
+			a.audit(t, audit.Proposed, await.p, audit.Entry{})
+		}
 		t.sess.await(await.p)
 		t.showing = await.p
 		if await.note != "" {
@@ -189,6 +193,11 @@ func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
 			sess.await(cur)
 			t.pending = cur
 			t.notes = append(t.notes, staleNote)
+		}
+	}
+	if t.pending != nil && a.expired(t.pending) && len(sess.cp.PendingEffects()) == 0 {
+		if err := a.expire(ctx, t); err != nil {
+			return t, err
 		}
 	}
 	if t.pending != nil && !a.set.Yes && !sess.shown(t.pending) {

@@ -46,7 +46,9 @@ var analyzeTool = newTool("analyze_user_request", "Classify the person's message
 // the round trip.
 var analyzerLookups = []string{"check_upgrade_health", "get_available_contexts", "get_context_metadata",
 	"get_all_experiments", "find_experiment", "get_experiment_details", "get_enrollment_details",
-	"get_core_terms", "get_assignment_terms"}
+	"get_core_terms", "get_assignment_terms",
+	"get_feature_flags", "find_feature_flag", "get_feature_flag_details", "get_segments", "find_segment",
+	"get_segment_details", "explain_feature_flag", "get_experiment_history"}
 
 var analyzerTools = func() *toolSet {
 	defs := []*toolDef{analyzeTool}
@@ -498,6 +500,7 @@ func (a *Agent) responder(ctx context.Context, t *turn) (string, error) {
 		// The person must read the confirmation node's text verbatim.
 		text += "\n\n" + p.Message
 	}
+	text = expiryNoted(t, text)
 	t.st.FinalResponse = text
 	a.respond(t, text)
 	return routeAfterResponder(a.outputEnabled()), nil

@@ -200,10 +200,15 @@ func (s *State) invalidate(caches []actions.Cache) {
 			s.ExperimentNames = nil
 			s.AllExperiments = nil
 			delete(s.GatheredInfo, "experiment_details")
+			delete(s.GatheredInfo, "experiment_history")
 		case actions.CacheEnrollment:
 			delete(s.GatheredInfo, "enrollment_details")
 		case actions.CacheContexts:
 			s.ContextMetadata = nil
+		case actions.CacheFlags:
+			for _, k := range flagInfoKeys {
+				delete(s.GatheredInfo, k)
+			}
 		}
 	}
 }

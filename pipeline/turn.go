@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/upgrade-agent/upgrade-agent/audit"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
@@ -104,6 +105,7 @@ func (t *turn) takeStop() bool {
 // approve records that p may run in this turn.
 func (t *turn) approve(p *Pending, by string) {
 	t.answer, t.approvedBy, t.approvedP = answerApproved, by, p
+	t.a.audit(t, audit.Approved, p, audit.Entry{Message: "by " + by})
 	if by == "human" {
 		v := true
 		t.st.UserConfirmed = &v
@@ -126,6 +128,9 @@ func (t *turn) deny(changed bool) {
 		t.answer = answerChanged
 	}
 	t.denied = t.pending
+	if t.pending != nil {
+		t.a.audit(t, audit.Denied, t.pending, audit.Entry{})
+	}
 	v := false
 	t.st.UserConfirmed = &v
 	t.sess.deny(changed)

@@ -156,6 +156,7 @@ func newWorld(t *testing.T) *world {
 			}
 		}
 	}
+	seedFlags(t, w, api)
 	if _, err := srv.Sim().InitUser("student1", upgrade.InitRequest{
 		Group: map[string][]string{"classId": {"c1"}}, WorkingGroup: map[string]string{"classId": "c1"}}); err != nil {
 		t.Fatal(err)

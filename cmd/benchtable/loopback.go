@@ -65,45 +65,56 @@ func balanceRun(ctx context.Context, delay time.Duration, rounds int) (seq, pool
 	if err != nil {
 		return 0, 0, err
 	}
-	raw, err := actions.Run(ctx, c, actions.CreateExperimentParams{Name: "Balance", Context: "mathstream",
-		DecisionPoints: []actions.DecisionPointParam{{Site: "lesson-stream", Target: "question-hint"}},
-		Conditions:     []actions.ConditionParam{{Code: "question-hint-default", Weight: ptr(50.0)}, {Code: "question-hint-tutorbot", Weight: ptr(50.0)}}})
+	// The job goes through the registry, as the agent's job runner does.
+	expID, err := createExperiment(ctx, c, "Balance", "mathstream", "lesson-stream", "question-hint",
+		[2]string{"question-hint-default", "question-hint-tutorbot"})
 	if err != nil {
 		return 0, 0, err
 	}
-	var created actions.ExperimentResult
-	if err := json.Unmarshal(raw, &created); err != nil {
+	if _, err := c.SetState(ctx, expID, upgrade.StateEnrolling); err != nil {
 		return 0, 0, err
 	}
-	if _, err := c.SetState(ctx, created.ID, upgrade.StateEnrolling); err != nil {
-		return 0, 0, err
-	}
-	p := actions.BalanceParams{NumUsers: balanceUsers, Context: "mathstream", Site: "lesson-stream", Target: "question-hint", ExperimentID: created.ID}
 	timed := func(conc int, prefix string, users int) (time.Duration, error) {
-		q := p
-		q.NumUsers = users
-		start := time.Now()
-		t, err := actions.RunBalance(ctx, c, q, actions.BalanceTally{}, actions.BalanceOptions{Concurrency: conc, UserPrefix: prefix})
+		params, err := json.Marshal(map[string]any{"num_users": users, "context": "mathstream", "site": "lesson-stream",
+			"target": "question-hint", "experiment_id": expID})
 		if err != nil {
 			return 0, err
 		}
-		if t.Done != users || t.Errors != 0 {
-			return 0, fmt.Errorf("concurrency %d: %d of %d done, %d errors (%s)", conc, t.Done, users, t.Errors, t.FirstError)
+		b, err := actions.Bind("test_condition_balance", params)
+		if err != nil {
+			return 0, err
+		}
+		job, ok := b.Job()
+		if !ok {
+			return 0, fmt.Errorf("test_condition_balance is not a job")
+		}
+		var last struct {
+			Done       int    `json:"done"`
+			Errors     int    `json:"errors"`
+			FirstError string `json:"first_error"`
+		}
+		commit := func(_ int, tally json.RawMessage) error { return json.Unmarshal(tally, &last) }
+		start := time.Now()
+		if _, err := job.Run(ctx, actions.JobRun{API: c, Key: prefix, Concurrency: conc, Commit: commit}); err != nil {
+			return 0, err
+		}
+		if last.Done != users || last.Errors != 0 {
+			return 0, fmt.Errorf("concurrency %d: %d of %d done, %d errors (%s)", conc, last.Done, users, last.Errors, last.FirstError)
 		}
 		return time.Since(start), nil
 	}
 	// Open the pool's connections first, as a long job would have them.
-	if _, err := timed(actions.DefaultBalanceConcurrency, "warm-", 100); err != nil {
+	if _, err := timed(0, "warm", 100); err != nil {
 		return 0, 0, err
 	}
 	var seqs, pools []time.Duration
 	for i := range rounds {
-		d, err := timed(1, fmt.Sprintf("seq%d-", i), balanceUsers)
+		d, err := timed(1, fmt.Sprintf("seq%d", i), balanceUsers)
 		if err != nil {
 			return 0, 0, err
 		}
 		seqs = append(seqs, d)
-		if d, err = timed(actions.DefaultBalanceConcurrency, fmt.Sprintf("pool%d-", i), balanceUsers); err != nil {
+		if d, err = timed(0, fmt.Sprintf("pool%d", i), balanceUsers); err != nil {
 			return 0, 0, err
 		}
 		pools = append(pools, d)
@@ -125,17 +136,11 @@ func simulatorFigures(ctx context.Context, window time.Duration) ([]row, error) 
 		return nil, err
 	}
 	for _, name := range []string{"Assign A", "Assign B"} {
-		raw, err := actions.Run(ctx, c, actions.CreateExperimentParams{Name: name, Context: "assign-prog",
-			DecisionPoints: []actions.DecisionPointParam{{Site: "SelectSection", Target: "absolute_value_plot_equality"}},
-			Conditions:     []actions.ConditionParam{{Code: "control", Weight: ptr(50.0)}, {Code: "variant", Weight: ptr(50.0)}}})
+		id, err := createExperiment(ctx, c, name, "assign-prog", "SelectSection", "absolute_value_plot_equality", [2]string{"control", "variant"})
 		if err != nil {
 			return nil, err
 		}
-		var e actions.ExperimentResult
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, err
-		}
-		if _, err := c.SetState(ctx, e.ID, upgrade.StateEnrolling); err != nil {
+		if _, err := c.SetState(ctx, id, upgrade.StateEnrolling); err != nil {
 			return nil, err
 		}
 	}

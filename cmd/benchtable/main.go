@@ -105,6 +105,13 @@ func run(ctx context.Context, o options, log io.Writer) ([]row, error) {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	rows = append(rows, cr...)
+
+	fmt.Fprintln(log, "benchtable: team store (PostgreSQL on loopback) against files...")
+	tr, err := teamFigures(ctx, root, o.askRuns, ls)
+	if err != nil {
+		return nil, fmt.Errorf("team store: %w", err)
+	}
+	rows = append(rows, tr...)
 	ls.cleanup()
 
 	fmt.Fprintln(log, "benchtable: condition-balance job pool...")

@@ -18,7 +18,6 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
-	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
 )
@@ -158,11 +157,8 @@ func play(ctx context.Context, client *instantLLM, store checkpoint.Store, turns
 		return nil, err
 	}
 	for _, name := range []string{"Math Hints", "Reading Aid"} {
-		p := actions.CreateExperimentParams{Name: name, Context: "assign-prog",
-			DecisionPoints: []actions.DecisionPointParam{{Site: "SelectSection", Target: "absolute_value_plot_equality"}},
-			Conditions:     []actions.ConditionParam{{Code: "control", Weight: ptr(50.0)}, {Code: "variant", Weight: ptr(50.0)}}}
-		if _, err := actions.Run(ctx, api, p); err != nil {
-			return nil, fmt.Errorf("setup experiment %s: %w", name, err)
+		if _, err := createExperiment(ctx, api, name, "assign-prog", "SelectSection", "absolute_value_plot_equality", [2]string{"control", "variant"}); err != nil {
+			return nil, err
 		}
 	}
 	agent, err := pipeline.New(pipeline.Deps{LLM: client, API: api, Store: store, Logger: slog.New(slog.DiscardHandler)},
@@ -309,7 +305,6 @@ func prefixNote(c *instantLLM) string {
 	return out
 }
 
-func ptr[T any](v T) *T { return &v }
 
 // percentile of durations (p in 0..1), by sorting a copy.
 func percentile(d []time.Duration, p float64) time.Duration {

@@ -37,6 +37,9 @@ const (
 	CacheEnrollment Cache = "enrollment"
 	// CacheContexts: context_metadata.
 	CacheContexts Cache = "contexts"
+	// CacheFlags: gathered_info.feature_flags, feature_flag_details,
+	// segments, segment_details and flag_explanations.
+	CacheFlags Cache = "flags"
 )
 
 // Spec is what an action declares about itself; the pipeline routes on it

@@ -34,6 +34,26 @@ type API interface {
 	// and a single read shows none).
 	Lists(ctx context.Context, id string) (inclusion, exclusion []upgrade.ExperimentList, err error)
 	SetLists(ctx context.Context, e *upgrade.Experiment, inclusion, exclusion upgrade.Segment) error
+	FlagAPI
+}
+
+// FlagAPI is every UpGrade operation the feature flag and segment actions
+// and lookups use (upgrade-flags-segments.md).
+type FlagAPI interface {
+	Flags(ctx context.Context) ([]upgrade.FeatureFlag, error)
+	Flag(ctx context.Context, id string) (*upgrade.FeatureFlag, error)
+	CreateFlag(ctx context.Context, f *upgrade.FeatureFlag) (*upgrade.FeatureFlag, error)
+	UpdateFlag(ctx context.Context, f *upgrade.FeatureFlag) (*upgrade.FeatureFlag, error)
+	SetFlagStatus(ctx context.Context, id, status string) (*upgrade.FeatureFlag, error)
+	SetFlagFilterMode(ctx context.Context, id, mode string) (*upgrade.FeatureFlag, error)
+	DeleteFlag(ctx context.Context, id string) (*upgrade.FeatureFlag, error)
+	AddFlagList(ctx context.Context, kind upgrade.ListKind, in upgrade.FlagListInput) (*upgrade.FlagList, error)
+	UpdateFlagList(ctx context.Context, kind upgrade.ListKind, in upgrade.FlagListInput) (*upgrade.FlagList, error)
+	DeleteFlagList(ctx context.Context, kind upgrade.ListKind, listID string) (*upgrade.SegmentRecord, error)
+	Segments(ctx context.Context) (*upgrade.SegmentsAnswer, error)
+	Segment(ctx context.Context, id string) (*upgrade.SegmentRecord, error)
+	UpsertSegment(ctx context.Context, in upgrade.SegmentInput) (*upgrade.SegmentRecord, error)
+	DeleteSegment(ctx context.Context, id string) (*upgrade.SegmentRecord, error)
 }
 
 // The real client must keep satisfying API; this fails to compile otherwise.

@@ -414,6 +414,9 @@ func coerce(v any, t reflect.Type, path string, out *[]Problem) any {
 	case reflect.Pointer:
 		return coerce(v, t.Elem(), path, out)
 	case reflect.Struct:
+		if t == groupParamType {
+			v = groupShorthand(v) // "classId:c7", {"classId": "c7"}
+		}
 		obj, ok := asObject(v)
 		if !ok {
 			addShape(out, path, "an object", v)

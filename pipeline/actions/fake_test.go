@@ -32,6 +32,8 @@ type fakeAPI struct {
 	version    int
 	replaceIDs bool // like the real server: condition/partition ids are replaced on write
 
+	fl *flagStore // feature flags and segments (flag_fake_test.go)
+
 	inflight, maxInflight int
 	// gateAt > 0 holds every Init until that many calls are in flight at
 	// once (or the gate times out), so a test can prove concurrency
@@ -55,6 +57,7 @@ func newFake() *fakeAPI {
 		calls: map[string]int{},
 		errs:  map[string]error{},
 		gate:  make(chan struct{}),
+		fl:    newFlagStore(),
 	}
 }
 

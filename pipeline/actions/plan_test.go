@@ -20,6 +20,7 @@ type planCase struct {
 	name  string
 	p     Params
 	setup func(f *fakeAPI)
+	flags bool // on flagged() rather than seeded()
 }
 
 func planCases() []planCase {
@@ -93,9 +94,12 @@ func planCases() []planCase {
 
 func TestBuildPlanGolden(t *testing.T) {
 	seen := map[Name]bool{}
-	for _, tc := range planCases() {
+	for _, tc := range append(planCases(), flagPlanCases()...) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := seeded()
+			if tc.flags {
+				f = flagged()
+			}
 			if tc.setup != nil {
 				tc.setup(f)
 			}

@@ -128,6 +128,11 @@ type RefKind string
 // Kinds of reference.
 const (
 	RefExperiment RefKind = "experiment"
+	// RefFeatureFlag: a flag's id; its key (any case) or name is resolved.
+	RefFeatureFlag RefKind = "feature_flag"
+	// RefSegment: a public segment's id; its name is resolved (in the
+	// context the params are about).
+	RefSegment RefKind = "segment"
 )
 
 // Ref is one param that names a server object by id. Path is dotted, with

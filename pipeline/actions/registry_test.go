@@ -17,7 +17,10 @@ import (
 func TestPromptList(t *testing.T) {
 	want := "create_experiment, update_experiment, update_experiment_status (enrolling = start, enrollmentComplete = stop, cancelled, archived), " +
 		"delete_experiment, init_experiment_user, get_decision_point_assignments, mark_decision_point, visit_decision_point, " +
-		"test_condition_balance (simulates many synthetic users as a background job)"
+		"test_condition_balance (simulates many synthetic users as a background job), " +
+		"create_feature_flag, update_feature_flag, update_feature_flag_status (enabled = on, disabled = off, archived), delete_feature_flag, " +
+		"add_feature_flag_list (kind include or exclude; one of users, groups, segment_ids), " +
+		"update_feature_flag_list (list_id from get_feature_flag_details), remove_feature_flag_list, create_segment, update_segment, delete_segment"
 	if d := cmp.Diff(want, PromptList()); d != "" {
 		t.Errorf("PromptList (-want +got):\n%s", d)
 	}

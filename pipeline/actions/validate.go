@@ -21,6 +21,7 @@ type Checker struct {
 	ctx      context.Context
 	api      API
 	meta     upgrade.ContextMetadata
+	segs     *segDir // the public segments, read once (flag and segment actions)
 	problems []Problem
 }
 

@@ -167,7 +167,7 @@ func (r *Runner) launch(ctx context.Context, id string) error {
 	_, err = r.Store.Update(id, func(rec *Record) error {
 		rec.Attempts++
 		if rec.Worker == "" && !rec.Terminal() {
-			rec.PID = pid // until the worker claims the job and writes its own
+			rec.PID, rec.Host = pid, hostname // until the worker claims the job and writes its own
 		}
 		return nil
 	})
@@ -205,7 +205,7 @@ func (r *Runner) dead(rec *Record) bool {
 	if rec.State != actions.JobRunning && rec.State != actions.JobQueued {
 		return false
 	}
-	if rec.PID > 0 && !r.alive(rec.PID) {
+	if rec.PID > 0 && onThisHost(rec) && !r.alive(rec.PID) {
 		return true
 	}
 	if rec.State == actions.JobQueued && rec.Attempts == 0 && rec.PID == 0 && rec.Worker == "" {
@@ -311,7 +311,7 @@ func (r *Runner) Cancel(_ context.Context, jobID string) (*Record, error) {
 	}
 	// Only a worker that showed life recently is signalled: an old pid
 	// may by now belong to some unrelated process.
-	if hb := rec.HeartbeatAt; rec.PID > 0 && hb != nil && r.now().Sub(*hb) <= r.staleAfter() && r.alive(rec.PID) {
+	if hb := rec.HeartbeatAt; rec.PID > 0 && onThisHost(rec) && hb != nil && r.now().Sub(*hb) <= r.staleAfter() && r.alive(rec.PID) {
 		if err := signalWorker(rec.PID, sigTerm); err != nil {
 			r.logger().Debug("signalling the worker", "job", jobID, "pid", rec.PID, "err", err)
 		}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -33,6 +32,8 @@ type Record struct {
 	// presumed dead and restarted.
 	HeartbeatAt *time.Time `json:"heartbeat_at,omitempty"`
 	PID         int        `json:"pid,omitempty"`
+	// Host is the machine PID runs on (teams: backend.go).
+	Host string `json:"host,omitempty"`
 	// Worker is the claim token of the worker that owns the job; only it
 	// may commit. Empty while no worker has claimed the job.
 	Worker    string          `json:"worker,omitempty"`
@@ -117,6 +118,9 @@ const (
 type Store struct {
 	// Now stamps created_at and updated_at; nil means time.Now.
 	Now func() time.Time
+	// Backend, when set, keeps the records instead of the folder (teams:
+	// backend.go).
+	Backend RecordBackend
 
 	dir string
 }
@@ -167,6 +171,9 @@ func (s *Store) Load(id string) (*Record, error) {
 }
 
 func (s *Store) load(id string) (*Record, error) {
+	if s.Backend != nil {
+		return s.loadBackend(id)
+	}
 	path := s.Path(id)
 	// A regular file of at most maxRecordSize: a FIFO or a folder planted
 	// under a job's name is refused at once instead of blocking the reader.
@@ -232,6 +239,9 @@ func (s *Store) Create(r *Record) (existing *Record, created bool, err error) {
 	if err := checkID(r.ID); err != nil {
 		return nil, false, err
 	}
+	if s.Backend != nil {
+		return s.createBackend(r)
+	}
 	unlock, err := s.lock(r.ID)
 	if err != nil {
 		return nil, false, err
@@ -262,6 +272,9 @@ func (s *Store) Create(r *Record) (existing *Record, created bool, err error) {
 func (s *Store) Update(id string, fn func(r *Record) error) (*Record, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
+	}
+	if s.Backend != nil {
+		return s.updateBackend(id, fn)
 	}
 	unlock, err := s.lock(id)
 	if err != nil {
@@ -302,6 +315,9 @@ func (s *Store) MarkFailed(id string, err error) (*Record, error) {
 // cannot be read is skipped and reported in the joined error, so that one
 // bad file does not hide the others.
 func (s *Store) List() ([]*Record, error) {
+	if s.Backend != nil {
+		return s.listBackend()
+	}
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
@@ -323,12 +339,7 @@ func (s *Store) List() ([]*Record, error) {
 		}
 		out = append(out, r)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.After(out[j].CreatedAt)
-		}
-		return out[i].ID < out[j].ID
-	})
+	sortNewestFirst(out)
 	return out, errors.Join(errs...)
 }
 

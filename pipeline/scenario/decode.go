@@ -58,6 +58,8 @@ type setupYAML struct {
 	AuthRequired yaml.Node        `yaml:"auth_required"`
 	Experiments  []experimentYAML `yaml:"experiments"`
 	Users        []userYAML       `yaml:"users"`
+	Segments     []segmentYAML    `yaml:"segments"` // flags.go
+	Flags        []flagYAML       `yaml:"flags"`
 }
 
 // experimentYAML is an experiment of setup and of expect.backend: the
@@ -143,10 +145,14 @@ type jobYAML struct {
 }
 
 type backendYAML struct {
-	Experiments      []experimentYAML `yaml:"experiments"`
-	ExperimentAbsent yaml.Node        `yaml:"experiment_absent"`
-	ExperimentCount  yaml.Node        `yaml:"experiment_count"`
-	Users            []userYAML       `yaml:"users"`
+	Experiments      []experimentYAML    `yaml:"experiments"`
+	ExperimentAbsent yaml.Node           `yaml:"experiment_absent"`
+	ExperimentCount  yaml.Node           `yaml:"experiment_count"`
+	Users            []userYAML          `yaml:"users"`
+	Flags            []flagExpectYAML    `yaml:"flags"` // flags.go
+	FlagAbsent       yaml.Node           `yaml:"flag_absent"`
+	Segments         []segmentExpectYAML `yaml:"segments"`
+	SegmentAbsent    yaml.Node           `yaml:"segment_absent"`
 }
 
 // yamlTypes are the structs above by the name yaml.v3 gives them in its
@@ -154,7 +160,8 @@ type backendYAML struct {
 var yamlTypes = func() map[string]reflect.Type {
 	m := map[string]reflect.Type{}
 	for _, v := range []any{fileYAML{}, optionsYAML{}, setupYAML{}, experimentYAML{}, userYAML{}, stepYAML{},
-		resumeYAML{}, expectYAML{}, confirmationYAML{}, expectActionYAML{}, expectErrorYAML{}, jobYAML{}, backendYAML{}} {
+		resumeYAML{}, expectYAML{}, confirmationYAML{}, expectActionYAML{}, expectErrorYAML{}, jobYAML{}, backendYAML{},
+		segmentYAML{}, flagYAML{}, flagExpectYAML{}, segmentExpectYAML{}} {
 		t := reflect.TypeOf(v)
 		m[t.String()] = t
 	}
@@ -343,6 +350,7 @@ func (d *decoder) setup(x *setupYAML, s *Setup) {
 		}
 		s.Users = append(s.Users, d.setupUser(&x.Users[i], d.at("setup", "users", i), i))
 	}
+	d.setupFlags(x, s)
 }
 
 // written lists the values a struct of yaml.Node fields (an
@@ -553,6 +561,7 @@ func (d *decoder) expect(x *expectYAML, step int, what string, e *Expect) {
 			e.Backend.Users = append(e.Backend.Users,
 				d.subset(&b.Users[j], d.at("steps", step, "expect", "backend", "users", j), fmt.Sprintf("%s.users[%d]", bw, j), "id"))
 		}
+		d.expectFlags(b, step, bw, e.Backend)
 	}
 	set(d, &e.TerminationReason, &x.TerminationReason, w("termination_reason"), ptr(d.str))
 }
@@ -572,7 +581,7 @@ func (d *decoder) subset(x any, n *yaml.Node, what, idKey string) map[string]any
 			d.err = err
 			return m
 		}
-		if key == "status" {
+		if key == "status" && idKey != "key" { // a flag's status is not an experiment state
 			s, ok := val.(string)
 			if !ok || !upgrade.NormalizeState(s).Valid() {
 				d.fail(values[j], "%s.status: unknown state %s", what, kindName(values[j]))

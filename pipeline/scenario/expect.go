@@ -29,6 +29,7 @@ func (o outcome) status() string {
 // backendState is the backend as the expectations see it.
 type backendState struct {
 	experiments []upgrade.Experiment
+	flags       flagState                                    // read only when an expectation needs it
 	user        func(id string) (upgrade.InitResponse, bool) // nil when the backend cannot tell
 }
 
@@ -261,6 +262,7 @@ func checkBackend(b *ExpectBackend, be *backendState) []string {
 		}
 		out = append(out, subset(p, want, experimentView(&list[0]))...)
 	}
+	out = append(out, checkFlags(b, be.flags)...)
 	if len(b.Users) > 0 && be.user == nil {
 		out = append(out, "backend.users: only the embedded simulator can list users (backend: sim)")
 		return out

@@ -160,10 +160,13 @@ type run struct {
 	rep   *Report
 	clk   *clock
 	admin *upgrade.Client // setup and checks: holds the token when one is needed
-	agent *pipeline.Agent
-	store *checkpoint.FileStore
-	sim   *sim.Server
-	llmS  *llmtest.Server // nil unless llm: script
+	// flagAware: the scenario uses flags or segments, so each step learns
+	// their ids for templates and transcripts (flags.go).
+	flagAware bool
+	agent     *pipeline.Agent
+	store     *checkpoint.FileStore
+	sim       *sim.Server
+	llmS      *llmtest.Server // nil unless llm: script
 	// seen counts the requests of llmS measured by earlier steps: the
 	// server records every request of the scenario.
 	seen  int
@@ -378,8 +381,15 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 	if err != nil {
 		return cleanup, err
 	}
+	if err := r.applyFlagSetup(ctx); err != nil {
+		return cleanup, err
+	}
+	r.flagAware = usesFlags(sc)
 	r.learn(ctx)
 	r.tr.setup(sc, created)
+	if len(sc.Setup.Flags)+len(sc.Setup.Segments) > 0 {
+		r.tr.setupFlagLines(r.readFlags(ctx))
+	}
 	return cleanup, nil
 }
 
@@ -400,7 +410,9 @@ func (r *run) applySetup(ctx context.Context) ([]upgrade.Experiment, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-		var res actions.ExperimentResult
+		var res struct {
+			ID string `json:"id"`
+		}
 		if err := json.Unmarshal(out.Result, &res); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
@@ -431,6 +443,9 @@ func (r *run) learn(ctx context.Context) ([]upgrade.Experiment, error) {
 	}
 	r.res.learn(es)
 	r.norm.learn(es)
+	if r.flagAware {
+		r.learnFlags(r.readFlags(ctx))
+	}
 	return es, nil
 }
 
@@ -553,6 +568,9 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 		return sr
 	}
 	be := &backendState{experiments: es}
+	if expect.Backend != nil && len(expect.Backend.Flags)+len(expect.Backend.FlagAbsent)+len(expect.Backend.Segments)+len(expect.Backend.SegmentAbsent) > 0 {
+		be.flags = r.readFlags(ctx)
+	}
 	if r.sim != nil {
 		be.user = r.sim.Sim().User
 	}

@@ -81,6 +81,8 @@ type Setup struct {
 	AuthRequired bool
 	Experiments  []SetupExperiment
 	Users        []SetupUser
+	Segments     []SetupSegment // created before the flags (flags.go)
+	Flags        []SetupFlag
 }
 
 // SetupExperiment is one experiment to create. Params holds the fields of
@@ -186,4 +188,10 @@ type ExpectBackend struct {
 	ExperimentCount  *int
 	// Users are subset-matched against the simulator's users (sim only).
 	Users []map[string]any
+	// Flags (by key) and Segments (public, by name) are subset-matched;
+	// FlagAbsent and SegmentAbsent name ones that must not exist.
+	Flags         []map[string]any
+	FlagAbsent    []string
+	Segments      []map[string]any
+	SegmentAbsent []string
 }

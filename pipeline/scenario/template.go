@@ -12,7 +12,7 @@ import (
 
 // templateRE matches {{experiment:NAME}}, {{condition:EXPERIMENT:CODE}},
 // {{session}} and {{job}}.
-var templateRE = regexp.MustCompile(`\{\{\s*(experiment|condition|session|job)\s*(?::([^{}]*))?\}\}`)
+var templateRE = regexp.MustCompile(`\{\{\s*(experiment|condition|session|job|flag|segment|list)\s*(?::([^{}]*))?\}\}`)
 
 // resolver expands templates. Names stay resolvable after an experiment is
 // deleted (the last id seen under the name wins), so a step that deletes an
@@ -22,10 +22,14 @@ type resolver struct {
 	conditions  map[string]map[string]string // experiment name -> code -> id
 	session     string
 	job         string
+	flags       map[string]string              // key -> id
+	segments    map[string]string              // public segment name -> id
+	lists       map[string]map[string][]string // flag key -> include|exclude -> list ids
 }
 
 func newResolver() *resolver {
-	return &resolver{experiments: map[string]string{}, conditions: map[string]map[string]string{}}
+	return &resolver{experiments: map[string]string{}, conditions: map[string]map[string]string{},
+		flags: map[string]string{}, segments: map[string]string{}, lists: map[string]map[string][]string{}}
 }
 
 // learn records the ids of the experiments currently on the backend.
@@ -57,6 +61,9 @@ func (r *resolver) expand(s string) (string, error) {
 
 func (r *resolver) one(m []string) (string, error) {
 	kind, arg := m[1], strings.TrimSpace(m[2])
+	if v, ok, err := r.flagTemplate(kind, arg); ok {
+		return v, err
+	}
 	switch kind {
 	case "experiment":
 		if arg == "" {
@@ -235,6 +242,9 @@ func (r *resolver) expandExpect(e Expect) (Expect, error) {
 			*list = expanded
 		}
 		if bb.ExperimentAbsent, err = r.expandList(b.ExperimentAbsent); err != nil {
+			return e, err
+		}
+		if err := r.expandFlagExpect(&bb); err != nil {
 			return e, err
 		}
 		e.Backend = &bb

@@ -1,0 +1,212 @@
+package actions
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
+
+// ResolveFlagRefs resolves the params an action declares as references to
+// flags (`ref:"feature_flag"`) and segments (`ref:"segment"`) that hold a
+// name instead of an id: a flag's key (exactly, then in any case), its name
+// or a unique prefix; a segment's name, in the context the params are about
+// (their context, the flag's, or the segment's). It changes params in
+// place and reports whether it changed anything; a name that matches
+// nothing, or several things, is an error the model can act on. Ids are
+// left alone: validation decides about them. A list action's missing kind
+// is filled in from its list id.
+func ResolveFlagRefs(ctx context.Context, api API, refs []Ref, params map[string]any) (bool, error) {
+	r := &refResolver{ctx: ctx, api: api}
+	changed := false
+	appContext, _ := params["context"].(string)
+	resolve := func(kind RefKind, only func(path string) bool, fn func(string) (string, error)) error {
+		for _, ref := range refs {
+			if ref.Kind != kind || !only(ref.Path) {
+				continue
+			}
+			ch, err := ref.Resolve(params, fn)
+			if err != nil {
+				return fmt.Errorf("%s: %w", ref.Path, err)
+			}
+			changed = changed || ch
+		}
+		return nil
+	}
+	all := func(string) bool { return true }
+	err := resolve(RefFeatureFlag, all, func(v string) (string, error) {
+		if strings.TrimSpace(v) == "" {
+			return v, nil
+		}
+		f, err := r.flag(v)
+		if err != nil || f == nil {
+			return v, err
+		}
+		appContext = f.ContextName()
+		if r.fillKind(params, f.ID) {
+			changed = true
+		}
+		return f.ID, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	// The segment a segment action is about comes first: its context is
+	// the one the other segment names are looked up in.
+	err = resolve(RefSegment, func(p string) bool { return p == "segment_id" }, func(v string) (string, error) {
+		if id := idValue(v); upgrade.IsUUID(id) {
+			if d, err := r.segments(); err == nil {
+				if s, ok := d.get(id); ok {
+					appContext = s.Context
+				}
+			}
+			return v, nil
+		}
+		s, err := r.segment(v, "")
+		if err != nil {
+			return v, err
+		}
+		appContext = s.Context
+		return s.ID, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	err = resolve(RefSegment, func(p string) bool { return p != "segment_id" }, func(v string) (string, error) {
+		if strings.TrimSpace(v) == "" || upgrade.IsUUID(strings.TrimSpace(v)) {
+			return v, nil
+		}
+		s, err := r.segment(v, appContext)
+		if err != nil {
+			return v, err
+		}
+		return s.ID, nil
+	})
+	return changed, err
+}
+
+type refResolver struct {
+	ctx   context.Context
+	api   API
+	flags []upgrade.FeatureFlag
+	segs  *segDir
+}
+
+func (r *refResolver) segments() (*segDir, error) {
+	if r.segs == nil {
+		d, err := readSegments(r.ctx, r.api)
+		if err != nil {
+			return nil, err
+		}
+		r.segs = d
+	}
+	return r.segs, nil
+}
+
+// flag finds the flag a reference means: its id, its key (exactly, then
+// in any case), its name, or a unique prefix of either. nil, no error:
+// an id the server does not list (validation reports it).
+func (r *refResolver) flag(ref string) (*upgrade.FeatureFlag, error) {
+	ref = strings.TrimSpace(ref)
+	all, err := r.api.Flags(r.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading feature flags: %w", err)
+	}
+	r.flags = all
+	id := idValue(ref)
+	tiers := []func(f upgrade.FeatureFlag) bool{
+		func(f upgrade.FeatureFlag) bool { return f.ID == id },
+		func(f upgrade.FeatureFlag) bool { return f.Key == ref },
+		func(f upgrade.FeatureFlag) bool { return strings.EqualFold(f.Key, ref) },
+		func(f upgrade.FeatureFlag) bool { return strings.EqualFold(f.Name, ref) },
+		func(f upgrade.FeatureFlag) bool {
+			l := strings.ToLower(ref)
+			return strings.HasPrefix(strings.ToLower(f.Key), l) || strings.HasPrefix(strings.ToLower(f.Name), l)
+		},
+	}
+	for _, match := range tiers {
+		var found []upgrade.FeatureFlag
+		for _, f := range all {
+			if match(f) {
+				found = append(found, f)
+			}
+		}
+		switch {
+		case len(found) == 1:
+			return &found[0], nil
+		case len(found) > 1:
+			return nil, fmt.Errorf("%q names %d feature flags (%s); use the id", ref, len(found), flagNames(found))
+		}
+	}
+	if upgrade.IsUUID(ref) {
+		return nil, nil
+	}
+	return nil, fmt.Errorf("no feature flag has the key or name %q; the flags are %s (find_feature_flag searches them)", ref, flagNames(all))
+}
+
+func flagNames(fs []upgrade.FeatureFlag) string {
+	var parts []string
+	for i, f := range fs {
+		if i == 10 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(fs)-10))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s (key %s, context %s, id %s)", quote(f.Name), f.Key, f.ContextName(), f.ID))
+	}
+	return joinOrNone(parts)
+}
+
+// fillKind sets a list action's missing kind from the list id.
+func (r *refResolver) fillKind(params map[string]any, flagID string) bool {
+	listID, _ := params["list_id"].(string)
+	kind, _ := params["kind"].(string)
+	if listID == "" || strings.TrimSpace(kind) != "" {
+		return false
+	}
+	f, err := readFlag(r.ctx, r.api, flagID)
+	if err != nil {
+		return false
+	}
+	if l, ok := f.anyList(idValue(listID)); ok {
+		params["kind"] = l.Kind
+		return true
+	}
+	return false
+}
+
+// segment finds the public segment a name means, in appContext when the
+// name is used in several contexts.
+func (r *refResolver) segment(ref, appContext string) (segInfo, error) {
+	d, err := r.segments()
+	if err != nil {
+		return segInfo{}, err
+	}
+	found := d.byName(ref, appContext)
+	if len(found) == 0 {
+		l := strings.ToLower(strings.TrimSpace(ref))
+		for _, id := range d.order {
+			s := d.byID[id]
+			if strings.HasPrefix(strings.ToLower(s.Name), l) && (appContext == "" || s.Context == appContext) {
+				found = append(found, s)
+			}
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		var names []string
+		for _, id := range d.order {
+			if s := d.byID[id]; appContext == "" || s.Context == appContext {
+				names = append(names, fmt.Sprintf("%s (%s)", quote(s.Name), s.Context))
+			}
+		}
+		return segInfo{}, fmt.Errorf("no public segment is named %q; the segments are %s", ref, joinOrNone(names))
+	}
+	var names []string
+	for _, s := range found {
+		names = append(names, fmt.Sprintf("%s in %s (id %s)", quote(s.Name), s.Context, s.ID))
+	}
+	return segInfo{}, fmt.Errorf("%q names %d segments (%s); use the id", ref, len(found), strings.Join(names, ", "))
+}

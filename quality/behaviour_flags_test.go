@@ -1,0 +1,230 @@
+package quality
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
+
+// The habits real models have with the feature flag and segment tools: a
+// key in the wrong case, a group written as "classId:c7", segment names
+// instead of ids, lists sent as one object, nulls and empty optional
+// fields, numbers as strings, display-name statuses. Every case ends with
+// the backend holding what was shown and approved.
+
+// seedFlags makes the flags and segments every case starts with:
+// segment "pilot schools" (assign-prog, users u1 u2), flag "Math hints"
+// (MATH_HINTS, assign-prog, disabled, excludeAll, exclude list u9). Their
+// ids fill {{id:pilot schools}}, {{id:MATH_HINTS}} and {{id:MATH_HINTS
+// exclude}}.
+func seedFlags(t *testing.T, w *world, api *upgrade.Client) {
+	t.Helper()
+	ctx := context.Background()
+	raw, err := actions.Run(ctx, api, actions.CreateSegmentParams{Name: "pilot schools", Context: "assign-prog", Users: []string{"u1", "u2"}})
+	if err != nil {
+		t.Fatalf("seed segment: %v", err)
+	}
+	var seg actions.SegmentResult
+	if err := json.Unmarshal(raw, &seg); err != nil {
+		t.Fatal(err)
+	}
+	w.ids["pilot schools"] = seg.ID
+	raw, err = actions.Run(ctx, api, actions.CreateFeatureFlagParams{Name: "Math hints", Key: "MATH_HINTS", Context: "assign-prog",
+		ExcludeLists: []actions.FlagListParam{{Users: []string{"u9"}}}})
+	if err != nil {
+		t.Fatalf("seed flag: %v", err)
+	}
+	var fl actions.FlagResult
+	if err := json.Unmarshal(raw, &fl); err != nil {
+		t.Fatal(err)
+	}
+	w.ids["MATH_HINTS"] = fl.ID
+	w.ids["MATH_HINTS exclude"] = fl.ExcludeLists[0].ID
+}
+
+func (w *world) client(t *testing.T) *upgrade.Client {
+	t.Helper()
+	c, err := upgrade.New(upgrade.Config{BaseURL: w.srv.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// flagList renders a flag's lists of one kind: "users:u1,u2",
+// "groups:classId=c7", "segments:pilot schools"; "(off)" for a disabled one.
+func flagLists(t *testing.T, c *upgrade.Client, f *upgrade.FeatureFlag, kind upgrade.ListKind) []string {
+	t.Helper()
+	segs, err := c.Segments(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, s := range segs.Segments {
+		names[s.ID] = s.Name
+	}
+	lists := f.Inclusion
+	if kind == upgrade.ListExclusion {
+		lists = f.Exclusion
+	}
+	var out []string
+	for _, l := range lists {
+		var parts []string
+		if l.Segment != nil {
+			if u := l.Segment.UserIDs(); len(u) > 0 {
+				slices.Sort(u)
+				parts = append(parts, "users:"+strings.Join(u, ","))
+			}
+			for _, g := range l.Segment.GroupRefs() {
+				parts = append(parts, "groups:"+g.Type+"="+g.GroupID)
+			}
+			for _, id := range l.Segment.SubSegmentIDs() {
+				parts = append(parts, "segments:"+names[id])
+			}
+		}
+		s := strings.Join(parts, " ")
+		if !l.Enabled {
+			s += " (off)"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// hasFlag: the flag of that key exists with that status and filter mode
+// and exactly these include and exclude lists (nil: not checked).
+func hasFlag(key, status, mode string, include, exclude []string) check {
+	return func(t *testing.T, w *world) {
+		t.Helper()
+		c := w.client(t)
+		ctx := context.Background()
+		all, err := c.Flags(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range all {
+			if f.Key != key {
+				continue
+			}
+			full, err := c.Flag(ctx, f.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if full.Status != status || full.FilterMode != mode {
+				t.Errorf("backend: flag %s is %s/%s, want %s/%s", key, full.Status, full.FilterMode, status, mode)
+			}
+			if got := flagLists(t, c, full, upgrade.ListInclusion); include != nil && !slices.Equal(got, include) {
+				t.Errorf("backend: flag %s include lists %q, want %q", key, got, include)
+			}
+			if got := flagLists(t, c, full, upgrade.ListExclusion); exclude != nil && !slices.Equal(got, exclude) {
+				t.Errorf("backend: flag %s exclude lists %q, want %q", key, got, exclude)
+			}
+			return
+		}
+		t.Errorf("backend: no flag with key %s", key)
+	}
+}
+
+// hasSegment: the public segment exists with exactly these users.
+func hasSegment(name string, users ...string) check {
+	return func(t *testing.T, w *world) {
+		t.Helper()
+		all, err := w.client(t).Segments(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range all.Segments {
+			if s.Name == name {
+				got := s.UserIDs()
+				slices.Sort(got)
+				if !slices.Equal(got, users) {
+					t.Errorf("backend: segment %q users %v, want %v", name, got, users)
+				}
+				return
+			}
+		}
+		t.Errorf("backend: no segment %q", name)
+	}
+}
+
+func TestHabitFlags(t *testing.T) {
+	t.Parallel()
+	mathFlag := func(status string, include []string) check {
+		return hasFlag("MATH_HINTS", status, "excludeAll", include, []string{"users:u9"})
+	}
+	runBehaviour(t, []behaviourCase{
+		{name: "key in the wrong case", steps: []turnStep{
+			request("Turn on math_hints.", "update_feature_flag_status", `{flag_id: math_hints, status: Enabled}`).
+				expect(func(w *turnWant) { w.params = `{"flag_id":"{{id:MATH_HINTS}}","status":"enabled"}` }),
+			yes("update_feature_flag_status"),
+		}, backend: []check{mathFlag("enabled", nil)}},
+		{name: "group as classId:c7", steps: []turnStep{
+			request("Give math hints to class 7.", "add_feature_flag_list", `{flag_id: MATH_HINTS, kind: include, groups: ["classId:c7"]}`).
+				expect(func(w *turnWant) {
+					w.params = `{"groups":[{"type":"classId","group_id":"c7"}],"kind":"include","enabled":true}`
+				}),
+			yes("add_feature_flag_list"),
+		}, backend: []check{mathFlag("disabled", []string{"groups:classId=c7"})}},
+		{name: "group as a pair and the kind as inclusion", steps: []turnStep{
+			request("Give math hints to class 7.", "add_feature_flag_list", `{flag_id: "{{id:MATH_HINTS}}", kind: Inclusion, groups: {classId: c7}, users: [], segment_ids: null}`).
+				expect(func(w *turnWant) { w.params = `{"groups":[{"type":"classId","group_id":"c7"}],"kind":"include"}` }),
+			yes("add_feature_flag_list"),
+		}, backend: []check{mathFlag("disabled", []string{"groups:classId=c7"})}},
+		{name: "segment name instead of an id", steps: []turnStep{
+			request("Give math hints to the pilot schools.", "add_feature_flag_list", `{flag_id: Math hints, kind: include, segment_ids: [Pilot Schools]}`).
+				expect(func(w *turnWant) { w.params = `{"segment_ids":["{{id:pilot schools}}"]}` }),
+			yes("add_feature_flag_list"),
+		}, backend: []check{mathFlag("disabled", []string{"segments:pilot schools"})}},
+		{name: "lists sent as one object", steps: []turnStep{
+			request("Create a flag Hint panel (HINT_PANEL) in assign-prog for u1 and u2, on.", "create_feature_flag",
+				`{name: Hint panel, key: HINT_PANEL, context: assign-prog, status: "Enabled", filter_mode: exclude all, description: null, tags: [], include_lists: {users: [u1, u2], enabled: "true"}, exclude_lists: null}`).
+				expect(func(w *turnWant) {
+					w.params = `{"status":"enabled","filter_mode":"excludeAll","include_lists":[{"enabled":true,"users":["u1","u2"]}]}`
+				}),
+			yes("create_feature_flag"),
+		}, backend: []check{hasFlag("HINT_PANEL", "enabled", "excludeAll", []string{"users:u1,u2"}, []string{})}},
+		{name: "numbers as strings and one value for a list", steps: []turnStep{
+			request("Add user 123 to the pilot schools and drop u1.", "update_segment", `{segment_id: pilot schools, add_users: 123, remove_users: "u1", users: null, name: null}`).
+				expect(func(w *turnWant) { w.params = `{"add_users":["123"],"remove_users":["u1"]}` }),
+			yes("update_segment"),
+		}, backend: []check{hasSegment("pilot schools", "123", "u2")}},
+		{name: "exclude list members merged", steps: []turnStep{
+			request("Also exclude u12 from math hints.", "update_feature_flag_list",
+				`{flag_id: MATH_HINTS, list_id: "{{id:MATH_HINTS exclude}}", users: [u9, u12], kind: null}`).
+				expect(func(w *turnWant) { w.params = `{"kind":"exclude","users":["u9","u12"]}` }),
+			yes("update_feature_flag_list"),
+		}, backend: []check{hasFlag("MATH_HINTS", "disabled", "excludeAll", nil, []string{"users:u12,u9"})}},
+		{name: "a taken key is refused in Go", steps: []turnStep{
+			{say: "Create a flag called Hints again with key MATH_HINTS in assign-prog.",
+				llm:  analyze + gather("create_feature_flag", `{name: Hints again, key: MATH_HINTS, context: assign-prog}`) + respond,
+				want: turnWant{field: "key", calls: 3}},
+		}, backend: []check{mathFlag("disabled", []string{})}},
+		{name: "why not served, without an exposure", steps: []turnStep{
+			{say: "Why doesn't u12 in class c7 get math hints?",
+				llm: "- call:\n    analyze_user_request: {intent_type: needs_info, confidence: 0.9, user_request_summary: Explain the flag for u12., reasoning: Evaluation., needs_action: false}\n" +
+					"    explain_feature_flag: {flag_id: Math Hints, user_id: u12, groups: {classId: c7}}\n" + respond,
+				want: turnWant{calls: 2, seen: []string{`"served":false`, `"rule":"flag_not_enabled"`}}},
+		}, backend: []check{mathFlag("disabled", []string{}), noExposures("MATH_HINTS")}},
+	})
+}
+
+// noExposures: the client API was never asked for the flag.
+func noExposures(key string) check {
+	return func(t *testing.T, w *world) {
+		t.Helper()
+		page, err := w.client(t).FlagsPage(context.Background(), upgrade.PageRequest{Skip: 0, Take: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range page.Nodes {
+			if f.Key == key && f.Exposures != nil && *f.Exposures != 0 {
+				t.Errorf("backend: flag %s has %d exposures; explaining must not record any", key, *f.Exposures)
+			}
+		}
+	}
+}

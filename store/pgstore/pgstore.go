@@ -1,0 +1,287 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/redact"
+)
+
+// SchemaVersion is the schema this binary creates and reads.
+const SchemaVersion = 1
+
+// ErrSchemaNewer: the database was migrated by a newer binary; nothing is
+// written to it.
+var ErrSchemaNewer = errors.New("the store's schema is newer than this binary knows")
+
+// ErrURL: the store setting is not a PostgreSQL URL pgx can read.
+var ErrURL = errors.New("invalid store URL")
+
+// migrateLock is the advisory lock key under which the schema is created.
+const migrateLock int64 = 0x75706772_6d696772 // "upgrmigr"
+
+// Password returns the password of a store URL ("" when it has none), so
+// that callers can add it to the secrets they redact.
+func Password(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		if cfg, err := pgx.ParseConfig(raw); err == nil {
+			return cfg.Password
+		}
+		return ""
+	}
+	p, _ := u.User.Password()
+	return p
+}
+
+// Redacted is the URL with its password replaced, for messages.
+func Redacted(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "postgres://[unparsable URL]"
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// Options tune a Store.
+type Options struct {
+	// Secrets are values that must never be written (as FileStore.Secrets).
+	Secrets []string
+	// Now stamps checkpoints; nil = time.Now.
+	Now func() time.Time
+	// Timeout bounds each statement; 0 = 30s.
+	Timeout time.Duration
+}
+
+// Store is one process's connection to the team store. Its methods are
+// safe for concurrent use: statements go one at a time over one connection.
+type Store struct {
+	cfg     *pgx.ConnConfig
+	secrets []string
+	red     redact.Redactor
+	now     func() time.Time
+	timeout time.Duration
+
+	mu            sync.Mutex
+	conn          *pgx.Conn
+	upgradeServer atomic.Value // string: SetServer's value
+
+	known sync.Map // session id -> knownRow: the row this process last read or wrote
+}
+
+type knownRow struct {
+	seq  int
+	xmin string // the row version: any UPDATE of the row changes it
+}
+
+// Open connects to the store, creating or migrating its schema when needed.
+func Open(ctx context.Context, rawURL string, o Options) (*Store, error) {
+	pw := Password(rawURL)
+	red := redact.New(append([]string{pw}, o.Secrets...)...)
+	cfg, err := pgx.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %s", ErrURL, Redacted(rawURL), red.String(err.Error()))
+	}
+	s := &Store{cfg: cfg, secrets: o.Secrets, red: red, now: o.Now, timeout: o.Timeout}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.timeout <= 0 {
+		s.timeout = 30 * time.Second
+	}
+	conn, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.conn = conn
+	if err := s.migrate(ctx); err != nil {
+		_ = conn.Close(context.Background())
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) connect(ctx context.Context) (*pgx.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, s.cfg.Copy())
+	if err != nil {
+		return nil, s.wrap("connect to the store", err)
+	}
+	return conn, nil
+}
+
+// Close ends the connection.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return nil
+	}
+	err := s.conn.Close(context.Background())
+	s.conn = nil
+	return s.wrap("close the store", err)
+}
+
+// wrap names what failed and hides the password.
+func (s *Store) wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &dbError{msg: "postgres store: " + what + ": " + s.red.String(err.Error()), err: err}
+}
+
+// dbError keeps the cause for errors.Is while its text is redacted.
+type dbError struct {
+	msg string
+	err error
+}
+
+func (e *dbError) Error() string { return e.msg }
+func (e *dbError) Unwrap() error { return e.err }
+
+// with runs fn on the connection, one caller at a time, under the timeout.
+func (s *Store) with(fn func(ctx context.Context, c *pgx.Conn) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == nil {
+		return errors.New("postgres store: closed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	return fn(ctx, s.conn)
+}
+
+// tx runs fn in a transaction.
+func (s *Store) tx(fn func(ctx context.Context, tx pgx.Tx) error) error {
+	return s.with(func(ctx context.Context, c *pgx.Conn) error {
+		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error { return fn(ctx, tx) })
+	})
+}
+
+const schemaV1 = `
+CREATE TABLE upgrade_agent_sessions (
+	id text PRIMARY KEY,
+	seq bigint NOT NULL,
+	status text NOT NULL,
+	updated_at timestamptz NOT NULL,
+	data bytea NOT NULL
+);
+CREATE TABLE upgrade_agent_history (
+	session_id text NOT NULL,
+	seq bigint NOT NULL,
+	data bytea NOT NULL,
+	PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE upgrade_agent_jobs (
+	id text PRIMARY KEY,
+	created_at timestamptz NOT NULL DEFAULT now(),
+	data bytea NOT NULL
+);
+-- Checkpoints are read far more often than written, and pglz buys little
+-- on them: kept out of line, uncompressed, a load costs no decompression.
+ALTER TABLE upgrade_agent_sessions ALTER COLUMN data SET STORAGE EXTERNAL;
+ALTER TABLE upgrade_agent_history ALTER COLUMN data SET STORAGE EXTERNAL;
+CREATE TABLE upgrade_agent_audit (
+	n bigserial PRIMARY KEY,
+	at timestamptz NOT NULL,
+	db_user text NOT NULL DEFAULT session_user,
+	entry jsonb NOT NULL
+);
+CREATE INDEX upgrade_agent_audit_session ON upgrade_agent_audit ((entry->>'session_id'));
+CREATE FUNCTION upgrade_agent_audit_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	NEW.db_user := session_user;
+	RETURN NEW;
+END $$;
+CREATE TRIGGER upgrade_agent_audit_stamp BEFORE INSERT ON upgrade_agent_audit
+	FOR EACH ROW EXECUTE FUNCTION upgrade_agent_audit_stamp();
+`
+
+// schemaVersion reads the version, 0 when the store has no schema yet.
+func schemaVersion(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (int, error) {
+	var exists bool
+	// A scan of pg_class, not to_regclass: the catalog cache may not yet
+	// know a table another session made while this one waited for the
+	// advisory lock.
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relname = 'upgrade_agent_schema' AND n.nspname = current_schema())`).Scan(&exists); err != nil {
+		return 0, err
+	}
+	if !exists {
+		return 0, nil
+	}
+	var v *int
+	if err := q.QueryRow(ctx, `SELECT max(version) FROM upgrade_agent_schema`).Scan(&v); err != nil {
+		return 0, err
+	}
+	if v == nil {
+		return 0, nil
+	}
+	return *v, nil
+}
+
+// migrate brings the schema to SchemaVersion. The common case, a current
+// schema, costs one read and writes nothing (a least-privilege role gets
+// here); creation runs under an advisory lock so two machines starting at
+// once do not both create it.
+func (s *Store) migrate(ctx context.Context) error {
+	err := s.with(func(ctx context.Context, c *pgx.Conn) error {
+		v, err := schemaVersion(ctx, c)
+		if err != nil {
+			return s.wrap("read the schema version", err)
+		}
+		if v > SchemaVersion {
+			return fmt.Errorf("%w: the database is at schema version %d, this binary knows version %d; nothing was written (upgrade upgrade-agent)", ErrSchemaNewer, v, SchemaVersion)
+		}
+		if v == SchemaVersion {
+			return nil
+		}
+		return s.wrap("create the schema", pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
+				return err
+			}
+			v, err := schemaVersion(ctx, tx)
+			if err != nil || v >= SchemaVersion {
+				return err // another machine made it meanwhile
+			}
+			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS upgrade_agent_schema (version integer NOT NULL)`); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, schemaV1); err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `INSERT INTO upgrade_agent_schema (version) VALUES ($1)`, SchemaVersion)
+			return err
+		}))
+	})
+	return err
+}
+
+// lockKey is the advisory lock key of a session: 64 bits of a hash of its
+// id, so two ids share a key with negligible odds.
+func lockKey(kind, id string) int64 {
+	h := sha256.Sum256([]byte("upgrade-agent " + kind + " " + id))
+	return int64(binary.BigEndian.Uint64(h[:8]))
+}

@@ -1,0 +1,199 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/upgrade-agent/upgrade-agent/audit"
+	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/checkpoint/storetest"
+	"github.com/upgrade-agent/upgrade-agent/internal/pgtest"
+	"github.com/upgrade-agent/upgrade-agent/pipeline/jobs"
+	"github.com/upgrade-agent/upgrade-agent/store/pgstore"
+)
+
+func TestMain(m *testing.M) {
+	storetest.MaybeHold(func(url string) (checkpoint.SessionStore, error) {
+		return pgstore.Open(context.Background(), url, pgstore.Options{})
+	})
+	pgtest.Main(m)
+}
+
+func open(t testing.TB, url string, secrets ...string) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), url, pgstore.Options{Secrets: secrets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func exec(t *testing.T, url, sql string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, sql, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func raw(t *testing.T, url, id string) []byte {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var b []byte
+	if err := c.QueryRow(ctx, `SELECT data FROM upgrade_agent_sessions WHERE id = $1`, id).Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestPostgresStoreConformance runs the suite against a real PostgreSQL.
+func TestPostgresStoreConformance(t *testing.T) {
+	c := pgtest.Need(t)
+	storetest.Run(t, storetest.Harness{
+		Fresh: func(t *testing.T) string {
+			url, err := c.NewDatabase()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return url
+		},
+		Open: func(t *testing.T, url string, secrets ...string) checkpoint.SessionStore {
+			return open(t, url, secrets...)
+		},
+		Raw: raw,
+		Corrupt: func(t *testing.T, url, id string, data []byte) {
+			exec(t, url, `UPDATE upgrade_agent_sessions SET data = $2 WHERE id = $1`, id, data)
+		},
+		Jobs: func(t *testing.T, url string) *jobs.Store {
+			s, err := jobs.OpenStore(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Backend = open(t, url).Jobs()
+			return s
+		},
+		Audit: func(t *testing.T, url string) audit.Log { return open(t, url).Audit() },
+	})
+}
+
+// TestSchemaNewerIsRefused: a database migrated by a newer binary is refused
+// with both versions named, and nothing is written to it.
+func TestSchemaNewerIsRefused(t *testing.T) {
+	c := pgtest.Need(t)
+	url, err := c.NewDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	open(t, url)
+	exec(t, url, `UPDATE upgrade_agent_schema SET version = 99`)
+	_, err = pgstore.Open(context.Background(), url, pgstore.Options{})
+	if !errors.Is(err, pgstore.ErrSchemaNewer) || !strings.Contains(err.Error(), "99") || !strings.Contains(err.Error(), "version 1") {
+		t.Fatalf("open of a newer schema: %v", err)
+	}
+}
+
+// TestConcurrentMigration: machines starting at once on an empty database
+// all succeed; the schema is made once.
+func TestConcurrentMigration(t *testing.T) {
+	c := pgtest.Need(t)
+	url, err := c.NewDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		go func() {
+			s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
+			if err == nil {
+				_ = s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 4; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM upgrade_agent_schema`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("schema rows %d %v, want 1", n, err)
+	}
+}
+
+// TestPasswordNeverInErrors: a refused login and a bad URL name neither the
+// password nor hide which store failed.
+func TestPasswordNeverInErrors(t *testing.T) {
+	c := pgtest.Need(t)
+	const pw = "wrong-Secret-pw-1234"
+	url := c.URL("postgres", pgtest.Admin, pw)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := pgstore.Open(ctx, url, pgstore.Options{})
+	if err == nil || strings.Contains(err.Error(), pw) {
+		t.Fatalf("login with a wrong password: %v", err)
+	}
+	_, err = pgstore.Open(ctx, "postgres://u:"+pw+"@127.0.0.1:notaport/db", pgstore.Options{})
+	if err == nil || strings.Contains(err.Error(), pw) {
+		t.Fatalf("bad URL: %v", err)
+	}
+}
+
+// TestAuditDBUserFilledByDatabase: db_user is the authenticated role, set
+// by the database whatever the client sends, and the trail is append-only
+// for a least-privilege role.
+func TestAuditDBUserFilledByDatabase(t *testing.T) {
+	c := pgtest.Need(t)
+	url, err := c.NewDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	open(t, url) // the owner migrates
+	db := url[strings.LastIndex(url, "/")+1 : strings.Index(url, "?")]
+	role := "ua_app_" + db
+	for _, q := range LeastPrivilegeGrants(role, c.Password) {
+		exec(t, url, q)
+	}
+	app := c.URL(db, role, c.Password)
+	s := open(t, app)
+	if err := s.Audit().Append(audit.Entry{Time: time.Now().UTC(), Event: audit.Approved, Actor: "mallory", DBUser: "someone-else", SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Audit().Read(audit.Filter{})
+	if err != nil || len(got) != 1 || got[0].DBUser != role {
+		t.Fatalf("entries %+v %v, want db_user %s", got, err, role)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range []string{`UPDATE upgrade_agent_audit SET entry = '{}'`, `DELETE FROM upgrade_agent_audit`} {
+		if _, err := conn.Exec(ctx, q); err == nil || !strings.Contains(err.Error(), "permission denied") {
+			t.Errorf("%s as the app role: %v, want permission denied", q, err)
+		}
+	}
+}
