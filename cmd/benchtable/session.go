@@ -305,7 +305,6 @@ func prefixNote(c *instantLLM) string {
 	return out
 }
 
-
 // percentile of durations (p in 0..1), by sorting a copy.
 func percentile(d []time.Duration, p float64) time.Duration {
 	if len(d) == 0 {
