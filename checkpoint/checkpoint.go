@@ -35,6 +35,9 @@ const (
 	// in the state records what ran) and are only counted, in effects_dropped, so the
 	// file does not grow with every action.
 	FinishedEffectsKept = 20
+
+	// maxServerLen bounds upgrade_server: a URL, or the simulator's name and id.
+	maxServerLen = 2048
 )
 
 // Status is where a session stands between two processes, and how a turn
@@ -108,8 +111,13 @@ type Checkpoint struct {
 	MCP json.RawMessage `json:"mcp,omitempty"`
 	// EffectsDropped counts the finished effects Save has left out of Effects (see
 	// FinishedEffectsKept) over the session's life.
-	EffectsDropped int      `json:"effects_dropped,omitempty"`
-	Effects        []Effect `json:"effects"`
+	EffectsDropped int `json:"effects_dropped,omitempty"`
+	// UpgradeServer names the UpGrade the session works against: its URL, or
+	// "embedded-simulator:<id>" for the embedded simulator of a state dir (the id
+	// is kept in the simulator's data file). Optional: older checkpoints have
+	// none, and any server may resume them. See FileStore.Server.
+	UpgradeServer string   `json:"upgrade_server,omitempty"`
+	Effects       []Effect `json:"effects"`
 	// State is the pipeline's session state (pipeline.md), opaque to this package.
 	State    json.RawMessage `json:"state"`
 	Checksum string          `json:"checksum"`
@@ -350,6 +358,9 @@ func (cp *Checkpoint) validateHeader() error {
 	}
 	if cp.ParentSeq != cp.Seq-1 {
 		return fmt.Errorf("parent_seq: %d, but a checkpoint of seq %d follows seq %d", cp.ParentSeq, cp.Seq, cp.Seq-1)
+	}
+	if len(cp.UpgradeServer) > maxServerLen {
+		return fmt.Errorf("upgrade_server: %d bytes, longer than %d", len(cp.UpgradeServer), maxServerLen)
 	}
 	if cp.EffectsDropped < 0 || cp.EffectsDropped > MaxSeq {
 		return fmt.Errorf("effects_dropped: %d is out of range (0 to %d)", cp.EffectsDropped, MaxSeq)

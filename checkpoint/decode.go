@@ -270,6 +270,8 @@ func fieldTarget(cp *Checkpoint, key string) any {
 		return &cp.MCP
 	case "effects_dropped":
 		return &cp.EffectsDropped
+	case "upgrade_server":
+		return &cp.UpgradeServer
 	}
 	return nil
 }

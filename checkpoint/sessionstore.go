@@ -30,9 +30,16 @@ type SessionStore interface {
 	LoadHistory(id string, seq int) (*Checkpoint, error)
 	// Where names the place the session is kept, for messages and `sessions show`.
 	Where(id string) string
+	// SetServer names the UpGrade this process works against: Save records
+	// it as upgrade_server in a checkpoint that names no server yet ("" =
+	// record nothing). Call it before the saves it is for.
+	SetServer(server string)
 }
 
 var _ SessionStore = (*FileStore)(nil)
+
+// SetServer sets s.Server.
+func (s *FileStore) SetServer(server string) { s.Server = server }
 
 // Where is the session's checkpoint.json.
 func (s *FileStore) Where(id string) string { return s.Path(id) }
@@ -76,9 +83,10 @@ func ReadFile(path string) ([]byte, error) {
 func ChecksumOf(data []byte) string { return checksumOf(data) }
 
 // NextOf prepares the checkpoint Save writes after cp, as FileStore.Save
-// does: seq + 1, parent_seq, times, compacted effects, validated. Other
-// stores use it so that every store writes the same JSON.
-func NextOf(cp *Checkpoint, now time.Time) (*Checkpoint, error) {
+// does: seq + 1, parent_seq, times, compacted effects, server (recorded as
+// upgrade_server when cp names none yet; "" records nothing), validated.
+// Other stores use it so that every store writes the same JSON.
+func NextOf(cp *Checkpoint, now time.Time, server string) (*Checkpoint, error) {
 	if cp == nil {
 		return nil, fmt.Errorf("save checkpoint: nil checkpoint")
 	}
@@ -102,6 +110,9 @@ func NextOf(cp *Checkpoint, now time.Time) (*Checkpoint, error) {
 		next.CreatedAt = now
 	}
 	next.UpdatedAt = now
+	if next.UpgradeServer == "" {
+		next.UpgradeServer = server
+	}
 	if err := next.Validate(); err != nil {
 		return nil, fmt.Errorf("save checkpoint of session %s: %w", id, err)
 	}

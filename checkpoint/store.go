@@ -51,6 +51,9 @@ type FileStore struct {
 	// Secrets are values that must never reach the disk (the API key, the UpGrade
 	// token). Values shorter than 8 bytes are ignored: they would match ordinary text.
 	Secrets []string
+	// Server, when not empty, is recorded as upgrade_server by Save in a checkpoint
+	// that names no server yet: the UpGrade this process works against.
+	Server string
 
 	dir string
 
@@ -209,7 +212,7 @@ func (s *FileStore) Save(cp *Checkpoint) error {
 		// Load accepts MaxSeq, so only a damaged or hand-made file gets here.
 		return &CorruptError{Path: s.Path(cp.SessionID), Reason: fmt.Sprintf("seq %d is the largest a checkpoint may have: no save can follow it", cp.Seq)}
 	}
-	nextp, err := NextOf(cp, s.now())
+	nextp, err := NextOf(cp, s.now(), s.Server)
 	if err != nil {
 		return err
 	}

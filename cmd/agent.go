@@ -19,7 +19,9 @@ type TurnOptions struct {
 	OutputSchema          string
 	ConversationalOutputs bool
 	WaitJobs              time.Duration
-	waitJobsSet           bool
+	// AllowOtherServer continues a session proposed against another UpGrade.
+	AllowOtherServer bool
+	waitJobsSet      bool
 }
 
 // turnEnv is what an agent is wired to (the configured LLM, UpGrade,
@@ -94,7 +96,7 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 		}
 		s.Output = &pipeline.OutputConfig{Schema: schema, Enabled: o.ConversationalOutputs}
 	}
-	client, closer, err := f.LLM()
+	client, closer, err := f.turnLLM()
 	if err != nil {
 		return nil, err
 	}

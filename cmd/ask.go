@@ -49,7 +49,7 @@ that it waits on a job.`,
 	c.Flags().StringVar(&o.Session, "session", "", "continue session `ID`")
 	c.Flags().BoolVar(&o.Continue, "continue", false, "continue the most recent session")
 	addTurnFlags(c, &o.Turn)
-	return c
+	return withOutputs(c, "json")
 }
 
 func addTurnFlags(c *cobra.Command, t *TurnOptions) {
@@ -58,6 +58,7 @@ func addTurnFlags(c *cobra.Command, t *TurnOptions) {
 	c.Flags().StringVar(&t.OutputSchema, "output-schema", "", "JSON Schema `file` for structured output")
 	c.Flags().BoolVar(&t.ConversationalOutputs, "conversational-outputs", false, "fill the output schema's custom fields after each reply")
 	c.Flags().DurationVar(&t.WaitJobs, "wait-jobs", 0, "how long a turn waits for a job it started before it suspends (default 5s)")
+	c.Flags().BoolVar(&t.AllowOtherServer, "allow-other-server", false, "continue a session proposed against another UpGrade than this run's")
 }
 
 func runAsk(ctx context.Context, f *Factory, o *AskOptions) error {
@@ -90,6 +91,13 @@ func runAsk(ctx context.Context, f *Factory, o *AskOptions) error {
 		}
 	case id == "":
 		id, create = checkpoint.NewSessionID(), true
+	default:
+		if id, err = resolveSession(env.store, id); err != nil {
+			return err
+		}
+	}
+	if err := guardServer(f, env.store, id, "", o.Turn.AllowOtherServer); err != nil {
+		return err
 	}
 	src := sessionStored
 	if create {

@@ -20,7 +20,7 @@ var shells = []string{"bash", "zsh", "fish", "powershell"}
 // NewCmdCompletion builds "completion SHELL".
 func NewCmdCompletion(f *Factory, runF func(context.Context, *CompletionOptions) error) *cobra.Command {
 	opts := &CompletionOptions{IO: f.IO}
-	return &cobra.Command{
+	return withOutputs(&cobra.Command{
 		Use:   "completion bash|zsh|fish|powershell",
 		Short: "Print a shell completion script",
 		Long: `Print the completion script for a shell. For example:
@@ -29,6 +29,8 @@ func NewCmdCompletion(f *Factory, runF func(context.Context, *CompletionOptions)
   zsh:         upgrade-agent completion zsh > "${fpath[1]}/_upgrade-agent"
   fish:        upgrade-agent completion fish > ~/.config/fish/completions/upgrade-agent.fish
   powershell:  upgrade-agent completion powershell | Out-String | Invoke-Expression`,
+		Example: `  source <(upgrade-agent completion bash)
+  upgrade-agent completion fish > ~/.config/fish/completions/upgrade-agent.fish`,
 		ValidArgs:   shells,
 		Args:        oneShell,
 		Annotations: map[string]string{annotationNoGlobals: "true"},
@@ -40,7 +42,7 @@ func NewCmdCompletion(f *Factory, runF func(context.Context, *CompletionOptions)
 			}
 			return runCompletion(c.Context(), opts)
 		},
-	}
+	})
 }
 
 func oneShell(c *cobra.Command, args []string) error {

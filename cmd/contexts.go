@@ -20,12 +20,16 @@ type ContextsOptions struct {
 // NewCmdContexts builds "contexts [NAME]".
 func NewCmdContexts(f *Factory, runF func(context.Context, *ContextsOptions) error) *cobra.Command {
 	opts := &ContextsOptions{IO: f.IO, Upgrade: f.Upgrade}
-	return &cobra.Command{
+	return withOutputs(&cobra.Command{
 		Use:   "contexts [NAME]",
 		Short: "List app contexts with their conditions, sites, targets and group types",
 		Long: `List the app contexts the UpGrade server knows, with the condition codes,
 decision point sites and targets, and group types each one allows. With NAME,
 show that context alone.`,
+		Example: `  upgrade-agent contexts
+  upgrade-agent contexts assign-prog
+  upgrade-agent contexts -o wide
+  upgrade-agent contexts -o json`,
 		Aliases: []string{"context"},
 		Args:    maxArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -39,7 +43,7 @@ show that context alone.`,
 			}
 			return runContexts(c.Context(), opts)
 		},
-	}
+	}, "wide", "json", "yaml")
 }
 
 func runContexts(ctx context.Context, opts *ContextsOptions) error {

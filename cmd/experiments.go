@@ -43,6 +43,7 @@ func NewCmdExperimentsList(f *Factory, runF func(context.Context, *ExperimentsLi
 		Aliases: []string{"ls"},
 		Short:   "List experiments, sorted by name",
 		Example: `  upgrade-agent experiments list --context assign-prog --status enrolling
+  upgrade-agent experiments list -o wide
   upgrade-agent experiments list --name hint -o json`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -56,7 +57,7 @@ func NewCmdExperimentsList(f *Factory, runF func(context.Context, *ExperimentsLi
 	c.Flags().StringVar(&opts.Context, "context", "", "only experiments in this app `context`")
 	c.Flags().StringVar(&opts.Status, "status", "", "only experiments in this `state` (internal names such as enrolling, or display names such as running)")
 	c.Flags().StringVar(&opts.Name, "name", "", "only experiments whose name contains this `text` (any case)")
-	return c
+	return withOutputs(c, "wide", "json", "yaml")
 }
 
 // statusFilter turns a --status value into an internal state name.
@@ -92,7 +93,7 @@ func runExperimentsList(ctx context.Context, opts *ExperimentsListOptions) error
 		return err
 	}
 	name := strings.ToLower(opts.Name)
-	list := make([]ExperimentSummary, 0, len(all))
+	list := make([]ExperimentInfo, 0, len(all))
 	for i := range all {
 		e := &all[i]
 		if opts.Context != "" && !containsString(e.Context, opts.Context) {
@@ -104,7 +105,7 @@ func runExperimentsList(ctx context.Context, opts *ExperimentsListOptions) error
 		if name != "" && !strings.Contains(strings.ToLower(e.Name), name) {
 			continue
 		}
-		list = append(list, readmodel.Summarize(e))
+		list = append(list, readmodel.ExperimentOf(e))
 	}
 	sort.Slice(list, func(i, j int) bool {
 		if list[i].Name != list[j].Name {
@@ -133,11 +134,12 @@ type ExperimentRefOptions struct {
 	Ref     string // id, exact name, or unique name prefix
 }
 
-func newRefCmd(f *Factory, use, short string, runF, run func(context.Context, *ExperimentRefOptions) error) *cobra.Command {
+func newRefCmd(f *Factory, use, short, example string, runF, run func(context.Context, *ExperimentRefOptions) error) *cobra.Command {
 	opts := &ExperimentRefOptions{IO: f.IO, Upgrade: f.Upgrade}
-	return &cobra.Command{
-		Use:   use + " REF",
-		Short: short,
+	return withOutputs(&cobra.Command{
+		Use:     use + " REF",
+		Short:   short,
+		Example: example,
 		Long: short + `.
 
 REF is an experiment id, its exact name, or a prefix of the name (or of the id)
@@ -151,17 +153,20 @@ that matches one experiment only.`,
 			}
 			return run(c.Context(), opts)
 		},
-	}
+	}, "json", "yaml", "raw")
 }
 
 // NewCmdExperimentsShow builds "experiments show REF".
 func NewCmdExperimentsShow(f *Factory, runF func(context.Context, *ExperimentRefOptions) error) *cobra.Command {
-	return newRefCmd(f, "show", "Show one experiment in full", runF, runExperimentsShow)
+	return newRefCmd(f, "show", "Show one experiment in full", `  upgrade-agent experiments show "Math Hints"
+  upgrade-agent experiments show 3f2a -o json   # the shape of a list item, with every detail
+  upgrade-agent experiments show "Math Hints" -o raw   # the server's own object`, runF, runExperimentsShow)
 }
 
 // NewCmdExperimentsStats builds "experiments stats REF".
 func NewCmdExperimentsStats(f *Factory, runF func(context.Context, *ExperimentRefOptions) error) *cobra.Command {
-	return newRefCmd(f, "stats", "Show enrollment per condition of one experiment", runF, runExperimentsStats)
+	return newRefCmd(f, "stats", "Show enrollment per condition of one experiment", `  upgrade-agent experiments stats "Math Hints"
+  upgrade-agent experiments stats math -o json`, runF, runExperimentsStats)
 }
 
 // fetchExperiment resolves ref against the server's experiment names and
@@ -173,7 +178,7 @@ func fetchExperiment(ctx context.Context, client *upgrade.Client, ref string) (*
 	}
 	id, err := upgrade.ResolveExperiment(names, ref)
 	if err != nil {
-		return nil, err
+		return nil, experimentNotFound(err)
 	}
 	return upgrade.ExperimentWithLists(ctx, client, id)
 }
@@ -205,5 +210,5 @@ func runExperimentsStats(ctx context.Context, opts *ExperimentRefOptions) error 
 	if err != nil {
 		return err
 	}
-	return NewReadView(opts.Output, opts.IO).Stats(readmodel.EnrollmentOf(e, st))
+	return NewReadView(opts.Output, opts.IO).Stats(readmodel.EnrollmentOf(e, st), st)
 }

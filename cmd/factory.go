@@ -28,6 +28,9 @@ type IOStreams struct {
 	Out, ErrOut io.Writer
 
 	StdinTTY, StdoutTTY, StderrTTY bool
+	// Width is what a table may take: $COLUMNS, else the terminal's width;
+	// 0 = no limit (stdout is not a terminal).
+	Width int
 }
 
 // SystemIO is the process's own streams with terminal detection.
@@ -39,6 +42,7 @@ func SystemIO() *IOStreams {
 		StdinTTY:  term.IsTerminal(int(os.Stdin.Fd())),
 		StdoutTTY: term.IsTerminal(int(os.Stdout.Fd())),
 		StderrTTY: term.IsTerminal(int(os.Stderr.Fd())),
+		Width:     terminalWidth(os.Getenv, term.IsTerminal(int(os.Stdout.Fd()))),
 	}
 }
 
@@ -85,6 +89,9 @@ type Factory struct {
 
 	loggerOnce sync.Once
 	logger     *slog.Logger
+
+	// embedded is the simulator Upgrade started, if any (server_check.go).
+	embedded *sim.Server
 
 	team teamState // the opened store (teams.go)
 }
@@ -159,6 +166,7 @@ func (f *Factory) Upgrade(ctx context.Context) (*upgrade.Client, func(), error) 
 			return nil, nil, err
 		}
 		fmt.Fprintf(f.IO.ErrOut, "upgrade-agent: using the embedded UpGrade simulator (state in %s); set UPGRADE_API_URL for a real server\n", dir)
+		f.embedded = srv
 		// The embedded simulator has login switched off; a token meant
 		// for a real server has no business there.
 		cfg.BaseURL, cfg.Token = srv.URL(), ""

@@ -58,7 +58,7 @@ enabled lists and all its lists (UpGrade ignores disabled lists).`,
 	c.Flags().StringVar(&opts.Context, "context", "", "only flags serving this app `context`")
 	c.Flags().StringVar(&opts.Status, "status", "", "only flags with this `status` (enabled, disabled, archived)")
 	c.Flags().StringVar(&opts.Key, "key", "", "only flags whose key contains this `text` (any case)")
-	return c
+	return withOutputs(c, "wide", "json", "yaml")
 }
 
 func runFlagsList(ctx context.Context, opts *FlagsListOptions) error {
@@ -111,7 +111,7 @@ the id) that matches one flag only.`
 // NewCmdFlagsShow builds "flags show REF".
 func NewCmdFlagsShow(f *Factory, runF func(context.Context, *FlagRefOptions) error) *cobra.Command {
 	opts := &FlagRefOptions{IO: f.IO, Upgrade: f.Upgrade}
-	return &cobra.Command{
+	return withOutputs(&cobra.Command{
 		Use:   "show REF",
 		Short: "Show one feature flag with its include and exclude lists",
 		Long:  "Show one feature flag with its include and exclude lists, members by name, and who it reaches." + flagRefHelp,
@@ -126,7 +126,7 @@ func NewCmdFlagsShow(f *Factory, runF func(context.Context, *FlagRefOptions) err
 			}
 			return runFlagsShow(c.Context(), opts)
 		},
-	}
+	}, "json", "yaml")
 }
 
 // resolveFlagRef reads every flag and finds the one ref names.
@@ -201,7 +201,7 @@ so no exposure is recorded.` + flagRefHelp,
 	}
 	c.Flags().StringArrayVar(&opts.Groups, "group", nil, "a group of the user, `TYPE=ID` (repeatable), e.g. classId=c7")
 	c.Flags().StringVar(&opts.Context, "context", "", "the app `context` asked for (default: the flag's first context)")
-	return c
+	return withOutputs(c, "json", "yaml")
 }
 
 func runFlagsExplain(ctx context.Context, opts *FlagsExplainOptions) error {

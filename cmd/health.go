@@ -23,10 +23,12 @@ type HealthOptions struct {
 // NewCmdHealth builds "health".
 func NewCmdHealth(f *Factory, runF func(context.Context, *HealthOptions) error) *cobra.Command {
 	opts := &HealthOptions{IO: f.IO, Upgrade: f.Upgrade}
-	return &cobra.Command{
+	return withOutputs(&cobra.Command{
 		Use:   "health",
 		Short: "Show the UpGrade server's name and version",
-		Args:  noArgs,
+		Example: `  upgrade-agent health
+  upgrade-agent health --upgrade-url http://localhost:3030/api -o json`,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.Output = f.opts().Output
 			opts.Embedded = f.opts().UpgradeURL == ""
@@ -35,7 +37,7 @@ func NewCmdHealth(f *Factory, runF func(context.Context, *HealthOptions) error) 
 			}
 			return runHealth(c.Context(), opts)
 		},
-	}
+	}, "json", "yaml")
 }
 
 func runHealth(ctx context.Context, opts *HealthOptions) error {

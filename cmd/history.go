@@ -11,10 +11,9 @@ import (
 
 // NewCmdExperimentsHistory builds "experiments history REF".
 func NewCmdExperimentsHistory(f *Factory, runF func(context.Context, *ExperimentRefOptions) error) *cobra.Command {
-	c := newRefCmd(f, "history", "List the state changes of one experiment, oldest first", runF, runExperimentsHistory)
-	c.Example = `  upgrade-agent experiments history "Math hints"
-  upgrade-agent experiments history 6c31 -o json`
-	return c
+	c := newRefCmd(f, "history", "List the state changes of one experiment, oldest first", `  upgrade-agent experiments history "Math hints"
+  upgrade-agent experiments history 6c31 -o json`, runF, runExperimentsHistory)
+	return withOutputs(c, "json", "yaml")
 }
 
 func runExperimentsHistory(ctx context.Context, opts *ExperimentRefOptions) error {
@@ -29,7 +28,7 @@ func runExperimentsHistory(ctx context.Context, opts *ExperimentRefOptions) erro
 	}
 	id, err := upgrade.ResolveExperiment(names, opts.Ref)
 	if err != nil {
-		return err
+		return experimentNotFound(err)
 	}
 	e, err := client.Experiment(ctx, id)
 	if err != nil {

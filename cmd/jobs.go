@@ -23,20 +23,23 @@ func NewCmdJobs(f *Factory) *cobra.Command {
 process. Their records live in <state-dir>/jobs. The session that started a job
 picks up its result on "upgrade-agent resume".`
 	c.AddCommand(
-		&cobra.Command{
+		withOutputs(&cobra.Command{
 			Use: "list", Short: "List jobs, most recent first", Args: noArgs,
-			RunE: func(c *cobra.Command, _ []string) error { return runJobsList(c.Context(), f) },
-		},
-		&cobra.Command{
-			Use: "show ID", Short: "Show one job with its result", Args: exactArgs("ID"),
-			RunE: func(c *cobra.Command, args []string) error { return runJobsShow(c.Context(), f, args[0]) },
-		},
-		&cobra.Command{
-			Use: "cancel ID", Short: "Stop a job and mark it cancelled", Args: exactArgs("ID"),
+			Example: "  upgrade-agent jobs list\n  upgrade-agent jobs list -o wide\n  upgrade-agent jobs list -o json",
+			RunE:    func(c *cobra.Command, _ []string) error { return runJobsList(c.Context(), f) },
+		}, "wide", "json", "yaml"),
+		withOutputs(&cobra.Command{
+			Use: "show ID", Short: "Show one job with its result (ID: the id or a unique prefix)", Args: exactArgs("ID"),
+			Example: "  upgrade-agent jobs show 9d1c\n  upgrade-agent jobs show 9d1c -o json",
+			RunE:    func(c *cobra.Command, args []string) error { return runJobsShow(c.Context(), f, args[0]) },
+		}, "json", "yaml"),
+		withOutputs(&cobra.Command{
+			Use: "cancel ID", Short: "Stop a job and mark it cancelled (ID: the id or a unique prefix)", Args: exactArgs("ID"),
 			Long: `Mark the job cancelled and send its worker SIGTERM. The session waiting on it
 reports the cancellation as the action's result on its next resume.`,
-			RunE: func(c *cobra.Command, args []string) error { return runJobsCancel(c.Context(), f, args[0]) },
-		},
+			Example: "  upgrade-agent jobs cancel 9d1c\n  upgrade-agent resume --wait   # the waiting session reports the cancellation",
+			RunE:    func(c *cobra.Command, args []string) error { return runJobsCancel(c.Context(), f, args[0]) },
+		}, "json", "yaml"),
 		&cobra.Command{
 			Use: "work ID", Short: "Run a job (started by the agent, not by people)", Args: exactArgs("ID"),
 			Hidden: true,
@@ -114,23 +117,28 @@ func runJobsList(_ context.Context, f *Factory) error {
 		rows = append(rows, JobRow{ID: rec.ID, SessionID: rec.SessionID, Action: rec.Action, State: rec.State,
 			Progress: rec.Progress, Stale: r.Stale(rec), Error: rec.Error, CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt})
 	}
-	if out := f.opts().Output; out == "json" || out == "yaml" {
+	if out := f.opts().Output; isData(out) {
 		return WriteData(f.IO.Out, out, rows)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "no jobs")
 		return nil
 	}
-	table := make([][]string, 0, len(rows))
+	t := Table{Columns: []Column{{Header: "ID"}, {Header: "SESSION"}, {Header: "ACTION", Shrink: true}, {Header: "STATE", Shrink: true},
+		{Header: "PROGRESS"}, {Header: "UPDATED"}}}
 	for _, row := range rows {
 		state := string(row.State)
 		if row.Stale {
 			state += " (no worker)"
 		}
-		table = append(table, []string{row.ID, row.SessionID, row.Action, state, formatProgress(row.Progress),
+		id := row.ID
+		if f.opts().Output != "wide" {
+			id = shortID(id) // jobs show takes a prefix
+		}
+		t.Rows = append(t.Rows, []string{id, row.SessionID, row.Action, state, formatProgress(row.Progress),
 			row.UpdatedAt.Local().Format(time.DateTime)})
 	}
-	return RenderTable(f.IO.Out, []string{"ID", "SESSION", "ACTION", "STATE", "PROGRESS", "UPDATED"}, table)
+	return t.Write(f.IO.Out, f.opts().Output, f.IO.Width)
 }
 
 func formatProgress(p actions.Progress) string {
@@ -143,6 +151,9 @@ func formatProgress(p actions.Progress) string {
 func runJobsShow(_ context.Context, f *Factory, id string) error {
 	r, err := openJobs(f)
 	if err != nil {
+		return err
+	}
+	if id, err = resolveJob(r.Store, id); err != nil {
 		return err
 	}
 	rec, err := r.Store.Load(id)
@@ -234,6 +245,9 @@ func indentLines(text, prefix string) string {
 func runJobsCancel(ctx context.Context, f *Factory, id string) error {
 	r, err := openJobs(f)
 	if err != nil {
+		return err
+	}
+	if id, err = resolveJob(r.Store, id); err != nil {
 		return err
 	}
 	rec, err := r.Cancel(ctx, id)

@@ -36,7 +36,8 @@ most recent paused or suspended session; it may also be the path of a
 checkpoint file, which is then taken into the state dir.`,
 		Example: `  upgrade-agent resume --answer yes
   upgrade-agent resume 3f2a9c1b7d0e --answer "no, use 60/40"
-  upgrade-agent resume --wait --timeout 10m`,
+  upgrade-agent resume --wait --timeout 10m
+  upgrade-agent --state-dir kept/demo resume --answer yes   # a paused scenario kept by CI`,
 		Args: maxArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -56,7 +57,7 @@ checkpoint file, which is then taken into the state dir.`,
 	c.Flags().BoolVar(&o.Wait, "wait", false, "block until the job ends")
 	c.Flags().DurationVar(&o.Timeout, "timeout", 30*time.Minute, "with --wait, give up after this long")
 	addTurnFlags(c, &o.Turn)
-	return c
+	return withOutputs(c, "json")
 }
 
 func runResume(ctx context.Context, f *Factory, o *ResumeOptions) error {
@@ -86,11 +87,24 @@ func runResume(ctx context.Context, f *Factory, o *ResumeOptions) error {
 		if _, serr := os.Lstat(id); serr != nil {
 			return Usagef("%q is neither a session id nor a checkpoint file", id)
 		}
+		if err := guardServer(f, env.store, "", id, o.Turn.AllowOtherServer); err != nil {
+			return err
+		}
 		if id, err = env.store.Import(id); err != nil {
 			return err
 		}
 		src = sessionImported
 		fmt.Fprintf(f.IO.ErrOut, "imported %s as session %s\n", o.Session, id)
+	}
+	if src != sessionImported {
+		if o.Session != "" {
+			if id, err = resolveSession(env.store, id); err != nil {
+				return err
+			}
+		}
+		if err := guardServer(f, env.store, id, "", o.Turn.AllowOtherServer); err != nil {
+			return err
+		}
 	}
 	sess, unlock, err := openSession(env.store, id, src, f.Now())
 	if err != nil {

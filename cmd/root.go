@@ -172,7 +172,7 @@ embedded simulator kept in the state dir.`,
 				} else if g.output != "" {
 					return &FlagError{Err: fmt.Errorf("invalid --output: %q is not one of %s", g.output, strings.Join(config.Outputs, ", ")), CmdPath: c.CommandPath()}
 				}
-				return nil
+				return checkOutput(c, o, g.output != "")
 			}
 			opts, err := resolveGlobals(&g, c.Flags().Changed, f.Getenv)
 			var fe *FlagError
@@ -183,7 +183,7 @@ embedded simulator kept in the state dir.`,
 				return err
 			}
 			f.Opts = opts
-			return nil
+			return checkOutput(c, opts, c.Flags().Changed("output"))
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true // our own completion command replaces it
@@ -229,7 +229,7 @@ func bindGlobalFlags(fs *pflag.FlagSet, g *globalFlags) {
 	fs.StringVar(&g.llm, "llm", "", "LLM `spec`: openai, script:FILE, replay:FILE or record:FILE (env UPGRADE_AGENT_LLM; default openai)")
 	fs.StringVar(&g.llmBaseURL, "llm-base-url", "", "OpenAI-compatible API base `URL` (env OPENAI_BASE_URL)")
 	fs.StringVar(&g.model, "model", "", "LLM model `name` (env UPGRADE_AGENT_MODEL)")
-	fs.StringVarP(&g.output, "output", "o", "", "output `format`: text, json, or yaml for listings (default text)")
+	fs.StringVarP(&g.output, "output", "o", "", "output `format`: text, json, yaml, wide (tables with every column) or raw (the server's object); each command's help says which it takes (default text)")
 	fs.BoolVarP(&g.verbose, "verbose", "v", false, "trace HTTP calls, LLM calls and timings on stderr")
 	fs.BoolVar(&g.noColor, "no-color", false, "plain output without colors (env NO_COLOR)")
 	fs.StringVar(&g.store, "store", "", "shared store `URL` postgres://... for sessions, jobs and the audit trail (env UPGRADE_AGENT_STORE; empty: files in the state dir)")

@@ -243,7 +243,7 @@ func TestResolveGlobalsErrors(t *testing.T) {
 		{"bad llm env", nil, map[string]string{"UPGRADE_AGENT_LLM": "script:"}, usageErr,
 			`invalid UPGRADE_AGENT_LLM: "script:" names no file (want script:FILE)`},
 		{"bad output", []string{"-o", "xml"}, nil, flagErr,
-			`invalid --output: "xml" is not one of text, json, yaml`},
+			`invalid --output: "xml" is not one of text, json, yaml, wide, raw`},
 		{"unknown config key", []string{"--config", badCfg}, nil, configErr,
 			"config " + badCfg + `:2: upgrade_urll: unknown key "upgrade_urll"`},
 		{"bad config value", nil, map[string]string{"UPGRADE_AGENT_CONFIG": badValue}, configErr,

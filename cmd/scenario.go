@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"time"
@@ -38,7 +40,10 @@ type ScenarioRunOptions struct {
 	Parallel int
 	JUnit    string
 	Filter   string // --run: a regular expression over scenario names
-	Verbose  bool   // print every transcript
+	Verbose  bool   // -v: every transcript, and the trace, on stderr
+	Logger   *slog.Logger
+	// KeepState keeps each scenario's state dir in KeepState/<name>/.
+	KeepState string
 	// Parse carries --allow-outside-paths.
 	Parse scenario.ParseOptions
 }
@@ -56,11 +61,13 @@ pass, 1 when any fails, 2 when a file is invalid.`,
 		Example: `  upgrade-agent scenario run scenarios/
   upgrade-agent scenario run --verbose scenarios/demo.yaml
   upgrade-agent scenario run --update --run 'create-.*' scenarios/
-  upgrade-agent scenario run --parallel 8 --junit report.xml scenarios/`,
+  upgrade-agent scenario run --parallel 8 --junit report.xml scenarios/
+  upgrade-agent scenario run --keep-state kept/ scenarios/demo.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Paths = args
 			opts.Verbose = f.opts().Verbose
+			opts.Logger = f.Logger()
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -71,8 +78,9 @@ pass, 1 when any fails, 2 when a file is invalid.`,
 	c.Flags().IntVar(&opts.Parallel, "parallel", runtime.GOMAXPROCS(0), "run up to `N` scenarios at once")
 	c.Flags().StringVar(&opts.JUnit, "junit", "", "also write the results as JUnit XML to `FILE`")
 	c.Flags().StringVar(&opts.Filter, "run", "", "only scenarios whose name matches `REGEX`")
+	c.Flags().StringVar(&opts.KeepState, "keep-state", "", "keep each scenario's state dir (sessions, simulator data) in `DIR`/<name>/, for resume")
 	addAllowOutsidePaths(c, &opts.Parse)
-	return c
+	return withOutputs(c)
 }
 
 // addAllowOutsidePaths is the flag of run and check that lets a trusted
@@ -112,13 +120,24 @@ func runScenarioRun(ctx context.Context, opts *ScenarioRunOptions) error {
 	}
 	defer done()
 	ropts.Update = opts.Update
+	if opts.KeepState != "" {
+		abs, err := filepath.Abs(opts.KeepState)
+		if err != nil {
+			return Usagef("--keep-state: %v", err)
+		}
+		ropts.KeepState = abs
+	}
+	if opts.Verbose {
+		ropts.Logger = opts.Logger
+	}
 
 	start := time.Now()
 	out := opts.IO.Out
 	reports := scenario.RunAll(ctx, scs, ropts, opts.Parallel, func(r *scenario.Report) {
 		fmt.Fprintln(out, r.Summary())
 		if opts.Verbose {
-			fmt.Fprintf(out, "\n%s\n", r.Transcript)
+			// -v is the trace, on stderr, as for every command.
+			fmt.Fprintf(opts.IO.ErrOut, "\n%s\n", r.Transcript)
 		}
 		fmt.Fprint(out, r.Details())
 	})
@@ -226,7 +245,7 @@ func NewCmdScenarioCheck(f *Factory, runF func(context.Context, *ScenarioCheckOp
 		},
 	}
 	addAllowOutsidePaths(c, &opts.Parse)
-	return c
+	return withOutputs(c)
 }
 
 func runScenarioCheck(_ context.Context, opts *ScenarioCheckOptions) error {

@@ -49,7 +49,7 @@ include it, directly or through another segment.`,
 		},
 	}
 	c.Flags().StringVar(&opts.Context, "context", "", "only segments of this app `context`")
-	return c
+	return withOutputs(c, "wide", "json", "yaml")
 }
 
 func runSegmentsList(ctx context.Context, opts *SegmentsListOptions) error {
@@ -83,7 +83,7 @@ type SegmentRefOptions struct {
 // NewCmdSegmentsShow builds "segments show REF".
 func NewCmdSegmentsShow(f *Factory, runF func(context.Context, *SegmentRefOptions) error) *cobra.Command {
 	opts := &SegmentRefOptions{IO: f.IO, Upgrade: f.Upgrade}
-	return &cobra.Command{
+	return withOutputs(&cobra.Command{
 		Use:   "show REF",
 		Short: "Show one segment with its members and where it is used",
 		Long: `Show one segment with its members (sub-segments by name) and the flags and
@@ -103,7 +103,7 @@ by name; a flag's private list only by its id.`,
 			}
 			return runSegmentsShow(c.Context(), opts)
 		},
-	}
+	}, "json", "yaml")
 }
 
 func runSegmentsShow(ctx context.Context, opts *SegmentRefOptions) error {

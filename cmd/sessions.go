@@ -17,14 +17,16 @@ func newCmdSessions(f *Factory) *cobra.Command {
 	c := groupCmd("sessions", "Inspect stored sessions (checkpoints)")
 	c.AddCommand(
 		newCmdSessionsList(f),
-		&cobra.Command{
-			Use: "show SESSION", Short: "Show one session", Args: exactArgs("SESSION"),
-			RunE: func(c *cobra.Command, args []string) error { return runSessionsShow(c.Context(), f, args[0]) },
-		},
-		&cobra.Command{
-			Use: "rm SESSION...", Short: "Remove sessions", Args: cobra.MinimumNArgs(1),
-			RunE: func(c *cobra.Command, args []string) error { return runSessionsRm(c.Context(), f, args) },
-		},
+		withOutputs(&cobra.Command{
+			Use: "show SESSION", Short: "Show one session (SESSION: its id or a unique prefix)", Args: exactArgs("SESSION"),
+			Example: "  upgrade-agent sessions show 3f2a9c0d1e4b\n  upgrade-agent sessions show 3f2a -o json",
+			RunE:    func(c *cobra.Command, args []string) error { return runSessionsShow(c.Context(), f, args[0]) },
+		}, "json", "yaml"),
+		withOutputs(&cobra.Command{
+			Use: "rm SESSION...", Short: "Remove sessions (each an id or a unique prefix)", Args: cobra.MinimumNArgs(1),
+			Example: "  upgrade-agent sessions rm 3f2a9c0d1e4b\n  upgrade-agent sessions rm 3f2a 7c1e",
+			RunE:    func(c *cobra.Command, args []string) error { return runSessionsRm(c.Context(), f, args) },
+		}),
 		newCmdSessionsExport(f),
 		newCmdSessionsImport(f),
 	)
@@ -56,23 +58,24 @@ func runSessionsList(_ context.Context, f *Factory) error {
 		rows = append(rows, SessionRow{ID: s.ID, Status: string(s.Status), Turns: s.Turns, LastMessage: s.LastMessage,
 			UpdatedAt: s.UpdatedAt, Usage: s.Usage, Error: s.Error})
 	}
-	if out := f.opts().Output; out == "json" || out == "yaml" {
+	if out := f.opts().Output; isData(out) {
 		return WriteData(f.IO.Out, out, rows)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "no sessions")
 		return nil
 	}
-	var table [][]string
+	t := Table{Columns: []Column{{Header: "ID"}, {Header: "STATUS"}, {Header: "TURNS"}, {Header: "LAST MESSAGE", Shrink: true},
+		{Header: "UPDATED"}, {Header: "LLM CALLS", Wide: true}, {Header: "TOKENS", Wide: true}}}
 	for _, r := range rows {
 		last := r.LastMessage
 		if r.Error != "" {
 			last = r.Error
 		}
-		table = append(table, []string{r.ID, r.Status, strconv.Itoa(r.Turns), last, r.UpdatedAt.Local().Format("2006-01-02 15:04"),
+		t.Rows = append(t.Rows, []string{r.ID, r.Status, strconv.Itoa(r.Turns), last, r.UpdatedAt.Local().Format("2006-01-02 15:04"),
 			strconv.Itoa(r.Usage.LLMCalls), strconv.Itoa(r.Usage.PromptTokens + r.Usage.CompletionTokens)})
 	}
-	return RenderTable(f.IO.Out, []string{"ID", "STATUS", "TURNS", "LAST MESSAGE", "UPDATED", "LLM CALLS", "TOKENS"}, table)
+	return t.Write(f.IO.Out, f.opts().Output, f.IO.Width)
 }
 
 // SessionDetail is `sessions show`.
@@ -88,11 +91,16 @@ type SessionDetail struct {
 	History       []pipeline.Exchange   `json:"history" yaml:"history"`
 	Actions       []pipeline.LogEntry   `json:"execution_log" yaml:"execution_log"`
 	Path          string                `json:"path" yaml:"path"`
+	// UpgradeServer is the UpGrade the session belongs to ("" = not recorded).
+	UpgradeServer string `json:"upgrade_server,omitempty" yaml:"upgrade_server,omitempty"`
 }
 
 func runSessionsShow(_ context.Context, f *Factory, id string) error {
 	store, err := f.Sessions()
 	if err != nil {
+		return err
+	}
+	if id, err = resolveSession(store, id); err != nil {
 		return err
 	}
 	cp, err := store.Load(id)
@@ -108,7 +116,7 @@ func runSessionsShow(_ context.Context, f *Factory, id string) error {
 	}
 	d := SessionDetail{ID: cp.SessionID, Status: string(cp.Status), Turns: cp.Counters.Turns, CreatedAt: cp.CreatedAt,
 		UpdatedAt: cp.UpdatedAt, Usage: cp.Usage, Interrupt: cp.Interrupt, PendingAction: st.ActionNeeded,
-		History: st.ConversationHistory, Actions: st.ExecutionLog, Path: store.Where(id)}
+		History: st.ConversationHistory, Actions: st.ExecutionLog, Path: store.Where(id), UpgradeServer: cp.UpgradeServer}
 	if out := f.opts().Output; out == "json" || out == "yaml" {
 		return WriteData(f.IO.Out, out, d)
 	}
@@ -116,6 +124,9 @@ func runSessionsShow(_ context.Context, f *Factory, id string) error {
 	fmt.Fprintf(w, "Session:  %s\nStatus:   %s\nTurns:    %d\nCreated:  %s\nUpdated:  %s\nLLM:      %d calls, %d prompt + %d completion tokens (%d cached)\nFile:     %s\n",
 		d.ID, d.Status, d.Turns, d.CreatedAt.Format(time.RFC3339), d.UpdatedAt.Format(time.RFC3339),
 		d.Usage.LLMCalls, d.Usage.PromptTokens, d.Usage.CompletionTokens, d.Usage.CachedTokens, d.Path)
+	if d.UpgradeServer != "" {
+		fmt.Fprintf(w, "Server:   %s\n", describeServer(d.UpgradeServer))
+	}
 	if ic := d.Interrupt; ic != nil {
 		switch {
 		case ic.Confirmation != nil:
@@ -152,7 +163,11 @@ func runSessionsRm(_ context.Context, f *Factory, ids []string) error {
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
+	for _, ref := range ids {
+		id, err := resolveSession(store, ref)
+		if err != nil {
+			return err
+		}
 		if err := store.Remove(id); err != nil {
 			if errors.Is(err, checkpoint.ErrNotFound) {
 				return &UsageError{Err: err}

@@ -60,6 +60,7 @@ after every change; without it the state is lost when the server stops.`,
 			return runSimServe(c.Context(), opts)
 		},
 	}
+	withOutputs(c)
 	c.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:3030", "`host:port` to listen on (port 0 picks a free one)")
 	c.Flags().StringVar(&opts.DataFile, "data", "", "JSON `file` to keep the state in (default: memory only)")
 	c.Flags().Int64Var(&opts.Seed, "seed", 0, "random seed for condition choices and ids (config sim_seed)")

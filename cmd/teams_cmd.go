@@ -20,8 +20,9 @@ import (
 
 func newCmdSessionsList(f *Factory) *cobra.Command {
 	var pending bool
-	c := &cobra.Command{
+	c := withOutputs(&cobra.Command{
 		Use: "list", Short: "List sessions, most recent first", Args: noArgs,
+		Example: "  upgrade-agent sessions list\n  upgrade-agent sessions list -o wide\n  upgrade-agent sessions list -o json\n  upgrade-agent sessions list --pending",
 		Long: `List the stored sessions, most recent first. With --pending, the approvals
 inbox: the sessions awaiting a confirmation (the whole team's with a shared
 store), with who proposed what and when it expires; answer one with
@@ -32,7 +33,7 @@ upgrade-agent resume SESSION --answer yes|no.`,
 			}
 			return runSessionsList(c.Context(), f)
 		},
-	}
+	}, "wide", "json", "yaml")
 	c.Flags().BoolVar(&pending, "pending", false, "only sessions awaiting a confirmation: the approvals inbox")
 	return c
 }
@@ -119,14 +120,15 @@ func runSessionsPending(_ context.Context, f *Factory) error {
 		rows = append(rows, r)
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].ProposedAt.After(rows[j].ProposedAt) }) // newest first
-	if out := f.opts().Output; out == "json" || out == "yaml" {
+	if out := f.opts().Output; isData(out) {
 		return WriteData(f.IO.Out, out, rows)
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "no confirmation is awaiting an answer")
 		return nil
 	}
-	var table [][]string
+	t := Table{Columns: []Column{{Header: "SESSION"}, {Header: "ACTION"}, {Header: "TARGET", Shrink: true}, {Header: "DESTRUCTIVE"},
+		{Header: "PROPOSED BY", Shrink: true}, {Header: "PROPOSED AT", Wide: true}, {Header: "EXPIRES"}}}
 	for _, r := range rows {
 		exp := "never"
 		if r.ExpiresAt != nil {
@@ -139,10 +141,10 @@ func runSessionsPending(_ context.Context, f *Factory) error {
 		if by == "" {
 			by = "-"
 		}
-		table = append(table, []string{r.Session, r.Action, r.Target, yesNo(r.Destructive), by,
+		t.Rows = append(t.Rows, []string{r.Session, r.Action, r.Target, yesNo(r.Destructive), by,
 			r.ProposedAt.Local().Format("2006-01-02 15:04"), exp})
 	}
-	return RenderTable(f.IO.Out, []string{"SESSION", "ACTION", "TARGET", "DESTRUCTIVE", "PROPOSED BY", "PROPOSED AT", "EXPIRES"}, table)
+	return t.Write(f.IO.Out, f.opts().Output, f.IO.Width)
 }
 
 func yesNo(b bool) string {
@@ -154,13 +156,14 @@ func yesNo(b bool) string {
 
 func newCmdSessionsExport(f *Factory) *cobra.Command {
 	var file string
-	c := &cobra.Command{
-		Use: "export SESSION", Short: "Write a session as one checkpoint file", Args: exactArgs("SESSION"),
+	c := withOutputs(&cobra.Command{
+		Use: "export SESSION", Short: "Write a session as one checkpoint file (SESSION: its id or a unique prefix)", Args: exactArgs("SESSION"),
+		Example: "  upgrade-agent sessions export 3f2a9c0d1e4b > session.json\n  upgrade-agent sessions export 3f2a --file session.json",
 		Long: `Write the session's latest checkpoint, verified, to stdout or --file: the same
 JSON as the file store keeps. "sessions import FILE" or "resume FILE" takes it
 in, in any store.`,
 		RunE: func(c *cobra.Command, args []string) error { return runSessionsExport(c.Context(), f, args[0], file) },
-	}
+	})
 	c.Flags().StringVarP(&file, "file", "f", "", "write to this `file` (0600) instead of stdout")
 	return c
 }
@@ -168,6 +171,9 @@ in, in any store.`,
 func runSessionsExport(_ context.Context, f *Factory, id, file string) error {
 	store, err := f.Sessions()
 	if err != nil {
+		return err
+	}
+	if id, err = resolveSession(store, id); err != nil {
 		return err
 	}
 	data, err := store.Export(id)
@@ -192,13 +198,14 @@ func runSessionsExport(_ context.Context, f *Factory, id, file string) error {
 }
 
 func newCmdSessionsImport(f *Factory) *cobra.Command {
-	return &cobra.Command{
+	return withOutputs(&cobra.Command{
 		Use: "import FILE", Short: "Take a checkpoint file into the store", Args: exactArgs("FILE"),
+		Example: "  upgrade-agent sessions import session.json\n  upgrade-agent --store postgres://agent@db.example/upgrade sessions import session.json",
 		Long: `Verify a checkpoint file (say, a CI artifact or "sessions export") and store it
 under its session id. A stored session with other content under that id is
 never replaced (exit 2).`,
 		RunE: func(c *cobra.Command, args []string) error { return runSessionsImport(c.Context(), f, args[0]) },
-	}
+	})
 }
 
 func runSessionsImport(_ context.Context, f *Factory, path string) error {
@@ -227,7 +234,7 @@ func NewCmdAudit(f *Factory) *cobra.Command {
 		session, actor string
 		since          time.Duration
 	}
-	c := &cobra.Command{
+	c := withOutputs(&cobra.Command{
 		Use:   "audit",
 		Short: "The audit trail: who proposed, approved and executed what",
 		Long: `Print the audit trail of the store, oldest first: every confirmation proposed,
@@ -248,7 +255,7 @@ database authenticated.`,
 			}
 			return runAudit(c.Context(), f, flt)
 		},
-	}
+	}, "wide", "json", "yaml")
 	c.Flags().StringVar(&o.session, "session", "", "only this session's entries")
 	c.Flags().StringVar(&o.actor, "actor", "", "only entries of this actor")
 	c.Flags().DurationVar(&o.since, "since", 0, "only entries of the last `duration` (e.g. 24h)")
@@ -270,14 +277,15 @@ func runAudit(_ context.Context, f *Factory, flt audit.Filter) error {
 	if entries == nil {
 		entries = []audit.Entry{}
 	}
-	if out := f.opts().Output; out == "json" || out == "yaml" {
+	if out := f.opts().Output; isData(out) {
 		return WriteData(f.IO.Out, out, entries)
 	}
 	if len(entries) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "no audit entries")
 		return nil
 	}
-	var table [][]string
+	t := Table{Columns: []Column{{Header: "TIME"}, {Header: "EVENT"}, {Header: "ACTOR", Shrink: true}, {Header: "DB USER", Shrink: true},
+		{Header: "SESSION"}, {Header: "CONFIRMATION", Wide: true}, {Header: "ACTION"}, {Header: "TARGET", Shrink: true}, {Header: "DETAIL", Shrink: true}}}
 	for _, e := range entries {
 		detail := e.Outcome
 		if len(e.Answer) > 0 {
@@ -290,10 +298,10 @@ func runAudit(_ context.Context, f *Factory, flt audit.Filter) error {
 		if db == "" {
 			db = "-"
 		}
-		table = append(table, []string{e.Time.Local().Format("2006-01-02 15:04:05"), e.Event, e.Actor, db, e.SessionID,
+		t.Rows = append(t.Rows, []string{e.Time.Local().Format("2006-01-02 15:04:05"), e.Event, e.Actor, db, e.SessionID,
 			e.ConfirmationID, e.Action, e.Target, detail})
 	}
-	return RenderTable(f.IO.Out, []string{"TIME", "EVENT", "ACTOR", "DB USER", "SESSION", "CONFIRMATION", "ACTION", "TARGET", "DETAIL"}, table)
+	return t.Write(f.IO.Out, f.opts().Output, f.IO.Width)
 }
 
 // auditJobCancelled records a `jobs cancel`.

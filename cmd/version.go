@@ -26,10 +26,12 @@ type VersionOptions struct {
 // NewCmdVersion builds "version".
 func NewCmdVersion(f *Factory, runF func(context.Context, *VersionOptions) error) *cobra.Command {
 	opts := &VersionOptions{IO: f.IO}
-	return &cobra.Command{
+	return withOutputs(&cobra.Command{
 		Use:   "version",
 		Short: "Print the version of upgrade-agent",
-		Args:  noArgs,
+		Example: `  upgrade-agent version
+  upgrade-agent version -o json`,
+		Args: noArgs,
 		// The version must print even when the settings are broken.
 		Annotations: map[string]string{annotationNoGlobals: "true"},
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -40,7 +42,7 @@ func NewCmdVersion(f *Factory, runF func(context.Context, *VersionOptions) error
 			}
 			return runVersion(c.Context(), opts)
 		},
-	}
+	}, "json", "yaml")
 }
 
 func runVersion(_ context.Context, opts *VersionOptions) error {

@@ -33,6 +33,7 @@ type (
 	ConditionWeight     = readmodel.ConditionWeight
 	DecisionPointRef    = readmodel.DecisionPointRef
 	ExperimentSummary   = readmodel.Summary
+	ExperimentInfo      = readmodel.Experiment
 	ConditionEnrollment = readmodel.ConditionEnrollment
 	StatsReport         = readmodel.Enrollment
 )
@@ -46,42 +47,61 @@ type VersionInfo struct {
 }
 
 // ReadView renders the results of the read-only commands. There are two
-// implementations, chosen by --output: tables for people, JSON or YAML of
-// the same typed data for programs.
+// implementations, chosen by --output: tables for people (text, wide), and
+// JSON or YAML of the same typed data for programs (json, yaml; raw gives
+// the server's own object where a command has one).
 type ReadView interface {
 	Health(HealthInfo) error
 	Contexts([]ContextInfo) error
 	Context(ContextInfo) error
-	Experiments(list []ExperimentSummary, filtered bool) error
-	// Experiment shows one experiment: the read model in a table, the
-	// server's own object with -o json|yaml (as kubectl does).
+	Experiments(list []ExperimentInfo, filtered bool) error
+	// Experiment shows one experiment: a description for people, the
+	// read model's shape (ExperimentInfo, as in the list) with -o json|yaml,
+	// and the server's own object with -o raw.
 	Experiment(*upgrade.Experiment) error
-	Stats(StatsReport) error
+	// Stats shows the enrollment; raw is the server's answer, for -o raw.
+	Stats(s StatsReport, raw *upgrade.EnrollmentStats) error
 	Version(VersionInfo) error
 }
 
 // NewReadView picks the view for an --output format.
 func NewReadView(format string, streams *IOStreams) ReadView {
-	if format == "json" || format == "yaml" {
+	switch format {
+	case "json", "yaml":
 		return &dataView{w: streams.Out, format: format}
+	case "raw":
+		return &dataView{w: streams.Out, format: "json", raw: true}
 	}
-	return &humanView{out: streams.Out, errOut: streams.ErrOut}
+	return &humanView{out: streams.Out, errOut: streams.ErrOut, output: format, width: streams.Width}
 }
 
 // dataView writes each result as one JSON or YAML document on stdout.
 type dataView struct {
 	w      io.Writer
 	format string
+	raw    bool // the server's own objects where there are any
 }
 
-func (v *dataView) Health(h HealthInfo) error              { return WriteData(v.w, v.format, h) }
-func (v *dataView) Contexts(list []ContextInfo) error      { return WriteData(v.w, v.format, list) }
-func (v *dataView) Context(c ContextInfo) error            { return WriteData(v.w, v.format, c) }
-func (v *dataView) Experiment(e *upgrade.Experiment) error { return WriteData(v.w, v.format, e) }
-func (v *dataView) Stats(s StatsReport) error              { return WriteData(v.w, v.format, s) }
-func (v *dataView) Version(i VersionInfo) error            { return WriteData(v.w, v.format, i) }
+func (v *dataView) Health(h HealthInfo) error         { return WriteData(v.w, v.format, h) }
+func (v *dataView) Contexts(list []ContextInfo) error { return WriteData(v.w, v.format, list) }
+func (v *dataView) Context(c ContextInfo) error       { return WriteData(v.w, v.format, c) }
+func (v *dataView) Version(i VersionInfo) error       { return WriteData(v.w, v.format, i) }
 
-func (v *dataView) Experiments(list []ExperimentSummary, _ bool) error {
+func (v *dataView) Experiment(e *upgrade.Experiment) error {
+	if v.raw {
+		return WriteData(v.w, v.format, e)
+	}
+	return WriteData(v.w, v.format, readmodel.ExperimentOf(e))
+}
+
+func (v *dataView) Stats(s StatsReport, raw *upgrade.EnrollmentStats) error {
+	if v.raw && raw != nil {
+		return WriteData(v.w, v.format, raw)
+	}
+	return WriteData(v.w, v.format, s)
+}
+
+func (v *dataView) Experiments(list []ExperimentInfo, _ bool) error {
 	return WriteData(v.w, v.format, list)
 }
 

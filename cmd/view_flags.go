@@ -29,12 +29,13 @@ func renderFlags(format string, io *IOStreams, flags []readmodel.FlagSummary, fi
 	if len(flags) == 0 {
 		return noneFound(io.ErrOut, "feature flags", filtered)
 	}
-	rows := make([][]string, 0, len(flags))
+	t := Table{Columns: []Column{{Header: "KEY", Shrink: true}, {Header: "NAME", Shrink: true}, {Header: "ID"}, {Header: "CONTEXT", Shrink: true},
+		{Header: "STATUS"}, {Header: "FILTER"}, {Header: "INCLUDE"}, {Header: "EXCLUDE"}, {Header: "UPDATED"}}}
 	for _, f := range flags {
-		rows = append(rows, []string{f.Key, f.Name, shortID(f.ID), strings.Join(f.Context, ","), f.Status, f.FilterMode,
+		t.Rows = append(t.Rows, []string{f.Key, f.Name, shortID(f.ID), strings.Join(f.Context, ","), f.Status, f.FilterMode,
 			ratio(f.IncludeEnabled, f.IncludeTotal), ratio(f.ExcludeEnabled, f.ExcludeTotal), formatTime(f.UpdatedAt)})
 	}
-	return RenderTable(io.Out, []string{"KEY", "NAME", "ID", "CONTEXT", "STATUS", "FILTER", "INCLUDE", "EXCLUDE", "UPDATED"}, rows)
+	return t.Write(io.Out, format, io.Width)
 }
 
 func noneFound(w io.Writer, what string, filtered bool) error {
@@ -134,12 +135,13 @@ func renderSegments(format string, io *IOStreams, segs []readmodel.SegmentSummar
 	if len(segs) == 0 {
 		return noneFound(io.ErrOut, "segments", filtered)
 	}
-	rows := make([][]string, 0, len(segs))
+	t := Table{Columns: []Column{{Header: "NAME", Shrink: true}, {Header: "ID"}, {Header: "CONTEXT", Shrink: true}, {Header: "USERS"},
+		{Header: "GROUPS"}, {Header: "SEGMENTS"}, {Header: "USED BY", Shrink: true}, {Header: "UPDATED"}}}
 	for _, s := range segs {
-		rows = append(rows, []string{s.Name, shortID(s.ID), s.Context, strconv.Itoa(s.Users), strconv.Itoa(s.Groups),
+		t.Rows = append(t.Rows, []string{s.Name, shortID(s.ID), s.Context, strconv.Itoa(s.Users), strconv.Itoa(s.Groups),
 			strconv.Itoa(s.Segments), orDash(list(s.UsedBy)), formatTime(s.UpdatedAt)})
 	}
-	return RenderTable(io.Out, []string{"NAME", "ID", "CONTEXT", "USERS", "GROUPS", "SEGMENTS", "USED BY", "UPDATED"}, rows)
+	return t.Write(io.Out, format, io.Width)
 }
 
 func renderSegment(format string, io *IOStreams, d readmodel.SegmentDetails) error {

@@ -22,7 +22,11 @@ import (
 // so that stdout stays empty for scripts that count lines.
 type humanView struct {
 	out, errOut io.Writer
+	output      string // text or wide
+	width       int    // a table's limit; 0 = none
 }
+
+func (v *humanView) table(t Table) error { return t.Write(v.out, v.output, v.width) }
 
 // RenderTable writes a borderless table with a header row, columns
 // separated by two spaces and no trailing blanks.
@@ -96,11 +100,12 @@ func (v *humanView) Health(h HealthInfo) error {
 }
 
 func (v *humanView) Contexts(cs []ContextInfo) error {
-	rows := make([][]string, 0, len(cs))
+	t := Table{Columns: []Column{{Header: "CONTEXT"}, {Header: "CONDITIONS", Shrink: true}, {Header: "SITES", Shrink: true},
+		{Header: "TARGETS", Shrink: true}, {Header: "GROUP TYPES", Shrink: true}}}
 	for _, c := range cs {
-		rows = append(rows, []string{c.Name, list(c.Conditions), list(c.Sites), list(c.Targets), list(c.GroupTypes)})
+		t.Rows = append(t.Rows, []string{c.Name, list(c.Conditions), list(c.Sites), list(c.Targets), list(c.GroupTypes)})
 	}
-	return RenderTable(v.out, []string{"CONTEXT", "CONDITIONS", "SITES", "TARGETS", "GROUP TYPES"}, rows)
+	return v.table(t)
 }
 
 func (v *humanView) Context(c ContextInfo) error {
@@ -136,7 +141,7 @@ func shortID(id string) string {
 	return id
 }
 
-func (v *humanView) Experiments(list []ExperimentSummary, filtered bool) error {
+func (v *humanView) Experiments(list []ExperimentInfo, filtered bool) error {
 	if len(list) == 0 {
 		if filtered {
 			_, err := fmt.Fprintln(v.errOut, "no experiments match the filters")
@@ -145,7 +150,9 @@ func (v *humanView) Experiments(list []ExperimentSummary, filtered bool) error {
 		_, err := fmt.Fprintln(v.errOut, "no experiments")
 		return err
 	}
-	rows := make([][]string, 0, len(list))
+	t := Table{Columns: []Column{{Header: "NAME", Shrink: true}, {Header: "ID"}, {Header: "CONTEXT", Shrink: true}, {Header: "STATUS"},
+		{Header: "UNIT", Wide: true}, {Header: "CONSISTENCY", Wide: true}, {Header: "CONDITIONS", Shrink: true},
+		{Header: "DECISION POINTS", Shrink: true}, {Header: "UPDATED"}}}
 	for _, e := range list {
 		conds := make([]string, len(e.Conditions))
 		for i, c := range e.Conditions {
@@ -153,14 +160,14 @@ func (v *humanView) Experiments(list []ExperimentSummary, filtered bool) error {
 		}
 		points := make([]string, len(e.DecisionPoints))
 		for i, p := range e.DecisionPoints {
-			points[i] = p.String()
+			points[i] = readmodel.DecisionPointRef{Site: p.Site, Target: p.Target}.String()
 		}
-		rows = append(rows, []string{
+		t.Rows = append(t.Rows, []string{
 			e.Name, shortID(e.ID), e.Context, string(e.Status), e.Unit, e.Consistency,
 			strings.Join(conds, " "), strings.Join(points, " "), formatTime(e.UpdatedAt),
 		})
 	}
-	return RenderTable(v.out, []string{"NAME", "ID", "CONTEXT", "STATUS", "UNIT", "CONSISTENCY", "CONDITIONS", "DECISION POINTS", "UPDATED"}, rows)
+	return v.table(t)
 }
 
 func describeSegment(s upgrade.Segment) string {
@@ -238,7 +245,7 @@ func (v *humanView) Experiment(e *upgrade.Experiment) error {
 
 func formatShare(s float64) string { return strconv.FormatFloat(100*s, 'f', 1, 64) + "%" }
 
-func (v *humanView) Stats(s StatsReport) error {
+func (v *humanView) Stats(s StatsReport, _ *upgrade.EnrollmentStats) error {
 	rows := make([][]string, 0, len(s.Conditions)+1)
 	for _, c := range s.Conditions {
 		rows = append(rows, []string{c.Condition, strconv.Itoa(c.Users), strconv.Itoa(c.Groups), formatShare(c.Share)})

@@ -50,20 +50,48 @@ func TestSummarize(t *testing.T) {
 func TestExperimentsTable(t *testing.T) {
 	var out, errOut bytes.Buffer
 	v := NewReadView("text", &IOStreams{Out: &out, ErrOut: &errOut})
-	second := readmodel.Summarize(sampleExperiment())
+	second := readmodel.ExperimentOf(sampleExperiment())
 	second.Name, second.ID, second.Status, second.UpdatedAt = "Zeta", "ffff", upgrade.StateInactive, "not a time"
-	if err := v.Experiments([]ExperimentSummary{readmodel.Summarize(sampleExperiment()), second}, false); err != nil {
+	list := []ExperimentInfo{readmodel.ExperimentOf(sampleExperiment()), second}
+	if err := v.Experiments(list, false); err != nil {
 		t.Fatal(err)
 	}
-	want := `NAME        ID        CONTEXT      STATUS     UNIT        CONSISTENCY  CONDITIONS                 DECISION POINTS                                           UPDATED
-Math Hints  3f2a1b2c  assign-prog  enrolling  individual  individual   control:66.5 variant:33.5  SelectSection/absolute_value_plot_equality SelectSection  2025-03-04 05:06
-Zeta        ffff      assign-prog  inactive   individual  individual   control:66.5 variant:33.5  SelectSection/absolute_value_plot_equality SelectSection  not a time
+	want := `NAME        ID        CONTEXT      STATUS     CONDITIONS                 DECISION POINTS                                           UPDATED
+Math Hints  3f2a1b2c  assign-prog  enrolling  control:66.5 variant:33.5  SelectSection/absolute_value_plot_equality SelectSection  2025-03-04 05:06
+Zeta        ffff      assign-prog  inactive   control:66.5 variant:33.5  SelectSection/absolute_value_plot_equality SelectSection  not a time
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)
 	}
 	if errOut.Len() != 0 {
 		t.Errorf("stderr = %q, want nothing", errOut.String())
+	}
+
+	// -o wide: every column, whatever the width.
+	out.Reset()
+	if err := NewReadView("wide", &IOStreams{Out: &out, ErrOut: &errOut, Width: 60}).Experiments(list, false); err != nil {
+		t.Fatal(err)
+	}
+	wantWide := `NAME        ID        CONTEXT      STATUS     UNIT        CONSISTENCY  CONDITIONS                 DECISION POINTS                                           UPDATED
+Math Hints  3f2a1b2c  assign-prog  enrolling  individual  individual   control:66.5 variant:33.5  SelectSection/absolute_value_plot_equality SelectSection  2025-03-04 05:06
+Zeta        ffff      assign-prog  inactive   individual  individual   control:66.5 variant:33.5  SelectSection/absolute_value_plot_equality SelectSection  not a time
+`
+	if diff := cmp.Diff(wantWide, out.String()); diff != "" {
+		t.Errorf("wide table (-want +got):\n%s", diff)
+	}
+
+	// A narrow terminal: long cells are cut, ids, states and times are not.
+	out.Reset()
+	if err := NewReadView("text", &IOStreams{Out: &out, ErrOut: &errOut, Width: 100}).Experiments(list, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		if n := len([]rune(line)); n > 100 {
+			t.Errorf("line of %d columns, want at most 100: %q", n, line)
+		}
+	}
+	if !strings.Contains(out.String(), "3f2a1b2c") || !strings.Contains(out.String(), "2025-03-04 05:06") || !strings.Contains(out.String(), "…") {
+		t.Errorf("narrow table lost an id or a time, or cut nothing:\n%s", out.String())
 	}
 
 	out.Reset()
@@ -168,7 +196,7 @@ func TestEnrollmentReport(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	if err := NewReadView("text", &IOStreams{Out: &out}).Stats(got); err != nil {
+	if err := NewReadView("text", &IOStreams{Out: &out}).Stats(got, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantText := `CONDITION  USERS  GROUPS  SHARE

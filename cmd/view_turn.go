@@ -115,6 +115,7 @@ func (v *humanTurnView) Result(res *pipeline.Result, newSession bool) error {
 		fmt.Fprintln(v.io.Out, res.Response)
 	}
 	errOut := v.io.ErrOut
+	writeProblems(errOut, res)
 	if newSession {
 		fmt.Fprintf(errOut, "session: %s\n", res.SessionID)
 	}

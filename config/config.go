@@ -99,7 +99,7 @@ type MCPServer struct {
 
 // Accepted values of the enumerated settings.
 var (
-	Outputs      = []string{"text", "json", "yaml"}
+	Outputs      = []string{"text", "json", "yaml", "wide", "raw"}
 	ConfirmModes = []string{"always", "destructive", "never"}
 	Wordings     = []string{"go", "llm"}
 )

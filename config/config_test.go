@@ -176,7 +176,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "bad output",
 			yaml: "output: xml\n",
-			want: []string{`config /etc/ua/config.yaml:1: output: "xml" is not one of text, json, yaml`},
+			want: []string{`config /etc/ua/config.yaml:1: output: "xml" is not one of text, json, yaml, wide, raw`},
 		},
 		{
 			name: "bad url",
@@ -254,7 +254,7 @@ func TestParseErrors(t *testing.T) {
 			name: "validation problems sorted",
 			yaml: "output: xml\nconfirm: maybe\n",
 			want: []string{
-				`config /etc/ua/config.yaml:1: output: "xml" is not one of text, json, yaml`,
+				`config /etc/ua/config.yaml:1: output: "xml" is not one of text, json, yaml, wide, raw`,
 				`config /etc/ua/config.yaml:2: confirm: "maybe" is not one of always, destructive, never`,
 			},
 		},

@@ -3,6 +3,8 @@ package llm
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/internal/redact"
@@ -46,6 +48,11 @@ func FromSpec(spec string, opts Options) (Client, io.Closer, error) {
 		c, err := newLive(opts)
 		if err != nil {
 			return nil, nil, err
+		}
+		// The folder is made now, before the first call: a cassette that
+		// cannot be written must not cost the live calls first.
+		if err := os.MkdirAll(filepath.Dir(arg), 0o755); err != nil {
+			return nil, nil, fmt.Errorf("cassette %s: %w", arg, err)
 		}
 		r := &recorder{inner: c, model: c.Model(), path: arg, secret: redact.New(opts.APIKey)}
 		return r, r, nil

@@ -221,6 +221,7 @@ type Result struct {
 	Status            Status           `json:"status"`
 	Response          string           `json:"response"`
 	Confirmation      *ConfirmationOut `json:"confirmation,omitempty"`
+	Declined          *DeclinedOut     `json:"declined,omitempty"`
 	Job               *JobOut          `json:"job,omitempty"`
 	Output            map[string]any   `json:"output,omitempty"`
 	Actions           []ActionOut      `json:"actions,omitempty"`

@@ -453,6 +453,9 @@ func (a *Agent) result(t *turn, status Status) *Result {
 		c := ic.Confirmation
 		res.Confirmation = &ConfirmationOut{ID: ic.ID, Action: c.Action, Params: c.Params, Message: c.Message, Destructive: c.Destructive}
 	}
+	if p := t.denied; p != nil {
+		res.Declined = &DeclinedOut{Action: p.Bound.Name, Summary: planHeadline(p.Message)}
+	}
 	if js := t.job; js != nil {
 		res.Job = &JobOut{ID: js.ID, Action: js.Action, State: js.State}
 		if js.Total > 0 {

@@ -137,9 +137,14 @@ func TestUpgradeUnreachable(t *testing.T) {
 	}
 	id := jsonField(t, r, "session_id")
 
+	// The server that answers listens on another port, so the session
+	// (which records the dead URL) must be told that this is on purpose.
 	up := newFakeUpgrade(t, sim.Options{Seed: 1})
 	c.env["UPGRADE_API_URL"] = up.URL()
 	r = c.run("ask", "--session", id, "-o", "json", "--llm", c.script("list.yaml", listScript), "And now?")
+	wantCode(t, r, 2)
+	wantContains(t, r, "was proposed against UpGrade "+deadURL, "--allow-other-server")
+	r = c.run("ask", "--session", id, "--allow-other-server", "-o", "json", "--llm", c.script("list.yaml", listScript), "And now?")
 	wantCode(t, r, 0)
 	if errs := turnErrors(t, r); len(errs) != 0 {
 		t.Errorf("errors after the server came back: %v", errs)

@@ -80,6 +80,7 @@ func sample(id string, turn int) *checkpoint.Checkpoint {
 func Run(t *testing.T, h Harness) {
 	t.Run("LoadSaveConflicts", func(t *testing.T) { testLoadSave(t, h) })
 	t.Run("History", func(t *testing.T) { testHistory(t, h) })
+	t.Run("RecordsTheServerOnce", func(t *testing.T) { testServer(t, h) })
 	t.Run("CorruptRowUntouched", func(t *testing.T) { testCorrupt(t, h) })
 	t.Run("Secrets", func(t *testing.T) { testSecrets(t, h) })
 	t.Run("LockExclusive", func(t *testing.T) { testLock(t, h) })
@@ -131,6 +132,38 @@ func testLoadSave(t *testing.T, h Harness) {
 	// The bytes are the file store's JSON: they decode as a checkpoint file.
 	if _, _, err := checkpoint.Decode("raw", h.Raw(t, spec, "s1"), "s1"); err != nil {
 		t.Fatalf("stored bytes are not a checkpoint file: %v", err)
+	}
+}
+
+// testServer: SetServer's UpGrade is recorded as upgrade_server by the
+// first save and kept by every later one, whoever saves.
+func testServer(t *testing.T, h Harness) {
+	spec := h.Fresh(t)
+	a, b := h.Open(t, spec), h.Open(t, spec)
+	a.SetServer("http://a.example/api")
+	b.SetServer("embedded-simulator:00ff")
+	if err := a.Save(sample("srv", 1)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Load("srv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.UpgradeServer != "http://a.example/api" {
+		t.Fatalf("after the first save: upgrade_server %q, want http://a.example/api", got.UpgradeServer)
+	}
+	if err := b.Save(got); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := a.Load("srv"); err != nil || again.UpgradeServer != "http://a.example/api" {
+		t.Fatalf("after another server's save: %+v %v, want the first server kept", again, err)
+	}
+	c := h.Open(t, spec) // no server: records nothing
+	if err := c.Save(sample("none", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := c.Load("none"); err != nil || cp.UpgradeServer != "" {
+		t.Fatalf("a store without a server: %+v %v, want no upgrade_server", cp, err)
 	}
 }
 

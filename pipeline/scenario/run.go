@@ -52,6 +52,12 @@ type RunOptions struct {
 	// StateDir keeps the run's sessions there; "" = a temp dir removed
 	// after the run.
 	StateDir string
+	// KeepState, when not empty, keeps each scenario's state dir in
+	// KeepState/<name>/: its sessions, and with the embedded simulator that
+	// simulator's data file (sim/data.json), so that a paused scenario can be
+	// continued by `upgrade-agent resume` with that folder as state dir. The
+	// folder must not exist yet, or be empty. It wins over StateDir.
+	KeepState string
 	// Timeout bounds one scenario; 0 = 5 minutes.
 	Timeout time.Duration
 	// Logger receives the agent's logs; nil = discard.
@@ -228,6 +234,14 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 
 	// State dir.
 	dir := r.opts.StateDir
+	simData := ""
+	if r.opts.KeepState != "" {
+		kept, err := keptStateDir(r.opts.KeepState, sc.Name)
+		if err != nil {
+			return cleanup, err
+		}
+		dir, simData = kept, filepath.Join(kept, "sim", "data.json")
+	}
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "upgrade-agent-scenario-")
 		if err != nil {
@@ -257,6 +271,7 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 		}
 		r.admin, agentAPI = c, c
 		r.norm.urls = append(r.norm.urls, strings.TrimRight(r.opts.UpgradeURL, "/"))
+		store.Server = strings.TrimRight(strings.TrimSpace(r.opts.UpgradeURL), "/")
 		if r.opts.UpgradeToken != "" {
 			secrets = append(secrets, r.opts.UpgradeToken)
 		}
@@ -265,11 +280,19 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 		if sc.Setup.AuthRequired {
 			token = simToken
 		}
-		srv, err := sim.Start(sim.Options{Seed: sc.Seed, Now: r.clk.now, Token: token})
+		srv, err := sim.Start(sim.Options{Seed: sc.Seed, Now: r.clk.now, Token: token, DataFile: simData})
 		if err != nil {
 			return cleanup, fmt.Errorf("%s: start the simulator: %w", sc.File, err)
 		}
 		closers = append(closers, func() { _ = srv.Close() })
+		if simData != "" {
+			// The kept sessions name this simulator, as the CLI's do.
+			id, err := srv.Sim().Identity()
+			if err != nil {
+				return cleanup, fmt.Errorf("%s: %w", sc.File, err)
+			}
+			store.Server = sim.ServerPrefix + id
+		}
 		r.sim = srv
 		r.norm.urls = append(r.norm.urls, srv.URL())
 		if r.admin, err = upgrade.New(upgrade.Config{BaseURL: srv.URL(), Token: token}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -80,8 +81,9 @@ type Store struct {
 	now     func() time.Time
 	timeout time.Duration
 
-	mu   sync.Mutex
-	conn *pgx.Conn
+	mu            sync.Mutex
+	conn          *pgx.Conn
+	upgradeServer atomic.Value // string: SetServer's value
 
 	known sync.Map // session id -> knownRow: the row this process last read or wrote
 }

@@ -18,6 +18,15 @@ var _ checkpoint.SessionStore = (*Store)(nil)
 // maxData is the largest checkpoint the store writes, as for files.
 const maxData = 16 << 20
 
+// SetServer names the UpGrade this process works against: Save records it
+// as upgrade_server in a checkpoint that names none yet, as FileStore does.
+func (s *Store) SetServer(server string) { s.upgradeServer.Store(server) }
+
+func (s *Store) server() string {
+	v, _ := s.upgradeServer.Load().(string)
+	return v
+}
+
 // Where names the row of a session, for messages.
 func (s *Store) Where(id string) string {
 	return "postgres " + s.cfg.Database + " upgrade_agent_sessions id=" + id
@@ -57,7 +66,7 @@ func (s *Store) Load(id string) (*checkpoint.Checkpoint, error) {
 // replaced (ErrCorrupt), secrets are refused (ErrSecret). The replaced
 // checkpoint goes to the history, which keeps checkpoint.HistoryLimit.
 func (s *Store) Save(cp *checkpoint.Checkpoint) error {
-	next, err := checkpoint.NextOf(cp, s.now())
+	next, err := checkpoint.NextOf(cp, s.now(), s.server())
 	if err != nil {
 		return err
 	}

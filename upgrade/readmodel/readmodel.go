@@ -77,6 +77,49 @@ func SummarizeAll(list []upgrade.Experiment) []Summary {
 	return out
 }
 
+// Experiment is the one shape the CLI gives an experiment: each item of
+// `experiments list -o json` and the object of `experiments show -o json`
+// (docs/json.md lists the fields). It has Summary's names, so a script
+// reads a list item and a shown experiment alike, and the details besides.
+type Experiment struct {
+	ID             string             `json:"id"`
+	Name           string             `json:"name"`
+	Description    string             `json:"description"`
+	Context        string             `json:"context"`
+	Status         upgrade.State      `json:"status"`
+	Unit           string             `json:"unit"`
+	GroupType      string             `json:"group_type"`
+	Consistency    string             `json:"consistency"`
+	PostRule       string             `json:"post_rule"`
+	RevertTo       string             `json:"revert_to"` // a condition code; "" = default
+	FilterMode     string             `json:"filter_mode"`
+	Tags           []string           `json:"tags"`
+	Conditions     []DetailsCondition `json:"conditions"`
+	DecisionPoints []DetailsPoint     `json:"decision_points"`
+	Inclusion      upgrade.Segment    `json:"inclusion"`
+	Exclusion      upgrade.Segment    `json:"exclusion"`
+	CreatedAt      string             `json:"created_at"`
+	UpdatedAt      string             `json:"updated_at"`
+}
+
+// ExperimentOf is e in the CLI's shape; empty lists are [], never null.
+func ExperimentOf(e *upgrade.Experiment) Experiment {
+	// The same fields as Details, in the same order: only the names differ.
+	x := Experiment(DetailsOf(e))
+	if x.Tags == nil {
+		x.Tags = []string{}
+	}
+	for _, seg := range []*upgrade.Segment{&x.Inclusion, &x.Exclusion} {
+		if seg.Users == nil {
+			seg.Users = []string{}
+		}
+		if seg.Groups == nil {
+			seg.Groups = []upgrade.GroupRef{}
+		}
+	}
+	return x
+}
+
 // Details are the settings of one experiment, as the agent reads them
 // (get_experiment_details, find_experiment).
 type Details struct {
@@ -138,8 +181,8 @@ func DetailsOf(e *upgrade.Experiment) Details {
 
 // ConditionEnrollment is one condition of an Enrollment.
 type ConditionEnrollment struct {
-	Condition   string  `json:"condition"` // the condition code
-	ConditionID string  `json:"condition_id"`
+	Condition   string  `json:"code"` // the condition code, named as in Experiment
+	ConditionID string  `json:"id"`
 	Weight      float64 `json:"weight"`
 	Users       int     `json:"users"`
 	Groups      int     `json:"groups"`

@@ -20,6 +20,10 @@ const stateFormat = 1
 // state is everything the simulator remembers; it is also the data file.
 type state struct {
 	Format int `json:"format"`
+	// ID names this simulator's state, so that a checkpoint can tell the
+	// simulator it was proposed against from another one (Identity). It is
+	// made on the first request for it; older files have none until then.
+	ID string `json:"id,omitempty"`
 	// Generation counts the writes of the file, so a reader can tell two
 	// versions apart even when size and time coincide.
 	Generation int64  `json:"generation"`

@@ -1,0 +1,400 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// The documentation is a test: every example in README.md and docs/*.md
+// runs here as written. A fenced block of a runnable kind (sh, bash, yaml,
+// yml, json) must follow a marker comment that says what it is:
+//
+//	<!-- test: run -->            each line is a command line; "go run ." and
+//	                              "upgrade-agent" run the CLI, "export K=V" sets
+//	                              the environment, "# exit N" at the end of a
+//	                              line ("# exit 2: why" too) is its expected
+//	                              exit code (default 0)
+//	<!-- test: file NAME -->      the block is the file NAME for later blocks
+//	<!-- test: scenario NAME -->  the file NAME, then `scenario run NAME`: exit 0
+//	<!-- test: config NAME -->    the file NAME, then `--config NAME sessions list`: exit 0
+//	<!-- test: go FILE -->        (a go block) the code is in FILE, a test that runs
+//	<!-- test: skip REASON -->    not run; the reason says why (a live server)
+//	<!-- test: fragment -->       a part of something, not runnable alone
+//
+// The blocks of one document run in order in one work folder with its own
+// state dir; the repository's scenarios/ and golden/ are linked into it.
+// The documents may also name only files that ship in the repository.
+
+// docMarker is the comment before a block.
+var docMarker = regexp.MustCompile(`^<!--\s*test:\s*(\S+)\s*(.*?)\s*-->$`)
+
+var fence = regexp.MustCompile("^(\\s*)```(\\S*)\\s*$")
+
+var runnableLang = map[string]bool{"sh": true, "bash": true, "yaml": true, "yml": true, "json": true}
+
+type docBlock struct {
+	line       int
+	lang, kind string
+	arg        string
+	body       string
+}
+
+// docBlocks returns the fenced blocks of a Markdown file with the marker
+// before each ("" when none).
+func docBlocks(path string) ([]docBlock, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(string(data), "\n")
+	var blocks []docBlock
+	marker, markerArg := "", ""
+	for i := 0; i < len(lines); i++ {
+		trim := strings.TrimSpace(lines[i])
+		if m := docMarker.FindStringSubmatch(trim); m != nil {
+			marker, markerArg = m[1], m[2]
+			continue
+		}
+		m := fence.FindStringSubmatch(lines[i])
+		if m == nil {
+			if trim != "" {
+				marker, markerArg = "", ""
+			}
+			continue
+		}
+		indent := m[1]
+		b := docBlock{line: i + 1, lang: m[2], kind: marker, arg: markerArg}
+		marker, markerArg = "", ""
+		var body []string
+		for i++; i < len(lines); i++ {
+			if strings.TrimSpace(lines[i]) == "```" {
+				break
+			}
+			body = append(body, strings.TrimPrefix(lines[i], indent))
+		}
+		b.body = strings.Join(body, "\n") + "\n"
+		blocks = append(blocks, b)
+	}
+	return blocks, nil
+}
+
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{filepath.Join("..", "README.md")}, files...)
+}
+
+// TestDocExamples runs the examples of the documentation.
+func TestDocExamples(t *testing.T) {
+	dir := t.TempDir()
+	repo, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, path := range docFiles(t) {
+		blocks, err := docBlocks(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repo, mustAbs(t, path))
+		script, count, errs := docScript(rel, blocks, repo)
+		for _, e := range errs {
+			t.Error(e)
+		}
+		if count == 0 {
+			continue
+		}
+		n += count
+		name := strings.NewReplacer("/", "_", ".md", "").Replace(rel) + ".txtar"
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no doc examples found")
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:                 dir,
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			if err := scriptSetup(env); err != nil {
+				return err
+			}
+			env.Setenv("OPENAI_API_KEY", "")
+			env.Setenv("OPENAI_BASE_URL", "")
+			for _, d := range []string{"scenarios", "golden"} {
+				if err := os.Symlink(filepath.Join(repo, d), filepath.Join(env.WorkDir, d)); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Cmds: scriptCmds,
+	})
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// docScript turns the blocks of one document into a testscript.
+func docScript(doc string, blocks []docBlock, repo string) (script string, count int, errs []error) {
+	var cmds strings.Builder
+	var files strings.Builder
+	fmt.Fprintf(&cmds, "# the examples of %s\n", doc)
+	bad := func(b docBlock, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s:%d: %s", doc, b.line, fmt.Sprintf(format, args...)))
+	}
+	addFile := func(b docBlock, name string) bool {
+		if name == "" || strings.Contains(name, "..") || filepath.IsAbs(name) {
+			bad(b, "test: %s needs a relative file name", b.kind)
+			return false
+		}
+		fmt.Fprintf(&files, "-- %s --\n%s", name, b.body)
+		return true
+	}
+	for _, b := range blocks {
+		where := fmt.Sprintf("%s:%d", doc, b.line)
+		switch b.kind {
+		case "":
+			if runnableLang[b.lang] {
+				bad(b, "a ```%s block without a <!-- test: ... --> marker: run it, or say why not (see cmd/docs_test.go)", b.lang)
+			}
+		case "fragment":
+		case "skip":
+			if b.arg == "" {
+				bad(b, "test: skip needs a reason")
+			}
+		case "file":
+			if addFile(b, b.arg) {
+				count++
+			}
+		case "scenario":
+			if addFile(b, b.arg) {
+				fmt.Fprintf(&cmds, "\n# %s\nexits 0 upgrade-agent scenario run %s\n", where, quoteArg(b.arg))
+				count++
+			}
+		case "config":
+			if addFile(b, b.arg) {
+				fmt.Fprintf(&cmds, "\n# %s\nexits 0 upgrade-agent --config %s sessions list\n", where, quoteArg(b.arg))
+				count++
+			}
+		case "go":
+			src, err := os.ReadFile(filepath.Join(repo, b.arg))
+			if err != nil {
+				bad(b, "test: go %s: %v", b.arg, err)
+				continue
+			}
+			if !strings.Contains(squash(string(src)), squash(b.body)) {
+				bad(b, "the code of this block is not in %s any more: copy the tested code again", b.arg)
+			}
+			count++
+		case "run":
+			fmt.Fprintf(&cmds, "\n# %s\n", where)
+			lines, err := docCommands(b.body)
+			if err != nil {
+				bad(b, "%v", err)
+				continue
+			}
+			cmds.WriteString(lines)
+			count++
+		default:
+			bad(b, "unknown marker test: %s", b.kind)
+		}
+	}
+	return cmds.String() + "\n" + files.String(), count, errs
+}
+
+// squash drops the indentation and blank lines, so a block matches the
+// code it was copied from.
+func squash(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+var exitComment = regexp.MustCompile(`\s#\s*exit\s+(\d+)\b.*$`)
+
+// docCommands turns the command lines of a run block into script lines.
+func docCommands(body string) (string, error) {
+	var out strings.Builder
+	var joined []string
+	cur := ""
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasSuffix(l, "\\") {
+			cur += strings.TrimSuffix(l, "\\") + " "
+			continue
+		}
+		joined = append(joined, cur+l)
+		cur = ""
+	}
+	for _, l := range joined {
+		code := "0"
+		if m := exitComment.FindStringSubmatch(" " + l); m != nil {
+			code = m[1]
+			l = exitComment.ReplaceAllString(" "+l, "")
+		}
+		if i := strings.Index(l, " #"); i >= 0 {
+			l = l[:i]
+		}
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		words, err := shellWords(l)
+		if err != nil {
+			return "", fmt.Errorf("%q: %v", l, err)
+		}
+		var env []string
+		for len(words) > 0 && strings.Contains(words[0], "=") && !strings.HasPrefix(words[0], "-") {
+			env = append(env, words[0])
+			words = words[1:]
+		}
+		switch {
+		case len(words) == 2 && words[0] == "export" && strings.Contains(words[1], "="):
+			fmt.Fprintf(&out, "env %s\n", quoteArg(words[1]))
+			continue
+		case len(words) >= 3 && words[0] == "go" && words[1] == "run" && words[2] == ".":
+			words = append([]string{"upgrade-agent"}, words[3:]...)
+		case len(words) >= 1 && words[0] == "upgrade-agent":
+		default:
+			return "", fmt.Errorf("%q: only upgrade-agent, go run . and export lines run in a doc example", l)
+		}
+		for _, e := range env {
+			fmt.Fprintf(&out, "env %s\n", quoteArg(e))
+		}
+		q := make([]string, len(words))
+		for i, w := range words {
+			q[i] = quoteArg(w)
+		}
+		fmt.Fprintf(&out, "exits %s %s\n", code, strings.Join(q, " "))
+	}
+	return out.String(), nil
+}
+
+// shellWords splits a command line as sh does for the quoting the docs use.
+func shellWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	in := false
+	var quote rune
+	for _, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, in = r, true
+		case r == ' ' || r == '\t':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated quote")
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+// quoteArg quotes a word for testscript.
+func quoteArg(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t'\"#$") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// specPath finds mentions of the specification, which does not ship.
+var specPath = regexp.MustCompile(`(^|[\s(\x60"'])spec/[a-z-]+\.md`)
+
+// mdLink finds relative Markdown links.
+var mdLink = regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
+
+// TestDocsNameOnlyShippedFiles: the documents point at files a reader has.
+func TestDocsNameOnlyShippedFiles(t *testing.T) {
+	for _, path := range docFiles(t) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			if specPath.MatchString(line) {
+				t.Errorf("%s:%d: names the specification (spec/...), which does not ship with the repository: %s", path, i+1, strings.TrimSpace(line))
+			}
+			for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				if _, err := os.Stat(filepath.Join(filepath.Dir(path), target)); err != nil {
+					t.Errorf("%s:%d: link to %s: %v", path, i+1, target, err)
+				}
+			}
+		}
+	}
+}
+
+// TestDocScriptRules: unmarked runnable blocks, skips without a reason and
+// unknown markers are errors; command lines become script lines.
+func TestDocScriptRules(t *testing.T) {
+	blocks := []docBlock{
+		{line: 1, lang: "yaml", body: "a: 1\n"},
+		{line: 5, lang: "sh", kind: "skip", body: "x\n"},
+		{line: 9, lang: "sh", kind: "bogus", body: "x\n"},
+		{line: 13, lang: "go", body: "x := 1\n"},
+		{line: 17, lang: "sh", kind: "run", body: "export A=b\ngo run . resume --answer \"yes please\"   # exit 10\nupgrade-agent sessions list  # the list\n"},
+	}
+	script, count, errs := docScript("doc.md", blocks, "..")
+	var msgs []string
+	for _, e := range errs {
+		msgs = append(msgs, e.Error())
+	}
+	got := strings.Join(msgs, "\n")
+	for _, want := range []string{"doc.md:1: a ```yaml block without a <!-- test: ... --> marker", "doc.md:5: test: skip needs a reason", "doc.md:9: unknown marker test: bogus"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("errors %q lack %q", got, want)
+		}
+	}
+	if count != 1 {
+		t.Errorf("count = %d, want 1 (the run block)", count)
+	}
+	for _, want := range []string{"env A=b\n", "exits 10 upgrade-agent resume --answer 'yes please'\n", "exits 0 upgrade-agent sessions list\n"} {
+		if !strings.Contains(script, want) {
+			t.Errorf("script lacks %q:\n%s", want, script)
+		}
+	}
+	if _, err := docCommands("rm -rf /\n"); err == nil {
+		t.Error("a line that is not upgrade-agent, go run . or export was accepted")
+	}
+}
