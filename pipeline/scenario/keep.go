@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
 )
@@ -35,4 +36,17 @@ func keptStateDir(root, name string) (string, error) {
 		return "", fmt.Errorf("--keep-state: %w", err)
 	}
 	return dir, nil
+}
+
+// wallClock is the real clock of kept runs (a variable for tests).
+var wallClock = time.Now
+
+// keptEpoch is the clock's start for a run whose state is kept: kept state
+// is handed to a person (`resume`), where a confirmation expires
+// approval_ttl after it was proposed, as every other confirmation does, so
+// its times must be real ones. The clock still advances a minute per step,
+// and starts early enough that the last of steps steps is not later than
+// now (truncated to the minute): nothing kept is dated in the future.
+func keptEpoch(now time.Time, steps int) time.Time {
+	return now.UTC().Truncate(time.Minute).Add(-time.Duration(steps) * time.Minute)
 }

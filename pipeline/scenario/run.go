@@ -103,6 +103,9 @@ type StepReport struct {
 
 // FixedTime is the clock of every scenario: step n runs at FixedTime plus n
 // minutes, so that history timestamps differ but never vary between runs.
+// With RunOptions.KeepState the clock starts from the real time instead
+// (keptEpoch), so kept state carries real times; transcripts normalise
+// every timestamp, so they are the same either way.
 var FixedTime = time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
 
 // SessionID is the session id of every scenario run.
@@ -155,10 +158,12 @@ func noSleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 
 // run is one scenario in progress.
 type run struct {
-	sc    *Scenario
-	opts  RunOptions
-	rep   *Report
-	clk   *clock
+	sc   *Scenario
+	opts RunOptions
+	rep  *Report
+	clk  *clock
+	// epoch is the clock's start: step n runs at epoch plus n minutes.
+	epoch time.Time
 	admin *upgrade.Client // setup and checks: holds the token when one is needed
 	// flagAware: the scenario uses flags or segments, so each step learns
 	// their ids for templates and transcripts (flags.go).
@@ -185,8 +190,11 @@ type run struct {
 func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Report, error) {
 	start := time.Now()
 	r := &run{sc: sc, opts: opts, rep: &Report{Name: sc.Name, File: sc.File}, clk: &clock{},
-		res: newResolver(), norm: newNormalizer()}
-	r.clk.set(FixedTime)
+		res: newResolver(), norm: newNormalizer(), epoch: FixedTime}
+	if opts.KeepState != "" {
+		r.epoch = keptEpoch(wallClock(), len(sc.Steps))
+	}
+	r.clk.set(r.epoch)
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
@@ -452,7 +460,7 @@ func (r *run) learn(ctx context.Context) ([]upgrade.Experiment, error) {
 func (r *run) steps(ctx context.Context) {
 	for i, st := range r.sc.Steps {
 		n := i + 1
-		r.clk.set(FixedTime.Add(time.Duration(n) * time.Minute))
+		r.clk.set(r.epoch.Add(time.Duration(n) * time.Minute))
 		sr := r.step(ctx, n, st)
 		r.rep.Steps = append(r.rep.Steps, sr)
 		r.rep.LLMCalls += len(sr.LLMNodes)
