@@ -180,6 +180,9 @@ func TestAuditExpiryOnEveryApprovalPath(t *testing.T) {
 			if !strings.Contains(res.Response, "expired") || res.Confirmation == nil {
 				t.Errorf("the reply does not say the confirmation expired: %q", res.Response)
 			}
+			if strings.Contains(res.Response, "clear yes or no") {
+				t.Errorf("a clear yes to an expired confirmation is asked to be clearer: %q", res.Response)
+			}
 			if got := rec.events(); got != "proposed,expired,proposed" {
 				t.Fatalf("events %s, want proposed,expired,proposed", got)
 			}

@@ -68,7 +68,9 @@ func confirmationReply(t *turn, p *Pending) string {
 	for _, n := range t.recovered {
 		lines = append(lines, fmt.Sprintf("The previous run was interrupted during %v: %v.", n["action"], strings.TrimSuffix(fmt.Sprint(n["note"]), ".")))
 	}
-	if t.answer == answerUnclear {
+	// A yes to an expired confirmation was clear: the expiry note says why
+	// nothing ran, so the reply does not also ask for a clearer answer.
+	if t.answer == answerUnclear && !slices.Contains(t.notes, expiredNote) {
 		lines = append(lines, "I need a clear yes or no to go on; nothing was run.")
 	}
 	lines = append(lines, t.notes...)
