@@ -3,6 +3,7 @@ package upgrade
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -143,10 +144,37 @@ type GroupRef struct {
 type Segment struct {
 	Users  []string   `json:"users"`
 	Groups []GroupRef `json:"groups"`
+	// Segments are the public segments the lists include (a list row's
+	// subSegments), whose members count too. The agent's experiment
+	// actions never add or remove them: SetLists keeps the rows naming
+	// them.
+	Segments []SegmentRef `json:"segments,omitempty"`
 }
 
-// Empty reports whether the segment lists nobody.
-func (s Segment) Empty() bool { return len(s.Users) == 0 && len(s.Groups) == 0 }
+// SegmentRef names a public segment that an experiment list includes.
+type SegmentRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+}
+
+// Empty reports whether the segment lists nobody: no user, no group and no
+// public segment.
+func (s Segment) Empty() bool { return len(s.Users) == 0 && len(s.Groups) == 0 && len(s.Segments) == 0 }
+
+// SegmentNames are the names of s's public segments, their ids where the
+// server gave no name, sorted.
+func (s Segment) SegmentNames() []string {
+	out := make([]string, 0, len(s.Segments))
+	for _, r := range s.Segments {
+		if r.Name != "" {
+			out = append(out, r.Name)
+		} else {
+			out = append(out, r.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // StateTimeLog is one recorded state change.
 type StateTimeLog struct {
@@ -261,6 +289,12 @@ func toWire(s Segment) wireSegment {
 		b.IndividualForSegment = append(b.IndividualForSegment, wireIndividual{UserID: u})
 	}
 	b.GroupForSegment = append(b.GroupForSegment, s.Groups...)
+	for _, r := range s.Segments {
+		raw, err := json.Marshal(map[string]string{"id": r.ID})
+		if err == nil {
+			b.SubSegments = append(b.SubSegments, raw)
+		}
+	}
 	return wireSegment{Segment: b}
 }
 
@@ -274,6 +308,12 @@ func fromWire(ws []wireSegment) Segment {
 			seg.Users = append(seg.Users, u.UserID)
 		}
 		seg.Groups = append(seg.Groups, w.Segment.GroupForSegment...)
+		for _, raw := range w.Segment.SubSegments {
+			var r SegmentRef
+			if json.Unmarshal(raw, &r) == nil && r.ID != "" {
+				seg.Segments = append(seg.Segments, r)
+			}
+		}
 	}
 	return seg
 }
