@@ -149,16 +149,6 @@ func MergeLists(rows []ExperimentList) Segment {
 // NamesSegments reports whether the list row includes public segments.
 func (l ExperimentList) NamesSegments() bool { return len(l.Segment.Segments) > 0 }
 
-// segmentIDs is the sorted set of the ids of s's public segments.
-func segmentIDs(s Segment) []string {
-	out := make([]string, 0, len(s.Segments))
-	for _, r := range s.Segments {
-		out = append(out, r.ID)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
 // sameMembers compares two segments as sets.
 func sameMembers(a, b Segment) bool {
 	users := func(s Segment) []string {
@@ -227,7 +217,7 @@ func (c *Client) SetLists(ctx context.Context, e *Experiment, inclusion, exclusi
 	if err != nil {
 		return err
 	}
-	incSegs, excSegs := segmentIDs(MergeLists(inc)), segmentIDs(MergeLists(exc))
+	incSegs, excSegs := MergeLists(inc).SegmentIDs(), MergeLists(exc).SegmentIDs()
 	for _, k := range []struct {
 		kind ListKind
 		rows []ExperimentList
@@ -245,7 +235,7 @@ func (c *Client) SetLists(ctx context.Context, e *Experiment, inclusion, exclusi
 		return &Error{Category: CategoryAPI, Method: http.MethodPut, URL: c.baseRedacted + "/experiments/" + e.ID,
 			Message: "the server did not keep the experiment's lists"}
 	}
-	if !slices.Equal(segmentIDs(MergeLists(inc)), incSegs) || !slices.Equal(segmentIDs(MergeLists(exc)), excSegs) {
+	if !slices.Equal(MergeLists(inc).SegmentIDs(), incSegs) || !slices.Equal(MergeLists(exc).SegmentIDs(), excSegs) {
 		return &Error{Category: CategoryAPI, Method: http.MethodPut, URL: c.baseRedacted + "/experiments/" + e.ID,
 			Message: "the experiment's lists naming public segments changed while its users and groups were set"}
 	}
@@ -346,6 +336,6 @@ func newListBody(e *Experiment, row ExperimentList, members Segment) listBody {
 	body.List.Type = "private"
 	body.List.UserIDs = append([]string{}, members.Users...)
 	body.List.Groups = append([]GroupRef{}, members.Groups...)
-	body.List.SubSegmentIDs = segmentIDs(members)
+	body.List.SubSegmentIDs = members.SegmentIDs()
 	return body
 }

@@ -161,6 +161,16 @@ type SegmentRef struct {
 // public segment.
 func (s Segment) Empty() bool { return len(s.Users) == 0 && len(s.Groups) == 0 && len(s.Segments) == 0 }
 
+// SegmentIDs are the ids of s's public segments, sorted, each once.
+func (s Segment) SegmentIDs() []string {
+	out := make([]string, 0, len(s.Segments))
+	for _, r := range s.Segments {
+		out = append(out, r.ID)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // SegmentNames are the names of s's public segments, their ids where the
 // server gave no name, sorted.
 func (s Segment) SegmentNames() []string {

@@ -284,6 +284,11 @@ func buildExperiment(base *upgrade.Experiment, d CreateExperimentParams) *upgrad
 	e.Inclusion = upgrade.Segment{Users: append([]string{}, d.InclusionUsers...), Groups: groupRefs(d.InclusionGroups)}
 	e.Exclusion = upgrade.Segment{Users: append([]string{}, d.ExclusionUsers...), Groups: groupRefs(d.ExclusionGroups)}
 	if base != nil {
+		// The lists naming public segments are not part of the design:
+		// they stay as they are (a server before 6.3 takes them with the
+		// PUT; later ones keep them as rows SetLists leaves alone).
+		e.Inclusion.Segments = append([]upgrade.SegmentRef(nil), base.Inclusion.Segments...)
+		e.Exclusion.Segments = append([]upgrade.SegmentRef(nil), base.Exclusion.Segments...)
 		e.ConditionPayloads = linkedPayloads(base.ConditionPayloads, &e)
 	}
 	return &e
