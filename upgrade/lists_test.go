@@ -114,7 +114,8 @@ func TestSetListsKeepsSegmentLists(t *testing.T) {
 }
 
 // TestSegmentRefsOnTheWire: the single read's subSegments decode into
-// Segments, and a PUT writes them back as [{id}].
+// Segments, and the experiment's JSON (experiments show -o json) writes
+// them back named.
 func TestSegmentRefsOnTheWire(t *testing.T) {
 	var e upgrade.Experiment
 	raw := `{"id":"e1","experimentSegmentInclusion":[{"segment":{"individualForSegment":[],"groupForSegment":[],
@@ -130,7 +131,7 @@ func TestSegmentRefsOnTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(out, []byte(`"subSegments":[{"id":"s9"}]`)) {
+	if !bytes.Contains(out, []byte(`"subSegments":[{"id":"s9","name":"pilot schools"}]`)) {
 		t.Errorf("written: %s", out)
 	}
 }

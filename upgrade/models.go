@@ -292,7 +292,10 @@ type wireSegment struct {
 	Segment *wireSegmentBody `json:"segment"`
 }
 
-func toWire(s Segment) wireSegment {
+// toWire writes s as one list segment; its public segments as
+// subSegments [{id}], with their names too when named (for display: a
+// request names them by id only).
+func toWire(s Segment, named bool) wireSegment {
 	b := &wireSegmentBody{IndividualForSegment: []wireIndividual{}, GroupForSegment: []GroupRef{},
 		SubSegments: []json.RawMessage{}, Type: "private"}
 	for _, u := range s.Users {
@@ -300,7 +303,11 @@ func toWire(s Segment) wireSegment {
 	}
 	b.GroupForSegment = append(b.GroupForSegment, s.Groups...)
 	for _, r := range s.Segments {
-		raw, err := json.Marshal(map[string]string{"id": r.ID})
+		ref := map[string]string{"id": r.ID}
+		if named && r.Name != "" {
+			ref["name"] = r.Name
+		}
+		raw, err := json.Marshal(ref)
 		if err == nil {
 			b.SubSegments = append(b.SubSegments, raw)
 		}
@@ -381,7 +388,7 @@ func (e Experiment) MarshalJSON() ([]byte, error) { return e.MarshalFor(Segments
 
 // MarshalFor writes the experiment with the segment shape a server expects.
 func (e Experiment) MarshalFor(shape SegmentShape) ([]byte, error) {
-	inc, exc := segmentsFor(e, shape)
+	inc, exc := segmentsFor(e, shape, true)
 	type out struct {
 		experimentAlias
 		Inclusion any `json:"experimentSegmentInclusion"`
@@ -390,11 +397,11 @@ func (e Experiment) MarshalFor(shape SegmentShape) ([]byte, error) {
 	return json.Marshal(out{experimentAlias(e), inc, exc})
 }
 
-func segmentsFor(e Experiment, shape SegmentShape) (inc, exc any) {
+func segmentsFor(e Experiment, shape SegmentShape, named bool) (inc, exc any) {
 	if shape == SegmentsObject {
-		return toWire(e.Inclusion), toWire(e.Exclusion)
+		return toWire(e.Inclusion, named), toWire(e.Exclusion, named)
 	}
-	return []wireSegment{toWire(e.Inclusion)}, []wireSegment{toWire(e.Exclusion)}
+	return []wireSegment{toWire(e.Inclusion, named)}, []wireSegment{toWire(e.Exclusion, named)}
 }
 
 // requestBody is MarshalFor for a create or update request: it always
@@ -402,7 +409,7 @@ func segmentsFor(e Experiment, shape SegmentShape) (inc, exc any) {
 // a 6.5 server fails an update without them (500, a TypeError), and every
 // decision point's description.
 func (e Experiment) requestBody(shape SegmentShape) ([]byte, error) {
-	inc, exc := segmentsFor(e, shape)
+	inc, exc := segmentsFor(e, shape, false)
 	payloads := e.ConditionPayloads
 	if payloads == nil {
 		payloads = []json.RawMessage{}
