@@ -88,6 +88,18 @@ func TestUpdateKeepsSegmentList(t *testing.T) {
 		t.Fatalf("after includeAll: %+v (%v)", e.Inclusion, err)
 	}
 
+	// delete_segment and update_segment still count the experiment among
+	// the segment's users.
+	for _, p := range []Params{DeleteSegmentParams{SegmentID: seg.ID}, UpdateSegmentParams{SegmentID: seg.ID, Name: ptr("pilot schools 2")}} {
+		plan, err := BuildPlan(ctx, c, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(plan.Message, `experiment "Segment lists" (inactive), include list`) {
+			t.Errorf("%s plan does not count the experiment:\n%s", p.Action(), plan.Message)
+		}
+	}
+
 	// The status and delete plans name it.
 	for _, p := range []Params{UpdateExperimentStatusParams{ExperimentID: id, Status: "enrolling"}, DeleteExperimentParams{ExperimentID: id}} {
 		plan, err := BuildPlan(ctx, c, p)
