@@ -123,3 +123,38 @@ func TestKeptSegmentLists(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// rowOrderAPI answers list members in reverse order, as a real 6.5 may
+// (database row order).
+type rowOrderAPI struct{ *upgrade.Client }
+
+func (a rowOrderAPI) Lists(ctx context.Context, id string) (inc, exc []upgrade.ExperimentList, err error) {
+	inc, exc, err = a.Client.Lists(ctx, id)
+	for _, rows := range [][]upgrade.ExperimentList{inc, exc} {
+		for _, r := range rows {
+			slices.Reverse(r.Segment.Users)
+			slices.Reverse(r.Segment.Groups)
+		}
+	}
+	return inc, exc, err
+}
+
+// TestUpdateHoldsListsInAnyOrder: users read back in another order than
+// sent are what was approved (seen on the real 6.5).
+func TestUpdateHoldsListsInAnyOrder(t *testing.T) {
+	ctx := context.Background()
+	api := rowOrderAPI{startSim(t, "6.5.0")}
+	_, raw := run(t, api, CreateExperimentParams{
+		Name: "Order", Context: "assign-prog", ExclusionUsers: []string{"x1"},
+		DecisionPoints: []DecisionPointParam{{Site: "SelectSection", Target: "absolute_value_plot_equality"}},
+		Conditions:     []ConditionParam{{Code: "control", Weight: ptr(50.0)}, {Code: "variant", Weight: ptr(50.0)}},
+	})
+	id := decode[ExperimentResult](t, raw).ID
+	p := UpdateExperimentParams{ExperimentID: id, ExclusionUsers: &[]string{"u1", "u2"},
+		ExclusionGroups: &[]GroupParam{{Type: "classId", GroupID: "c1"}, {Type: "classId", GroupID: "c2"}}}
+	run(t, api, p)
+	rec, err := mustBound(p).Reconcile(ctx, Env{API: api}, "order", time.Now())
+	if err != nil || rec.Outcome != OutcomeDone {
+		t.Fatalf("reconcile = %+v, %v; want done", rec, err)
+	}
+}

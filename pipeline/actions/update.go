@@ -198,7 +198,7 @@ func reconcileUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ s
 		return Reconciliation{}, fmt.Errorf("reconcile update: reading experiment %s: %w", p.ExperimentID, err)
 	}
 	cur := designOf(e)
-	if changes := designChanges(cur, applyUpdate(cur, p)); len(changes) > 0 {
+	if changes := designChanges(listsAsSets(cur), listsAsSets(applyUpdate(cur, p))); len(changes) > 0 {
 		return Reconciliation{Outcome: OutcomeNotDone,
 			Note: fmt.Sprintf("experiment %q does not have the new values yet (%s): the update did not happen", e.Name, strings.Join(changes, "; "))}, nil
 	}
