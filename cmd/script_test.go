@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -154,6 +156,39 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 			return err
 		})
 	},
+	// seglist NAME KIND SEGMENT adds to experiment NAME an inclusion or
+	// exclusion list (KIND) naming public segment SEGMENT, made with one
+	// member when new: what the web UI's "segment" list is.
+	"seglist": func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 3 {
+			ts.Fatalf("usage: seglist NAME inclusion|exclusion SEGMENT")
+		}
+		withSim(ts, func(ctx context.Context, c *upgrade.Client, base string) error {
+			e, err := fetchExperiment(ctx, c, args[0])
+			if err != nil {
+				return err
+			}
+			seg, err := c.UpsertSegment(ctx, upgrade.SegmentInput{Name: args[2], Context: e.ContextName(), Type: "public",
+				UserIDs: []string{"seg-member"}, Groups: []upgrade.GroupRef{}, SubSegmentIDs: []string{}})
+			if err != nil {
+				return err
+			}
+			body, err := json.Marshal(map[string]any{"experimentId": e.ID, "list": map[string]any{"name": args[2] + " list",
+				"context": e.ContextName(), "type": "private", "userIds": []string{}, "groups": []any{}, "subSegmentIds": []string{seg.ID}}})
+			if err != nil {
+				return err
+			}
+			resp, err := http.Post(base+"/experiments/"+args[1]+"List", "application/json", bytes.NewReader(body))
+			if err != nil {
+				return err
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("seglist: %s", resp.Status)
+			}
+			return nil
+		})
+	},
 	// enroll NAME N marks N new users in the experiment NAME (which must be
 	// enrolling) at its first decision point.
 	"enroll": func(ts *testscript.TestScript, neg bool, args []string) {
@@ -222,6 +257,11 @@ var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 // withSimClient opens the embedded simulator's data file of the script, as
 // the CLI would, and runs fn against it.
 func withSimClient(ts *testscript.TestScript, fn func(context.Context, *upgrade.Client) error) {
+	withSim(ts, func(ctx context.Context, c *upgrade.Client, _ string) error { return fn(ctx, c) })
+}
+
+// withSim is withSimClient that also passes the simulator's base URL.
+func withSim(ts *testscript.TestScript, fn func(ctx context.Context, c *upgrade.Client, base string) error) {
 	data := filepath.Join(ts.Getenv("UPGRADE_AGENT_HOME"), "sim", "data.json")
 	srv, err := sim.Start(sim.Options{DataFile: data})
 	ts.Check(err)
@@ -230,7 +270,7 @@ func withSimClient(ts *testscript.TestScript, fn func(context.Context, *upgrade.
 	ts.Check(err)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ts.Check(fn(ctx, c))
+	ts.Check(fn(ctx, c, srv.URL()))
 }
 
 // isJobWorker: a detached `jobs work` process inherits the exit-code file but

@@ -182,6 +182,11 @@ func describeSegment(s upgrade.Segment) string {
 		}
 		parts = append(parts, "groups "+list(gs))
 	}
+	if names := s.SegmentNames(); len(names) == 1 {
+		parts = append(parts, "segment "+names[0])
+	} else if len(names) > 1 {
+		parts = append(parts, "segments "+list(names))
+	}
 	return strings.Join(parts, "; ")
 }
 

@@ -41,6 +41,7 @@ type wireListRow struct {
 		Context              string           `json:"context"`
 		IndividualForSegment []wireIndividual `json:"individualForSegment"`
 		GroupForSegment      []GroupRef       `json:"groupForSegment"`
+		SubSegments          []SegmentRef     `json:"subSegments"`
 	} `json:"segment"`
 }
 
@@ -56,6 +57,11 @@ func (r wireListRow) list() ExperimentList {
 		seg.Users = append(seg.Users, u.UserID)
 	}
 	seg.Groups = append(seg.Groups, r.Segment.GroupForSegment...)
+	for _, sub := range r.Segment.SubSegments {
+		if sub.ID != "" {
+			seg.Segments = append(seg.Segments, SegmentRef{ID: sub.ID, Name: sub.Name})
+		}
+	}
 	id := r.SegmentID
 	if id == "" {
 		id = r.Segment.ID
@@ -128,15 +134,20 @@ func ExperimentWithLists(ctx context.Context, r ListReader, id string) (*Experim
 }
 
 // MergeLists merges the members of list rows into one segment, the shape
-// Experiment.Inclusion and Exclusion hold.
+// Experiment.Inclusion and Exclusion hold: the users, groups and public
+// segments of all rows.
 func MergeLists(rows []ExperimentList) Segment {
 	seg := Segment{Users: []string{}, Groups: []GroupRef{}}
 	for _, r := range rows {
 		seg.Users = append(seg.Users, r.Segment.Users...)
 		seg.Groups = append(seg.Groups, r.Segment.Groups...)
+		seg.Segments = append(seg.Segments, r.Segment.Segments...)
 	}
 	return seg
 }
+
+// NamesSegments reports whether the list row includes public segments.
+func (l ExperimentList) NamesSegments() bool { return len(l.Segment.Segments) > 0 }
 
 // sameMembers compares two segments as sets.
 func sameMembers(a, b Segment) bool {
@@ -169,14 +180,20 @@ type listBody struct {
 	} `json:"list"`
 }
 
-// SetLists makes experiment id's lists hold exactly inclusion and exclusion
-// (as sets of users and groups). On a server that keeps lists as rows (6.3
-// and later) it replaces the first list of each kind, adds one when there is
-// none, and deletes the others (an empty target deletes them all); a kind
-// that already holds its members is not written. It then reads the lists
-// back and fails with an api error if they differ. Servers before 6.3 take
-// the lists with the experiment's PUT, so there it only reads back. Never
-// retried (the list routes are writes).
+// SetLists makes experiment id's lists hold exactly the users and groups of
+// inclusion and exclusion; the public segments the lists name are kept as
+// they are (their Segments in inclusion and exclusion are not read). A list
+// row naming a segment (made in the web UI as a "segment" list) is never
+// deleted or replaced: when it also holds users or groups that the target
+// lacks, it is rewritten with its segments and only the wanted members. On a
+// server that keeps lists as rows (6.3 and later) the other members go to
+// the first list of each kind without segments (replaced, or added when
+// there is none), and the other such lists are deleted (an empty target
+// deletes them all); a kind that already holds its members is not written.
+// It then reads the lists back and fails with an api error if the members
+// differ or a segment was lost. Servers before 6.3 take the lists with the
+// experiment's PUT, so there it only reads back. Never retried (the list
+// routes are writes).
 func (c *Client) SetLists(ctx context.Context, e *Experiment, inclusion, exclusion Segment) error {
 	if e == nil || strings.TrimSpace(e.ID) == "" {
 		return c.localError(http.MethodPut, "/experiments/", CategoryValidation, "set lists: the experiment id is empty")
@@ -200,6 +217,7 @@ func (c *Client) SetLists(ctx context.Context, e *Experiment, inclusion, exclusi
 	if err != nil {
 		return err
 	}
+	incSegs, excSegs := MergeLists(inc).SegmentIDs(), MergeLists(exc).SegmentIDs()
 	for _, k := range []struct {
 		kind ListKind
 		rows []ExperimentList
@@ -217,43 +235,107 @@ func (c *Client) SetLists(ctx context.Context, e *Experiment, inclusion, exclusi
 		return &Error{Category: CategoryAPI, Method: http.MethodPut, URL: c.baseRedacted + "/experiments/" + e.ID,
 			Message: "the server did not keep the experiment's lists"}
 	}
+	if !slices.Equal(MergeLists(inc).SegmentIDs(), incSegs) || !slices.Equal(MergeLists(exc).SegmentIDs(), excSegs) {
+		return &Error{Category: CategoryAPI, Method: http.MethodPut, URL: c.baseRedacted + "/experiments/" + e.ID,
+			Message: "the experiment's lists naming public segments changed while its users and groups were set"}
+	}
 	return nil
 }
 
+// setList sets the members of one kind of lists: rows naming segments keep
+// their segments (and those of their own members that want holds); the rest
+// of want goes to the plain rows.
 func (c *Client) setList(ctx context.Context, e *Experiment, kind ListKind, rows []ExperimentList, want Segment) error {
-	if sameMembers(MergeLists(rows), want) {
+	base := "/experiments/" + string(kind) + "List"
+	wantUsers := map[string]bool{}
+	for _, u := range want.Users {
+		wantUsers[u] = true
+	}
+	wantGroups := map[GroupRef]bool{}
+	for _, g := range want.Groups {
+		wantGroups[g] = true
+	}
+	heldUsers, heldGroups := map[string]bool{}, map[GroupRef]bool{}
+	var plain []ExperimentList
+	for _, row := range rows {
+		if !row.NamesSegments() {
+			plain = append(plain, row)
+			continue
+		}
+		keep := Segment{Users: []string{}, Groups: []GroupRef{}, Segments: row.Segment.Segments}
+		for _, u := range row.Segment.Users {
+			if wantUsers[u] {
+				keep.Users = append(keep.Users, u)
+				heldUsers[u] = true
+			}
+		}
+		for _, g := range row.Segment.Groups {
+			if wantGroups[g] {
+				keep.Groups = append(keep.Groups, g)
+				heldGroups[g] = true
+			}
+		}
+		if len(keep.Users) == len(row.Segment.Users) && len(keep.Groups) == len(row.Segment.Groups) {
+			continue
+		}
+		body := newListBody(e, row, keep)
+		r := request{method: http.MethodPut, path: base + "/" + url.PathEscape(row.SegmentID), body: &body, experimentID: e.ID}
+		if _, err := c.send(ctx, r); err != nil {
+			return err
+		}
+	}
+	rest := Segment{Users: []string{}, Groups: []GroupRef{}}
+	for _, u := range want.Users {
+		if !heldUsers[u] {
+			rest.Users = append(rest.Users, u)
+		}
+	}
+	for _, g := range want.Groups {
+		if !heldGroups[g] {
+			rest.Groups = append(rest.Groups, g)
+		}
+	}
+	if sameMembers(MergeLists(plain), rest) {
 		return nil
 	}
-	base := "/experiments/" + string(kind) + "List"
 	keep := 0
-	if !want.Empty() {
-		var body listBody
-		body.ExperimentID = e.ID
-		body.List.Context = e.ContextName()
-		body.List.Type = "private"
-		body.List.UserIDs = append([]string{}, want.Users...)
-		body.List.Groups = append([]GroupRef{}, want.Groups...)
-		body.List.SubSegmentIDs = []string{}
-		r := request{method: http.MethodPost, path: base, body: &body, experimentID: e.ID}
-		if len(rows) > 0 {
-			body.List.ID, body.List.Name = rows[0].SegmentID, rows[0].Name
-			if rows[0].Context != "" {
-				body.List.Context = rows[0].Context
-			}
-			r.method, r.path = http.MethodPut, base+"/"+url.PathEscape(rows[0].SegmentID)
+	if !rest.Empty() {
+		r := request{method: http.MethodPost, path: base, experimentID: e.ID}
+		if len(plain) > 0 {
+			body := newListBody(e, plain[0], rest)
+			r.body = &body
+			r.method, r.path = http.MethodPut, base+"/"+url.PathEscape(plain[0].SegmentID)
 			keep = 1
 		} else {
-			body.List.Name = fmt.Sprintf("%s list of %s", kind, e.Name)
+			body := newListBody(e, ExperimentList{Name: fmt.Sprintf("%s list of %s", kind, e.Name)}, rest)
+			r.body = &body
 		}
 		if _, err := c.send(ctx, r); err != nil {
 			return err
 		}
 	}
-	for _, row := range rows[keep:] {
+	for _, row := range plain[keep:] {
 		r := request{method: http.MethodDelete, path: base + "/" + url.PathEscape(row.SegmentID)}
 		if _, err := c.send(ctx, r); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// newListBody is the body that makes list row (new when its SegmentID is
+// empty) hold members: users, groups and public segments.
+func newListBody(e *Experiment, row ExperimentList, members Segment) listBody {
+	var body listBody
+	body.ExperimentID = e.ID
+	body.List.ID, body.List.Name = row.SegmentID, row.Name
+	body.List.Context = e.ContextName()
+	if row.Context != "" {
+		body.List.Context = row.Context
+	}
+	body.List.Type = "private"
+	body.List.UserIDs = append([]string{}, members.Users...)
+	body.List.Groups = append([]GroupRef{}, members.Groups...)
+	body.List.SubSegmentIDs = members.SegmentIDs()
+	return body
 }

@@ -3,6 +3,7 @@ package upgrade
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -143,10 +144,47 @@ type GroupRef struct {
 type Segment struct {
 	Users  []string   `json:"users"`
 	Groups []GroupRef `json:"groups"`
+	// Segments are the public segments the lists include (a list row's
+	// subSegments), whose members count too. The agent's experiment
+	// actions never add or remove them: SetLists keeps the rows naming
+	// them.
+	Segments []SegmentRef `json:"segments,omitempty"`
 }
 
-// Empty reports whether the segment lists nobody.
-func (s Segment) Empty() bool { return len(s.Users) == 0 && len(s.Groups) == 0 }
+// SegmentRef names a public segment that an experiment list includes.
+type SegmentRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+}
+
+// Empty reports whether the segment lists nobody: no user, no group and no
+// public segment.
+func (s Segment) Empty() bool { return len(s.Users) == 0 && len(s.Groups) == 0 && len(s.Segments) == 0 }
+
+// SegmentIDs are the ids of s's public segments, sorted, each once.
+func (s Segment) SegmentIDs() []string {
+	out := make([]string, 0, len(s.Segments))
+	for _, r := range s.Segments {
+		out = append(out, r.ID)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// SegmentNames are the names of s's public segments, their ids where the
+// server gave no name, sorted.
+func (s Segment) SegmentNames() []string {
+	out := make([]string, 0, len(s.Segments))
+	for _, r := range s.Segments {
+		if r.Name != "" {
+			out = append(out, r.Name)
+		} else {
+			out = append(out, r.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // StateTimeLog is one recorded state change.
 type StateTimeLog struct {
@@ -254,13 +292,26 @@ type wireSegment struct {
 	Segment *wireSegmentBody `json:"segment"`
 }
 
-func toWire(s Segment) wireSegment {
+// toWire writes s as one list segment; its public segments as
+// subSegments [{id}], with their names too when named (for display: a
+// request names them by id only).
+func toWire(s Segment, named bool) wireSegment {
 	b := &wireSegmentBody{IndividualForSegment: []wireIndividual{}, GroupForSegment: []GroupRef{},
 		SubSegments: []json.RawMessage{}, Type: "private"}
 	for _, u := range s.Users {
 		b.IndividualForSegment = append(b.IndividualForSegment, wireIndividual{UserID: u})
 	}
 	b.GroupForSegment = append(b.GroupForSegment, s.Groups...)
+	for _, r := range s.Segments {
+		ref := map[string]string{"id": r.ID}
+		if named && r.Name != "" {
+			ref["name"] = r.Name
+		}
+		raw, err := json.Marshal(ref)
+		if err == nil {
+			b.SubSegments = append(b.SubSegments, raw)
+		}
+	}
 	return wireSegment{Segment: b}
 }
 
@@ -274,6 +325,12 @@ func fromWire(ws []wireSegment) Segment {
 			seg.Users = append(seg.Users, u.UserID)
 		}
 		seg.Groups = append(seg.Groups, w.Segment.GroupForSegment...)
+		for _, raw := range w.Segment.SubSegments {
+			var r SegmentRef
+			if json.Unmarshal(raw, &r) == nil && r.ID != "" {
+				seg.Segments = append(seg.Segments, r)
+			}
+		}
 	}
 	return seg
 }
@@ -331,7 +388,7 @@ func (e Experiment) MarshalJSON() ([]byte, error) { return e.MarshalFor(Segments
 
 // MarshalFor writes the experiment with the segment shape a server expects.
 func (e Experiment) MarshalFor(shape SegmentShape) ([]byte, error) {
-	inc, exc := segmentsFor(e, shape)
+	inc, exc := segmentsFor(e, shape, true)
 	type out struct {
 		experimentAlias
 		Inclusion any `json:"experimentSegmentInclusion"`
@@ -340,11 +397,11 @@ func (e Experiment) MarshalFor(shape SegmentShape) ([]byte, error) {
 	return json.Marshal(out{experimentAlias(e), inc, exc})
 }
 
-func segmentsFor(e Experiment, shape SegmentShape) (inc, exc any) {
+func segmentsFor(e Experiment, shape SegmentShape, named bool) (inc, exc any) {
 	if shape == SegmentsObject {
-		return toWire(e.Inclusion), toWire(e.Exclusion)
+		return toWire(e.Inclusion, named), toWire(e.Exclusion, named)
 	}
-	return []wireSegment{toWire(e.Inclusion)}, []wireSegment{toWire(e.Exclusion)}
+	return []wireSegment{toWire(e.Inclusion, named)}, []wireSegment{toWire(e.Exclusion, named)}
 }
 
 // requestBody is MarshalFor for a create or update request: it always
@@ -352,7 +409,7 @@ func segmentsFor(e Experiment, shape SegmentShape) (inc, exc any) {
 // a 6.5 server fails an update without them (500, a TypeError), and every
 // decision point's description.
 func (e Experiment) requestBody(shape SegmentShape) ([]byte, error) {
-	inc, exc := segmentsFor(e, shape)
+	inc, exc := segmentsFor(e, shape, false)
 	payloads := e.ConditionPayloads
 	if payloads == nil {
 		payloads = []json.RawMessage{}

@@ -75,7 +75,7 @@ func init() {
 func planCreate(b *Planner, d CreateExperimentParams) error {
 	b.Line("Create experiment %s in context %s.", quote(d.Name), ident(d.Context))
 	b.designLines(d)
-	b.designWarnings(d)
+	b.designWarnings(d, upgrade.Segment{})
 	b.Line("It is created inactive: nobody is enrolled until it is started.")
 	return nil
 }

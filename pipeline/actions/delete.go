@@ -46,15 +46,16 @@ func init() {
 }
 
 func planDelete(b *Planner, p DeleteExperimentParams) error {
-	e, err := b.Experiment(p.ExperimentID)
+	e, err := upgrade.ExperimentWithLists(b.ctx, b.api, p.ExperimentID) // its lists naming segments are named
 	if err != nil {
-		return err
+		return fmt.Errorf("reading experiment %s: %w", p.ExperimentID, err)
 	}
 	b.Pin(e)
 	b.Line("delete experiment %s (id %s, context %s, state %s).", quote(e.Name), e.ID, identOrNone(e.ContextName()), e.State)
 	b.Line("It has %s (%s), %s (%s); the experiment and its enrollment data are removed for good.",
 		plural(len(e.Conditions), "condition", "conditions"), listOrNone(experimentCodes(e)),
 		plural(len(e.Partitions), "decision point", "decision points"), listOrNone(partitionNames(e)))
+	b.segmentListLines(e, "", " (the list goes with the experiment; the segment stays)")
 	// The enrollment count helps the decision, but it changes while users
 	// arrive: it is a fact for the reply, not part of the text the approval
 	// binds to. A server that cannot compute it still lets the person decide.

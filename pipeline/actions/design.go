@@ -1,9 +1,11 @@
 package actions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -181,7 +183,7 @@ func hold(ctx context.Context, api API, id string, d CreateExperimentParams) (*u
 		if err != nil {
 			return nil, fmt.Errorf("reading it back failed: %w", err)
 		}
-		diffs := designChanges(want, effective(designOf(e)))
+		diffs := designChanges(listsAsSets(want), listsAsSets(effective(designOf(e))))
 		if len(diffs) == 0 {
 			return e, nil
 		}
@@ -207,6 +209,32 @@ func effective(d CreateExperimentParams) CreateExperimentParams {
 	d.Tags = nonEmpty(d.Tags)
 	d.InclusionUsers, d.ExclusionUsers = nonEmpty(d.InclusionUsers), nonEmpty(d.ExclusionUsers)
 	d.InclusionGroups, d.ExclusionGroups = nonEmptyGroups(d.InclusionGroups), nonEmptyGroups(d.ExclusionGroups)
+	return d
+}
+
+// listsAsSets is d with its inclusion and exclusion users and groups sorted,
+// for comparing what a server holds with what was approved: a real 6.5
+// answers a list's members in database row order, which is not the order
+// sent (seen: ["u1", "u2"] read back as ["u2", "u1"]).
+func listsAsSets(d CreateExperimentParams) CreateExperimentParams {
+	users := func(l []string) []string {
+		if l == nil {
+			return nil
+		}
+		return slices.Sorted(slices.Values(l))
+	}
+	groups := func(l []GroupParam) []GroupParam {
+		if l == nil {
+			return nil
+		}
+		out := slices.Clone(l)
+		slices.SortFunc(out, func(a, b GroupParam) int {
+			return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.GroupID, b.GroupID))
+		})
+		return out
+	}
+	d.InclusionUsers, d.ExclusionUsers = users(d.InclusionUsers), users(d.ExclusionUsers)
+	d.InclusionGroups, d.ExclusionGroups = groups(d.InclusionGroups), groups(d.ExclusionGroups)
 	return d
 }
 
@@ -284,6 +312,11 @@ func buildExperiment(base *upgrade.Experiment, d CreateExperimentParams) *upgrad
 	e.Inclusion = upgrade.Segment{Users: append([]string{}, d.InclusionUsers...), Groups: groupRefs(d.InclusionGroups)}
 	e.Exclusion = upgrade.Segment{Users: append([]string{}, d.ExclusionUsers...), Groups: groupRefs(d.ExclusionGroups)}
 	if base != nil {
+		// The lists naming public segments are not part of the design:
+		// they stay as they are (a server before 6.3 takes them with the
+		// PUT; later ones keep them as rows SetLists leaves alone).
+		e.Inclusion.Segments = append([]upgrade.SegmentRef(nil), base.Inclusion.Segments...)
+		e.Exclusion.Segments = append([]upgrade.SegmentRef(nil), base.Exclusion.Segments...)
 		e.ConditionPayloads = linkedPayloads(base.ConditionPayloads, &e)
 	}
 	return &e

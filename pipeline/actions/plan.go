@@ -141,8 +141,10 @@ func (b *Planner) designLines(d CreateExperimentParams) {
 	}
 }
 
-func (b *Planner) designWarnings(d CreateExperimentParams) {
-	if d.FilterMode == upgrade.FilterExcludeAll && len(d.InclusionUsers) == 0 && len(d.InclusionGroups) == 0 {
+// designWarnings warns about design d; kept are the inclusion lists naming
+// public segments that the experiment keeps (none for a new one).
+func (b *Planner) designWarnings(d CreateExperimentParams, kept upgrade.Segment) {
+	if d.FilterMode == upgrade.FilterExcludeAll && len(d.InclusionUsers) == 0 && len(d.InclusionGroups) == 0 && len(kept.Segments) == 0 {
 		b.Warn("filter mode excludeAll with empty inclusion lists: nobody would be enrolled")
 	}
 	if d.AssignmentUnit != upgrade.UnitGroup && d.GroupType != "" {

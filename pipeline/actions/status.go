@@ -104,6 +104,7 @@ func planStatus(b *Planner, p UpdateExperimentStatusParams) error {
 	}
 	b.Line("change the status of experiment %s (id %s, context %s): %s -> %s (%s).",
 		quote(e.Name), e.ID, identOrNone(e.ContextName()), e.State, target, verb)
+	b.segmentListLines(e, "", "")
 	d := designOf(e)
 	switch target {
 	case upgrade.StateEnrolling:

@@ -144,6 +144,7 @@ func planUpdate(b *Planner, p UpdateExperimentParams) error {
 		b.Line("  (no change: every value given equals the current one)")
 		b.Warn("nothing would change")
 	}
+	b.segmentListLines(e, "  ", updateSegmentNote(e, p))
 	b.Line("Existing condition and decision point ids are kept (matched by code and by site/target).")
 	if len(changes) > 0 && e.State == upgrade.StateEnrolling {
 		b.Warn("the experiment is enrolling: the change applies to users assigned from now on")
@@ -151,7 +152,7 @@ func planUpdate(b *Planner, p UpdateExperimentParams) error {
 	for _, code := range removedCodes(cur, next) {
 		b.Warn("condition %s is removed; users who had it lose it", ident(code))
 	}
-	b.designWarnings(next)
+	b.designWarnings(next, e.Inclusion)
 	return nil
 }
 
@@ -179,6 +180,9 @@ func executeUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ str
 		return Outcome{}, err
 	}
 	held, err := hold(ctx, env.API, cur.ID, d)
+	if err == nil {
+		err = keptSegmentLists(cur, held)
+	}
 	if err != nil {
 		return Outcome{}, fmt.Errorf("experiment %q was updated, but %w", d.Name, err)
 	}
@@ -194,7 +198,7 @@ func reconcileUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ s
 		return Reconciliation{}, fmt.Errorf("reconcile update: reading experiment %s: %w", p.ExperimentID, err)
 	}
 	cur := designOf(e)
-	if changes := designChanges(cur, applyUpdate(cur, p)); len(changes) > 0 {
+	if changes := designChanges(listsAsSets(cur), listsAsSets(applyUpdate(cur, p))); len(changes) > 0 {
 		return Reconciliation{Outcome: OutcomeNotDone,
 			Note: fmt.Sprintf("experiment %q does not have the new values yet (%s): the update did not happen", e.Name, strings.Join(changes, "; "))}, nil
 	}

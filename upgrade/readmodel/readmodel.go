@@ -9,6 +9,8 @@
 package readmodel
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
@@ -157,12 +159,26 @@ type DetailsPoint struct {
 	ExcludeIfReached bool   `json:"exclude_if_reached"`
 }
 
+// segmentsByName is s with its public segments (the lists naming them)
+// sorted by name, then id: the server answers in row order, which changes.
+func segmentsByName(s upgrade.Segment) upgrade.Segment {
+	if len(s.Segments) == 0 {
+		return s
+	}
+	s.Segments = slices.Clone(s.Segments)
+	slices.SortFunc(s.Segments, func(a, b upgrade.SegmentRef) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+	})
+	return s
+}
+
 // DetailsOf is the settings of e.
 func DetailsOf(e *upgrade.Experiment) Details {
 	d := Details{
 		ID: e.ID, Name: e.Name, Description: e.Description, Context: e.ContextName(), Status: e.State,
 		Unit: e.AssignmentUnit, GroupType: e.Group, Consistency: e.ConsistencyRule, PostRule: e.PostExperimentRule,
-		FilterMode: e.FilterMode, Tags: e.Tags, Inclusion: e.Inclusion, Exclusion: e.Exclusion, UpdatedAt: e.UpdatedAt, CreatedAt: e.CreatedAt,
+		FilterMode: e.FilterMode, Tags: e.Tags, Inclusion: segmentsByName(e.Inclusion), Exclusion: segmentsByName(e.Exclusion),
+		UpdatedAt: e.UpdatedAt, CreatedAt: e.CreatedAt,
 		Conditions: []DetailsCondition{}, DecisionPoints: []DetailsPoint{},
 	}
 	if e.RevertTo != nil {

@@ -46,6 +46,9 @@ func normalizeStored(e *upgrade.Experiment) {
 		if seg.Groups == nil {
 			seg.Groups = []upgrade.GroupRef{}
 		}
+		// The public segments a list names live in its list rows
+		// (listRow.SubSegmentIDs), read from the body apart.
+		seg.Segments = nil
 	}
 }
 
