@@ -19,9 +19,12 @@ import (
 
 // seedFlags makes the flags and segments every case starts with:
 // segment "pilot schools" (assign-prog, users u1 u2), flag "Math hints"
-// (MATH_HINTS, assign-prog, disabled, excludeAll, exclude list u9). Their
-// ids fill {{id:pilot schools}}, {{id:MATH_HINTS}} and {{id:MATH_HINTS
-// exclude}}.
+// (MATH_HINTS, assign-prog, disabled, excludeAll, exclude list u9),
+// segment "reading club" (assign-prog, user r1) and flag "Reading aid"
+// (READING_AID, assign-prog, enabled, excludeAll, include list classId c7).
+// Their ids fill {{id:pilot schools}}, {{id:MATH_HINTS}}, {{id:MATH_HINTS
+// exclude}}, {{id:reading club}}, {{id:READING_AID}} and
+// {{id:READING_AID include}}.
 func seedFlags(t *testing.T, w *world, api *upgrade.Client) {
 	t.Helper()
 	ctx := context.Background()
@@ -45,6 +48,25 @@ func seedFlags(t *testing.T, w *world, api *upgrade.Client) {
 	}
 	w.ids["MATH_HINTS"] = fl.ID
 	w.ids["MATH_HINTS exclude"] = fl.ExcludeLists[0].ID
+	raw, err = actions.Run(ctx, api, actions.CreateSegmentParams{Name: "reading club", Context: "assign-prog", Users: []string{"r1"}})
+	if err != nil {
+		t.Fatalf("seed segment: %v", err)
+	}
+	if err := json.Unmarshal(raw, &seg); err != nil {
+		t.Fatal(err)
+	}
+	w.ids["reading club"] = seg.ID
+	raw, err = actions.Run(ctx, api, actions.CreateFeatureFlagParams{Name: "Reading aid", Key: "READING_AID", Context: "assign-prog", Status: actions.FlagEnabled,
+		IncludeLists: []actions.FlagListParam{{Groups: []actions.GroupParam{{Type: "classId", GroupID: "c7"}}}}})
+	if err != nil {
+		t.Fatalf("seed flag: %v", err)
+	}
+	fl = actions.FlagResult{}
+	if err := json.Unmarshal(raw, &fl); err != nil {
+		t.Fatal(err)
+	}
+	w.ids["READING_AID"] = fl.ID
+	w.ids["READING_AID include"] = fl.IncludeLists[0].ID
 }
 
 func (w *world) client(t *testing.T) *upgrade.Client {
@@ -226,5 +248,71 @@ func noExposures(key string) check {
 				t.Errorf("backend: flag %s has %d exposures; explaining must not record any", key, *f.Exposures)
 			}
 		}
+	}
+}
+
+// flagNamed: the flag of that key exists and has that name.
+func flagNamed(key, name string) check {
+	return func(t *testing.T, w *world) {
+		t.Helper()
+		all, err := w.client(t).Flags(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range all {
+			if f.Key == key {
+				if f.Name != name {
+					t.Errorf("backend: flag %s is named %q, want %q", key, f.Name, name)
+				}
+				return
+			}
+		}
+		t.Errorf("backend: no flag with key %s", key)
+	}
+}
+
+// noFlag: no flag has that key.
+func noFlag(key string) check {
+	return func(t *testing.T, w *world) {
+		t.Helper()
+		all, err := w.client(t).Flags(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range all {
+			if f.Key == key {
+				t.Errorf("backend: flag %s is still there", key)
+			}
+		}
+	}
+}
+
+// noSegment: no public segment has that name.
+func noSegment(name string) check {
+	return func(t *testing.T, w *world) {
+		t.Helper()
+		all, err := w.client(t).Segments(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range all.Segments {
+			if s.Name == name {
+				t.Errorf("backend: segment %q is still there", name)
+			}
+		}
+	}
+}
+
+// flagsSeeded: the seeded flags and segments are as made, and no flag
+// was ever asked for through the client API (no exposure).
+func flagsSeeded() check {
+	return func(t *testing.T, w *world) {
+		t.Helper()
+		hasFlag("MATH_HINTS", "disabled", "excludeAll", []string{}, []string{"users:u9"})(t, w)
+		hasFlag("READING_AID", "enabled", "excludeAll", []string{"groups:classId=c7"}, []string{})(t, w)
+		hasSegment("pilot schools", "u1", "u2")(t, w)
+		hasSegment("reading club", "r1")(t, w)
+		noExposures("MATH_HINTS")(t, w)
+		noExposures("READING_AID")(t, w)
 	}
 }
