@@ -156,21 +156,16 @@ func hasFlag(key, status, mode string, include, exclude []string) check {
 func hasSegment(name string, users ...string) check {
 	return func(t *testing.T, w *world) {
 		t.Helper()
-		all, err := w.client(t).Segments(context.Background())
-		if err != nil {
-			t.Fatal(err)
+		s := segmentByName(t, w, name)
+		if s == nil {
+			t.Errorf("backend: no segment %q", name)
+			return
 		}
-		for _, s := range all.Segments {
-			if s.Name == name {
-				got := s.UserIDs()
-				slices.Sort(got)
-				if !slices.Equal(got, users) {
-					t.Errorf("backend: segment %q users %v, want %v", name, got, users)
-				}
-				return
-			}
+		got := s.UserIDs()
+		slices.Sort(got)
+		if !slices.Equal(got, users) {
+			t.Errorf("backend: segment %q users %v, want %v", name, got, users)
 		}
-		t.Errorf("backend: no segment %q", name)
 	}
 }
 
@@ -251,23 +246,46 @@ func noExposures(key string) check {
 	}
 }
 
+// flagByKey is the stored flag of that key, or nil.
+func flagByKey(t *testing.T, w *world, key string) *upgrade.FeatureFlag {
+	t.Helper()
+	all, err := w.client(t).Flags(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range all {
+		if f.Key == key {
+			return &f
+		}
+	}
+	return nil
+}
+
+// segmentByName is the public segment of that name, or nil.
+func segmentByName(t *testing.T, w *world, name string) *upgrade.SegmentRecord {
+	t.Helper()
+	all, err := w.client(t).Segments(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range all.Segments {
+		if s.Name == name {
+			return &s
+		}
+	}
+	return nil
+}
+
 // flagNamed: the flag of that key exists and has that name.
 func flagNamed(key, name string) check {
 	return func(t *testing.T, w *world) {
 		t.Helper()
-		all, err := w.client(t).Flags(context.Background())
-		if err != nil {
-			t.Fatal(err)
+		switch f := flagByKey(t, w, key); {
+		case f == nil:
+			t.Errorf("backend: no flag with key %s", key)
+		case f.Name != name:
+			t.Errorf("backend: flag %s is named %q, want %q", key, f.Name, name)
 		}
-		for _, f := range all {
-			if f.Key == key {
-				if f.Name != name {
-					t.Errorf("backend: flag %s is named %q, want %q", key, f.Name, name)
-				}
-				return
-			}
-		}
-		t.Errorf("backend: no flag with key %s", key)
 	}
 }
 
@@ -275,14 +293,8 @@ func flagNamed(key, name string) check {
 func noFlag(key string) check {
 	return func(t *testing.T, w *world) {
 		t.Helper()
-		all, err := w.client(t).Flags(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range all {
-			if f.Key == key {
-				t.Errorf("backend: flag %s is still there", key)
-			}
+		if flagByKey(t, w, key) != nil {
+			t.Errorf("backend: flag %s is still there", key)
 		}
 	}
 }
@@ -291,14 +303,8 @@ func noFlag(key string) check {
 func noSegment(name string) check {
 	return func(t *testing.T, w *world) {
 		t.Helper()
-		all, err := w.client(t).Segments(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range all.Segments {
-			if s.Name == name {
-				t.Errorf("backend: segment %q is still there", name)
-			}
+		if segmentByName(t, w, name) != nil {
+			t.Errorf("backend: segment %q is still there", name)
 		}
 	}
 }
