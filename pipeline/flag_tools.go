@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -92,8 +93,12 @@ func flagTools() []*toolDef {
 					return nil, err
 				}
 				status, key, appContext := actions.FlagStatus(f.Status), strings.ToLower(strings.TrimSpace(f.Key)), strings.TrimSpace(f.Context)
+				if status != "" && !slices.Contains([]string{actions.FlagEnabled, actions.FlagDisabled, actions.FlagArchived}, status) {
+					return nil, inputErrorf("status: unknown value %q; use enabled, disabled or archived", strings.TrimSpace(f.Status))
+				}
 				keep := slices.DeleteFunc(flags, func(fl upgrade.FeatureFlag) bool {
-					return appContext != "" && !fl.HasContext(appContext) || status != "" && fl.Status != status ||
+					return appContext != "" && !slices.ContainsFunc(fl.Context, func(c string) bool { return strings.EqualFold(c, appContext) }) ||
+						status != "" && fl.Status != status ||
 						key != "" && !strings.Contains(strings.ToLower(fl.Key), key)
 				})
 				out := readmodel.SummarizeFlags(keep, readmodel.CountLists(segs.SegmentUsage))
@@ -131,7 +136,7 @@ func flagTools() []*toolDef {
 				}
 				appContext := strings.TrimSpace(f.Context)
 				keep := slices.DeleteFunc(slices.Clone(all.Segments), func(s upgrade.SegmentRecord) bool {
-					return appContext != "" && s.Context != appContext
+					return appContext != "" && !strings.EqualFold(s.Context, appContext)
 				})
 				out := readmodel.SummarizeSegments(keep, all.SegmentUsage)
 				t.update(func(s *State) { s.setInfo("segments", "", out) })
@@ -160,7 +165,7 @@ func flagTools() []*toolDef {
 				}
 				return segmentDetails(ctx, t, id)
 			}),
-		newTool("explain_feature_flag", "Whether a flag is served to a user and the rule that decided, computed from the flag's lists by UpGrade's rules (no request to the client API: no exposure is recorded).", true,
+		explainGroupsLenient(newTool("explain_feature_flag", "Whether a flag is served to a user and the rule that decided, computed from the flag's lists by UpGrade's rules (no request to the client API: no exposure is recorded).", true,
 			func(ctx context.Context, t *turn, a explainArgs) (any, error) {
 				user := strings.TrimSpace(a.UserID)
 				if user == "" {
@@ -174,6 +179,10 @@ func flagTools() []*toolDef {
 				if err != nil {
 					return nil, err
 				}
+				appContext := strings.TrimSpace(a.Context)
+				if i := slices.IndexFunc(snap.Flag.Context, func(c string) bool { return strings.EqualFold(c, appContext) }); i >= 0 {
+					appContext = snap.Flag.Context[i] // the context as the flag spells it
+				}
 				var groups []upgrade.GroupRef
 				for _, typ := range sortedKeys(a.Groups) {
 					for _, g := range a.Groups[typ] {
@@ -182,14 +191,14 @@ func flagTools() []*toolDef {
 						}
 					}
 				}
-				res := flageval.Evaluate(flageval.FromSnapshot(snap, strings.TrimSpace(a.Context), flageval.UserWithGroups(user, groups)))
+				res := flageval.Evaluate(flageval.FromSnapshot(snap, appContext, flageval.UserWithGroups(user, groups)))
 				out := map[string]any{"result": res}
 				if len(groups) == 0 {
 					out["note"] = "no groups were given: only rules on the user id could match; ask for the user's groups (class, school) to check group lists"
 				}
 				t.update(func(s *State) { s.setInfo("flag_explanations", id+":"+user, out) })
 				return out, nil
-			}),
+			})),
 		newTool("get_experiment_history", "The state changes of an experiment (from, to, time), oldest first.", true,
 			func(ctx context.Context, t *turn, a experimentRef) (any, error) {
 				id, err := t.resolveID(ctx, a.ExperimentID)
@@ -218,4 +227,88 @@ func sortedKeys(m map[string][]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// explainGroupsLenient lets explain_feature_flag take the user's groups in
+// every form models write them, besides the type -> ids map of its schema:
+// "classId:c7", ["classId:c7"], [{"type": "classId", "group_id": "c7"}],
+// [{"classId": "c7"}]. Anything else reaches the decoder as sent, which
+// names the field.
+func explainGroupsLenient(d *toolDef) *toolDef {
+	run := d.run
+	d.run = func(ctx context.Context, t *turn, raw json.RawMessage) (any, error) {
+		obj, err := decodeObject(raw)
+		if err != nil {
+			return run(ctx, t, raw)
+		}
+		for k, v := range obj {
+			if !strings.EqualFold(strings.TrimSpace(k), "groups") {
+				continue
+			}
+			if m, ok := groupsMap(v); ok {
+				obj[k] = m
+				if b, err := json.Marshal(obj); err == nil {
+					raw = b
+				}
+			}
+		}
+		return run(ctx, t, raw)
+	}
+	return d
+}
+
+// groupsMap reads groups written as one "type:id" string or a list of
+// strings or objects into a type -> ids map; ok is false for a map (the
+// schema's own form) and for anything it cannot read.
+func groupsMap(v any) (map[string][]string, bool) {
+	items, ok := v.([]any)
+	if s, isStr := v.(string); isStr {
+		items, ok = []any{s}, true
+	}
+	if !ok {
+		return nil, false
+	}
+	out := map[string][]string{}
+	for _, item := range items {
+		switch x := item.(type) {
+		case string:
+			g, err := flageval.ParseGroup(x)
+			if err != nil {
+				return nil, false
+			}
+			out[g.Type] = append(out[g.Type], g.GroupID)
+		case map[string]any:
+			typ, id, ok := groupObject(x)
+			if !ok {
+				return nil, false
+			}
+			out[typ] = append(out[typ], id)
+		default:
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// groupObject reads {"type": T, "group_id": ID} (any key case, groupId,
+// id) or {T: ID}.
+func groupObject(m map[string]any) (typ, id string, ok bool) {
+	for k, v := range m {
+		s, isStr := v.(string)
+		if !isStr {
+			return "", "", false
+		}
+		switch strings.ToLower(strings.ReplaceAll(strings.TrimSpace(k), "_", "")) {
+		case "type":
+			typ = strings.TrimSpace(s)
+		case "groupid", "id":
+			id = strings.TrimSpace(s)
+		default:
+			if len(m) != 1 {
+				return "", "", false
+			}
+			typ, id = strings.TrimSpace(k), strings.TrimSpace(s)
+		}
+	}
+	return typ, id, typ != "" && id != ""
 }

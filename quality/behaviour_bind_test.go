@@ -114,6 +114,12 @@ func TestBindingInvariant(t *testing.T) {
 				{"empty groups", `{num_users: 20, context: assign-prog, site: SelectSection, target: analyzing_step_functions, experiment_id: "{{id:Math Hints Live}}", group: {}, working_group: {}}`},
 			}},
 	}
+	runBehaviour(t, bindCases(families))
+}
+
+// bindCases is one case per variant: the variant's params show the
+// family's plain params, and one yes runs them.
+func bindCases(families []bindFamily) []behaviourCase {
 	var cases []behaviourCase
 	for _, f := range families {
 		for _, v := range f.vars {
@@ -129,5 +135,5 @@ func TestBindingInvariant(t *testing.T) {
 			})
 		}
 	}
-	runBehaviour(t, cases)
+	return cases
 }
