@@ -33,6 +33,10 @@ type instantLLM struct {
 	toolDefs map[string]llm.Tool // every tool offered by any node, by name
 	prefix   map[string]string   // node -> hash of system prompt + tools of its first call
 	mismatch map[string]bool     // node -> a later call had another prefix
+	// spent is the time this fake spent in Chat since the last take: its
+	// own bookkeeping (usage estimate, tool sizes, prefix hashes), which
+	// an LLM that costs nothing would not add to a turn.
+	spent time.Duration
 }
 
 func newInstantLLM() *instantLLM {
@@ -42,6 +46,12 @@ func newInstantLLM() *instantLLM {
 const analyzeArgs = `{"intent_type":"needs_info","confidence":0.9,"user_request_summary":"List the experiments.","reasoning":"Needs the experiment names."}`
 
 func (c *instantLLM) Chat(_ context.Context, req llm.Request) (*llm.Response, error) {
+	began := time.Now()
+	defer func() {
+		c.mu.Lock()
+		c.spent += time.Since(began)
+		c.mu.Unlock()
+	}()
 	resp := &llm.Response{Attempts: 1, FinishReason: "stop"}
 	switch req.Node {
 	case pipeline.NodeAnalyzer:
@@ -92,6 +102,15 @@ func (c *instantLLM) take() int {
 	n := c.tokens
 	c.tokens = 0
 	return n
+}
+
+// takeSpent returns the time spent in Chat since the last call, and resets it.
+func (c *instantLLM) takeSpent() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.spent
+	c.spent = 0
+	return d
 }
 
 // toolChars counts a tool definition the way the scripted server and
@@ -170,6 +189,7 @@ func play(ctx context.Context, client *instantLLM, store checkpoint.Store, turns
 	fs, _ := store.(*checkpoint.FileStore)
 	out := &played{tokens: make([]int, turns+1), sizes: map[int]int64{}}
 	client.take()
+	client.takeSpent()
 	var sess *pipeline.Session
 	for turn := 1; turn <= turns; turn++ {
 		msg := fmt.Sprintf("Which experiments exist right now? (turn %04d)", turn)
@@ -188,7 +208,8 @@ func play(ctx context.Context, client *instantLLM, store checkpoint.Store, turns
 		if err != nil {
 			return nil, fmt.Errorf("turn %d: %w", turn, err)
 		}
-		out.durations = append(out.durations, time.Since(start))
+		// The fake LLM's own bookkeeping is not the pipeline's.
+		out.durations = append(out.durations, time.Since(start)-client.takeSpent())
 		if res.Usage.LLMCalls != 4 || res.Status != pipeline.StatusCompleted {
 			return nil, fmt.Errorf("turn %d: %d LLM calls, status %s (want 4, completed)", turn, res.Usage.LLMCalls, res.Status)
 		}
