@@ -31,7 +31,7 @@ func (a *Agent) executor(ctx context.Context, t *turn) (string, error) {
 			return NodeResponder, nil
 		}
 		if stale {
-			t.answer = answerUnclear
+			t.answer = answerReasked
 			return nodeEnd, &awaitConfirmation{p: cur, note: staleNote}
 		}
 	}

@@ -68,9 +68,7 @@ func confirmationReply(t *turn, p *Pending) string {
 	for _, n := range t.recovered {
 		lines = append(lines, fmt.Sprintf("The previous run was interrupted during %v: %v.", n["action"], strings.TrimSuffix(fmt.Sprint(n["note"]), ".")))
 	}
-	// A yes to an expired confirmation was clear: the expiry note says why
-	// nothing ran, so the reply does not also ask for a clearer answer.
-	if t.answer == answerUnclear && !slices.Contains(t.notes, expiredNote) {
+	if t.answer == answerUnclear {
 		lines = append(lines, "I need a clear yes or no to go on; nothing was run.")
 	}
 	lines = append(lines, t.notes...)

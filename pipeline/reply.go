@@ -298,7 +298,7 @@ func (a *Agent) decide(ctx context.Context, t *turn, d Decision, by string) (str
 	case t.pending == nil:
 		return NodeResponder, nil
 	case t.reaskOnly && d != Deny:
-		t.answer = answerUnclear
+		t.answer = answerReasked
 		return NodeResponder, a.showAgain(ctx, t)
 	case d == Deny:
 		t.deny(false)

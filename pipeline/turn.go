@@ -78,6 +78,7 @@ const (
 	answerDenied              // a no: the pending action is dropped
 	answerChanged             // a no with a correction: gather the changed action
 	answerUnclear             // ask again, run nothing
+	answerReasked             // a clear answer that may not approve (unseen, stale, expired or interrupted): a note says why, ask again
 )
 
 // ending is how a turn ends besides its interrupt (which the Session holds).
