@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,9 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
+	"github.com/clipperhouse/displaywidth"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
@@ -29,43 +26,43 @@ type humanView struct {
 func (v *humanView) table(t Table) error { return t.Write(v.out, v.output, v.width) }
 
 // RenderTable writes a borderless table with a header row, columns
-// separated by two spaces and no trailing blanks.
+// separated by two spaces and no trailing blanks. Widths are display widths
+// (a CJK character or an emoji takes two cells), so columns stay aligned on
+// a terminal. It is written here rather than through a table library: the
+// one we used spent 2 ms at package init on every command (width caches,
+// locale probing), tables or not.
 func RenderTable(w io.Writer, header []string, rows [][]string) error {
-	var buf bytes.Buffer
-	t := tablewriter.NewTable(&buf,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
-			Borders:  tw.BorderNone,
-			Symbols:  tw.NewSymbols(tw.StyleNone),
-			Settings: tw.Settings{Separators: tw.SeparatorsNone, Lines: tw.LinesNone},
-		})),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAlignment(tw.AlignLeft),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
-		tablewriter.WithPadding(tw.Padding{Left: "", Right: "  ", Overwrite: true}),
-		tablewriter.WithTrimSpace(tw.Off),
-	)
-	head := make([]any, len(header))
-	for i, h := range header {
-		head[i] = h
-	}
-	t.Header(head...)
-	for _, r := range rows {
-		if err := t.Append(r); err != nil {
-			return fmt.Errorf("table: %w", err)
+	widths := make([]int, len(header))
+	measure := func(cells []string) {
+		for j, c := range cells {
+			if j < len(widths) {
+				widths[j] = max(widths[j], displaywidth.String(c))
+			}
 		}
 	}
-	if err := t.Render(); err != nil {
-		return fmt.Errorf("table: %w", err)
+	measure(header)
+	for _, r := range rows {
+		measure(r)
 	}
 	var out strings.Builder
-	for _, line := range strings.SplitAfter(buf.String(), "\n") {
-		if line == "" {
-			continue
+	line := func(cells []string) {
+		var b strings.Builder
+		for j := range widths {
+			c := ""
+			if j < len(cells) {
+				c = cells[j]
+			}
+			b.WriteString(c)
+			if j < len(widths)-1 {
+				b.WriteString(strings.Repeat(" ", widths[j]-displaywidth.String(c)+2))
+			}
 		}
-		out.WriteString(strings.TrimRight(line, " \n"))
+		out.WriteString(strings.TrimRight(b.String(), " "))
 		out.WriteByte('\n')
+	}
+	line(header)
+	for _, r := range rows {
+		line(r)
 	}
 	_, err := io.WriteString(w, out.String())
 	return err
