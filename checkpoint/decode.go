@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -328,7 +329,7 @@ func migrate(data []byte, from int) (*Checkpoint, error) {
 
 // memberOrder is the order of the members on disk: the declaration order of the fields
 // of Checkpoint.
-var memberOrder = func() map[string]int {
+var memberOrder = sync.OnceValue(func() map[string]int {
 	order := map[string]int{}
 	t := reflect.TypeFor[Checkpoint]()
 	for i := range t.NumField() {
@@ -336,7 +337,7 @@ var memberOrder = func() map[string]int {
 		order[name] = i
 	}
 	return order
-}()
+})
 
 // marshalMembers encodes a migrated document compactly with its members in the order
 // Save writes them (members this version does not know last, for the strict decode to
@@ -350,10 +351,10 @@ func marshalMembers(doc map[string]json.RawMessage) ([]byte, error) {
 		size += len(k) + len(v) + 4
 	}
 	rank := func(k string) int {
-		if r, ok := memberOrder[k]; ok {
+		if r, ok := memberOrder()[k]; ok {
 			return r
 		}
-		return len(memberOrder)
+		return len(memberOrder())
 	}
 	slices.SortFunc(keys, func(a, b string) int {
 		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b))

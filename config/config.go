@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/lazyre"
 	"github.com/upgrade-agent/upgrade-agent/internal/safefile"
 	"github.com/upgrade-agent/upgrade-agent/internal/safeyaml"
 )
@@ -301,10 +302,10 @@ func (p *parser) err() error {
 }
 
 var (
-	syntaxLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-	typeLine   = regexp.MustCompile(`^line (\d+): (.*)$`)
-	unknownKey = regexp.MustCompile(`^field (.+) not found in type \S+$`)
-	badValue   = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
+	syntaxLine = lazyre.New(`^yaml: line (\d+): (.*)$`)
+	typeLine   = lazyre.New(`^line (\d+): (.*)$`)
+	unknownKey = lazyre.New(`^field (.+) not found in type \S+$`)
+	badValue   = lazyre.New("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
 )
 
 // yamlError turns a yaml.v3 error into problems with lines and keys.
@@ -312,7 +313,7 @@ func (p *parser) yamlError(err error) {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		for _, e := range te.Errors {
-			m := typeLine.FindStringSubmatch(e)
+			m := typeLine().FindStringSubmatch(e)
 			if m == nil {
 				p.add(0, "", e)
 				continue
@@ -323,7 +324,7 @@ func (p *parser) yamlError(err error) {
 		return
 	}
 	msg := err.Error()
-	if m := syntaxLine.FindStringSubmatch(msg); m != nil {
+	if m := syntaxLine().FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		p.add(line, "", "invalid YAML: "+m[2])
 		return
@@ -332,12 +333,12 @@ func (p *parser) yamlError(err error) {
 }
 
 func (p *parser) typeProblem(line int, msg string) {
-	if m := unknownKey.FindStringSubmatch(msg); m != nil {
+	if m := unknownKey().FindStringSubmatch(msg); m != nil {
 		p.add(line, p.keyNamed(line, m[1]), fmt.Sprintf("unknown key %q", m[1]))
 		return
 	}
 	key := p.keyAt(line)
-	if m := badValue.FindStringSubmatch(msg); m != nil {
+	if m := badValue().FindStringSubmatch(msg); m != nil {
 		tag, value, into := m[1], m[2], m[3]
 		if into == "time.Duration" {
 			p.add(line, key, fmt.Sprintf("invalid duration %s (use Go syntax such as 30s, 2m or 1h30m)", quoteShort(value, tag)))

@@ -8,13 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/gofrs/flock"
 
 	"github.com/upgrade-agent/upgrade-agent/internal/atomicfile"
+	"github.com/upgrade-agent/upgrade-agent/internal/lazyre"
 	"github.com/upgrade-agent/upgrade-agent/internal/safefile"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
@@ -94,10 +94,10 @@ var (
 // without an error for the caller.
 var errNoChange = errors.New("no change")
 
-var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+var idRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
 // ValidID reports whether id can name a job.
-func ValidID(id string) bool { return idRE.MatchString(id) }
+func ValidID(id string) bool { return idRE().MatchString(id) }
 
 func checkID(id string) error {
 	if !ValidID(id) {

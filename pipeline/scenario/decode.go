@@ -9,10 +9,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/lazyre"
 	"github.com/upgrade-agent/upgrade-agent/internal/textdist"
 	"github.com/upgrade-agent/upgrade-agent/llm/llmtest"
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
@@ -156,7 +158,7 @@ type backendYAML struct {
 
 // yamlTypes are the structs above by the name yaml.v3 gives them in its
 // errors ("scenario.expectYAML"), for the known keys of a message.
-var yamlTypes = func() map[string]reflect.Type {
+var yamlTypes = sync.OnceValue(func() map[string]reflect.Type {
 	m := map[string]reflect.Type{}
 	for _, v := range []any{fileYAML{}, optionsYAML{}, setupYAML{}, experimentYAML{}, userYAML{}, stepYAML{},
 		resumeYAML{}, expectYAML{}, confirmationYAML{}, expectActionYAML{}, expectErrorYAML{}, jobYAML{}, backendYAML{},
@@ -165,7 +167,7 @@ var yamlTypes = func() map[string]reflect.Type {
 		m[t.String()] = t
 	}
 	return m
-}()
+})
 
 var nodeType = reflect.TypeFor[yaml.Node]()
 
@@ -239,17 +241,12 @@ func yamlKeys(t reflect.Type) []string {
 	return keys
 }
 
-// turnStatuses are the statuses a turn ends with (expect.status).
-var turnStatuses = pipeline.TurnStatusNames()
+// actionStates are the values of expect.actions[].status; the other
+// enumerations a scenario may name (turn statuses, job states, error
+// types) are read from the packages that own them where they are checked.
+func actionStates() []string { return []string{"success", "error", "cancelled"} }
 
-// The values of the other enumerations a scenario may name.
-var (
-	jobStates    = actions.JobStates()
-	actionStates = []string{"success", "error", "cancelled"}
-	errorTypes   = actions.ErrTypes()
-)
-
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+var nameRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
 // set converts the value n into *dst with conv when the file writes it;
 // the first error is kept in d.err and ends the conversion.
@@ -284,7 +281,7 @@ func (d *decoder) scenario(f *fileYAML) (*Scenario, error) {
 	sc := &Scenario{File: d.file, Backend: BackendSim, Seed: 1, LLM: LLMSpec{Mode: LLMScript}, Golden: GoldenByDefault(d.file),
 		Options: Options{Confirm: "always", WaitJobs: DefaultWaitJobs}}
 	set(d, &sc.Name, &f.Name, "name", d.str)
-	if d.err == nil && f.Name.Kind != 0 && !nameRE.MatchString(sc.Name) {
+	if d.err == nil && f.Name.Kind != 0 && !nameRE().MatchString(sc.Name) {
 		d.fail(resolve(&f.Name), "name %q: use letters, digits, '.', '_' and '-' (it names golden/<name>.txt)", sc.Name)
 	}
 	set(d, &sc.Description, &f.Description, "description", d.str)
@@ -473,7 +470,7 @@ func (d *decoder) step(x *stepYAML, i int) Step {
 
 func (d *decoder) expect(x *expectYAML, step int, what string, e *Expect) {
 	w := func(key string) string { return what + "." + key }
-	set(d, &e.Status, &x.Status, w("status"), ptr(d.oneOf(turnStatuses...)))
+	set(d, &e.Status, &x.Status, w("status"), ptr(d.oneOf(pipeline.TurnStatusNames()...)))
 	set(d, &e.ExitCode, &x.ExitCode, w("exit_code"), ptr(d.nonNegative))
 	set(d, &e.Trace, &x.Trace, w("trace"), ptr(d.strList))
 	set(d, &e.LLMCalls, &x.LLMCalls, w("llm_calls"), ptr(d.nonNegative))
@@ -491,7 +488,7 @@ func (d *decoder) expect(x *expectYAML, step int, what string, e *Expect) {
 			aw := fmt.Sprintf("%s[%d]", w("actions"), j)
 			var ea ExpectAction
 			set(d, &ea.Action, &a.Action, aw+".action", d.str)
-			set(d, &ea.Status, &a.Status, aw+".status", d.oneOf(actionStates...))
+			set(d, &ea.Status, &a.Status, aw+".status", d.oneOf(actionStates()...))
 			set(d, &ea.ParamsSubset, &a.ParamsSubset, aw+".params_subset", d.anyValue)
 			set(d, &ea.ResultSubset, &a.ResultSubset, aw+".result_subset", d.anyValue)
 			set(d, &ea.ErrorContains, &a.ErrorContains, aw+".error_contains", d.str)
@@ -507,7 +504,7 @@ func (d *decoder) expect(x *expectYAML, step int, what string, e *Expect) {
 		for j, xe := range *x.Errors {
 			ew := fmt.Sprintf("%s[%d]", w("errors"), j)
 			var ee ExpectError
-			set(d, &ee.Type, &xe.Type, ew+".type", d.oneOf(errorTypes...))
+			set(d, &ee.Type, &xe.Type, ew+".type", d.oneOf(actions.ErrTypes()...))
 			set(d, &ee.MessageContains, &xe.MessageContains, ew+".message_contains", d.str)
 			if d.err == nil && ee.Type == "" {
 				d.fail(d.at("steps", step, "expect", "errors", j), "%s: type is required", ew)
@@ -522,7 +519,7 @@ func (d *decoder) expect(x *expectYAML, step int, what string, e *Expect) {
 	}
 	if j := x.Job; j != nil {
 		e.Job = &ExpectJob{}
-		set(d, &e.Job.State, &j.State, w("job.state"), d.oneOf(jobStates...))
+		set(d, &e.Job.State, &j.State, w("job.state"), d.oneOf(actions.JobStates()...))
 		set(d, &e.Job.Done, &j.Done, w("job.done"), ptr(d.nonNegative))
 		set(d, &e.Job.Total, &j.Total, w("job.total"), ptr(d.nonNegative))
 	}
@@ -606,7 +603,7 @@ func (d *decoder) regexps(n *yaml.Node, what string) ([]string, error) {
 		return nil, err
 	}
 	for _, re := range list {
-		if _, err := regexp.Compile(templateRE.ReplaceAllString(re, "x")); err != nil {
+		if _, err := regexp.Compile(templateRE().ReplaceAllString(re, "x")); err != nil {
 			return nil, d.errf(n, "%s: %q is not a valid regular expression: %v", what, re, err)
 		}
 	}

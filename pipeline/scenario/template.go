@@ -2,17 +2,17 @@ package scenario
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/lazyre"
 	"github.com/upgrade-agent/upgrade-agent/llm/llmtest"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
 // templateRE matches {{experiment:NAME}}, {{condition:EXPERIMENT:CODE}},
 // {{session}} and {{job}}.
-var templateRE = regexp.MustCompile(`\{\{\s*(experiment|condition|session|job|flag|segment|list)\s*(?::([^{}]*))?\}\}`)
+var templateRE = lazyre.New(`\{\{\s*(experiment|condition|session|job|flag|segment|list)\s*(?::([^{}]*))?\}\}`)
 
 // resolver expands templates. Names stay resolvable after an experiment is
 // deleted (the last id seen under the name wins), so a step that deletes an
@@ -49,8 +49,8 @@ func (r *resolver) expand(s string) (string, error) {
 		return s, nil
 	}
 	var firstErr error
-	out := templateRE.ReplaceAllStringFunc(s, func(m string) string {
-		v, err := r.one(templateRE.FindStringSubmatch(m))
+	out := templateRE().ReplaceAllStringFunc(s, func(m string) string {
+		v, err := r.one(templateRE().FindStringSubmatch(m))
 		if err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("template %s: %w", m, err)
 		}
