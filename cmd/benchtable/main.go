@@ -99,6 +99,13 @@ func run(ctx context.Context, o options, log io.Writer) ([]row, error) {
 	}
 	rows = append(rows, ar...)
 
+	fmt.Fprintln(log, "benchtable: start-up (`version` against a hello-world, package init)...")
+	st, err := startupFigures(ctx, root, o.askRuns)
+	if err != nil {
+		return nil, fmt.Errorf("start-up: %w", err)
+	}
+	rows = append(rows, st...)
+
 	fmt.Fprintln(log, "benchtable: checkpoint of the long session...")
 	cr, err := checkpointFigures(ls)
 	if err != nil {

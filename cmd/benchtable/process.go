@@ -52,16 +52,6 @@ func askProcesses(ctx context.Context, root string, runs int) ([]row, error) {
 		rows = append(rows, row{"whole `ask` process, the same with the state dir on tmpfs (fsync nearly free)",
 			fmt.Sprintf("median %s, p90 %s", ms(percentile(w, 0.5)), ms(percentile(w, 0.9))), "-", info})
 	}
-	start := time.Now()
-	for range runs {
-		v := exec.CommandContext(ctx, a.bin, "version")
-		v.Env = a.env
-		if out, err := v.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("version: %v\n%s", err, out)
-		}
-	}
-	rows = append(rows, row{"`upgrade-agent version` process (start-up and package init alone)",
-		fmt.Sprintf("mean %s", ms(time.Since(start)/time.Duration(runs))), "-", info})
 	if peakKiB > 0 {
 		rows = append(rows, row{"whole `ask` process: peak RSS (ru_maxrss, largest of the runs)",
 			fmt.Sprintf("%.1f MiB", float64(peakKiB)/1024), "<= 40 MiB", pass(peakKiB <= 40*1024)})
