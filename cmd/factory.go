@@ -17,6 +17,7 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/config"
 	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 	"github.com/upgrade-agent/upgrade-agent/llm"
+	"github.com/upgrade-agent/upgrade-agent/llm/llmspec"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
 )
@@ -217,7 +218,7 @@ func (f *Factory) startSimulator() (*sim.Server, string, error) {
 // and checks that a script was used up).
 func (f *Factory) LLM() (llm.Client, io.Closer, error) {
 	o := f.opts()
-	c, closer, err := llm.FromSpec(o.LLMSpec, llm.Options{
+	c, closer, err := llmspec.FromSpec(o.LLMSpec, llm.Options{
 		BaseURL:         o.LLMBaseURL,
 		APIKey:          f.Getenv("OPENAI_API_KEY"),
 		Model:           o.Model,

@@ -30,8 +30,10 @@ func TestFromSpecNotConfigured(t *testing.T) {
 	}
 }
 
+// script:FILE is not the client's: llmspec opens it (llm carries no test
+// server), so here it is an invalid spec too.
 func TestFromSpecInvalid(t *testing.T) {
-	for _, spec := range []string{"bogus", "script:", "replay:", "openai:x", "record:"} {
+	for _, spec := range []string{"bogus", "script:", "script:x.yaml", "replay:", "openai:x", "record:"} {
 		_, _, err := llm.FromSpec(spec, llm.Options{APIKey: "k"})
 		if !errors.Is(err, llm.ErrInvalidSpec) {
 			t.Errorf("FromSpec(%q) error = %v, want ErrInvalidSpec", spec, err)
@@ -64,48 +66,6 @@ func writeFile(t *testing.T, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func TestFromSpecScript(t *testing.T) {
-	path := writeFile(t, "s.yaml", `
-- tools_offered: [find_experiment, get_experiment_details]
-  call:
-    find_experiment: {name: Math Hints}
-- reply: Found it.
-- reply: never asked for
-`)
-	c, closer, err := llm.FromSpec("script:"+path, llm.Options{APIKey: plantedKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := userRequest("find Math Hints")
-	req.Tools = twoTools
-	resp, err := c.Chat(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.ToolCalls) != 1 || resp.ToolCalls[0].Arguments != `{"name":"Math Hints"}` {
-		t.Errorf("tool calls %+v", resp.ToolCalls)
-	}
-	if resp, err = c.Chat(context.Background(), userRequest("and?")); err != nil || resp.Content != "Found it." {
-		t.Errorf("%v %v", resp, err)
-	}
-	err = closer.Close()
-	if err == nil || !strings.Contains(err.Error(), "1 scripted reply was never used") || !strings.Contains(err.Error(), path+":6") {
-		t.Errorf("Close = %v", err)
-	}
-}
-
-func TestFromSpecScriptErrors(t *testing.T) {
-	path := writeFile(t, "bad.yaml", "- reply: ok\n- tool_choise: auto\n  reply: x\n")
-	_, _, err := llm.FromSpec("script:"+path, llm.Options{})
-	if err == nil || !strings.Contains(err.Error(), path+`:2: unknown key "tool_choise"`) {
-		t.Errorf("error = %v", err)
-	}
-	_, _, err = llm.FromSpec("script:"+filepath.Join(t.TempDir(), "missing.yaml"), llm.Options{})
-	if err == nil || !strings.Contains(err.Error(), "missing.yaml") {
-		t.Errorf("error = %v", err)
-	}
 }
 
 func TestCassetteRoundTrip(t *testing.T) {
@@ -229,13 +189,12 @@ func TestReplayBadCassette(t *testing.T) {
 	}
 }
 
-// TestHostileInputFiles: a script or cassette that is an alias bomb, too
-// large, or a named pipe nobody writes to is refused at once, naming the
-// file (issue 15.7).
+// TestHostileInputFiles: a cassette that is too large, a folder, or a named
+// pipe nobody writes to is refused at once, naming the file (issue 15.7;
+// scripts are llmspec's, tested there).
 func TestHostileInputFiles(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
-	bomb := writeFile(t, "bomb.yaml", "- call: {analyze_user_request: "+hostile.AliasBomb(6, 9)+"}\n")
 	big := filepath.Join(dir, "big.json")
 	f, err := os.Create(big)
 	if err != nil {
@@ -247,11 +206,9 @@ func TestHostileInputFiles(t *testing.T) {
 	}
 	f.Close()
 	tests := []struct{ spec, want string }{
-		{"script:" + bomb, bomb + ":1: alias *l5 expands the document past 262144 values"},
-		{"script:" + fifo, "is a named pipe (FIFO), not a regular file"},
 		{"replay:" + fifo, "is a named pipe (FIFO), not a regular file"},
 		{"replay:" + big, "is 33554433 bytes, more than the 32 MiB allowed"},
-		{"script:" + dir, "is a folder, not a regular file"},
+		{"replay:" + dir, "is a folder, not a regular file"},
 	}
 	hostile.FIFO(t, fifo)
 	for _, tt := range tests {
