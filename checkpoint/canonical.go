@@ -7,61 +7,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/canonjson"
 )
 
-// CanonicalJSON re-encodes one JSON value in canonical form: object keys sorted by
-// their UTF-8 bytes, no insignificant whitespace, numbers exactly as written in the
-// input, strings escaped the way encoding/json escapes them with HTML escaping off.
-// Two values that differ only in key order or layout have the same canonical form.
-func CanonicalJSON(raw []byte) ([]byte, error) {
-	v, err := decodeGeneric(raw)
-	if err != nil {
-		return nil, err
-	}
-	return marshalCompact(v)
-}
+// CanonicalJSON is canonjson.Canonical: object keys sorted, no
+// insignificant whitespace, numbers as written, no HTML escaping.
+func CanonicalJSON(raw []byte) ([]byte, error) { return canonjson.Canonical(raw) }
 
-// ParamsHash is the hex SHA-256 of the canonical JSON of {"action": action, "params":
-// params}. Empty params count as null. A confirmation is bound to this hash: if the
-// action or any of its params changes, the hash changes and the old approval is void.
+// ParamsHash is canonjson.ParamsHash: the hex SHA-256 of the canonical JSON
+// of {"action": action, "params": params}, the hash a confirmation is bound
+// to. pipeline/actions computes it there, without importing checkpoint.
 func ParamsHash(action string, params json.RawMessage) (string, error) {
-	var p any
-	if len(bytes.TrimSpace(params)) > 0 {
-		var err error
-		if p, err = decodeGeneric(params); err != nil {
-			return "", fmt.Errorf("params of %s: %w", action, err)
-		}
-	}
-	b, err := marshalCompact(map[string]any{"action": action, "params": p})
-	if err != nil {
-		return "", fmt.Errorf("params of %s: %w", action, err)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), nil
-}
-
-func decodeGeneric(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("invalid JSON: data after the value at offset %d", dec.InputOffset())
-	}
-	return v, nil
-}
-
-func marshalCompact(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+	return canonjson.ParamsHash(action, params)
 }
 
 // The checksum rule (docs/checkpoints.md): the document is encoded compactly with the

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/canonjson"
 )
 
 // migrations[N] rewrites a document of format_version N into the shape of version N+1,
@@ -365,7 +367,7 @@ func marshalMembers(doc map[string]json.RawMessage) ([]byte, error) {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		key, err := marshalCompact(k)
+		key, err := canonjson.Marshal(k)
 		if err != nil {
 			return nil, err
 		}

@@ -1030,7 +1030,8 @@ func TestSizeGrowsLinearly(t *testing.T) {
 }
 
 // The package must stay below the pipeline: importing it from here would be a cycle,
-// and the state must stay opaque.
+// and the state must stay opaque. The internal/ helpers know no domain (canonjson, the
+// hash a confirmation is bound to, is shared with pipeline/actions that way).
 func TestNoProjectImports(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -1047,7 +1048,7 @@ func TestNoProjectImports(t *testing.T) {
 		}
 		for _, imp := range af.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
-			if strings.HasPrefix(p, "github.com/upgrade-agent/upgrade-agent/") {
+			if strings.HasPrefix(p, "github.com/upgrade-agent/upgrade-agent/") && !strings.HasPrefix(p, "github.com/upgrade-agent/upgrade-agent/internal/") {
 				t.Errorf("%s imports %s", f, p)
 			}
 		}

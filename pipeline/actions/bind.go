@@ -17,7 +17,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/internal/canonjson"
 )
 
 // Bound is an action's params parsed once: the typed value, its canonical
@@ -29,7 +29,7 @@ type Bound struct {
 	Name string
 	// Params is the canonical JSON: what is shown, hashed, stored and run.
 	Params json.RawMessage
-	// Hash is checkpoint.ParamsHash of Name and Params.
+	// Hash is canonjson.ParamsHash of Name and Params (checkpoint.ParamsHash).
 	Hash  string
 	typed any
 }
@@ -38,7 +38,7 @@ type Bound struct {
 // it from their Bind; typed is whatever their other methods need.
 func NewBound(a Action, canonical json.RawMessage, typed any) (*Bound, error) {
 	name := a.Spec().Name
-	hash, err := checkpoint.ParamsHash(name, canonical)
+	hash, err := canonjson.ParamsHash(name, canonical)
 	if err != nil {
 		return nil, err
 	}
