@@ -8,7 +8,6 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/audit"
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 	"github.com/upgrade-agent/upgrade-agent/checkpoint/storetest"
-	"github.com/upgrade-agent/upgrade-agent/pipeline/jobs"
 )
 
 func TestMain(m *testing.M) {
@@ -39,13 +38,6 @@ func TestFileStoreConformance(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "sessions", id, "checkpoint.json"), data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-		},
-		Jobs: func(t *testing.T, dir string) *jobs.Store {
-			s, err := jobs.OpenStore(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
 		},
 		Audit: func(t *testing.T, dir string) audit.Log { return audit.OpenFileLog(dir) },
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/checkpoint/storetest"
 	"github.com/upgrade-agent/upgrade-agent/internal/pgtest"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/jobs"
+	"github.com/upgrade-agent/upgrade-agent/pipeline/jobs/jobstest"
 	"github.com/upgrade-agent/upgrade-agent/store/pgstore"
 )
 
@@ -93,7 +94,24 @@ func TestPostgresStoreConformance(t *testing.T) {
 		Corrupt: func(t *testing.T, url, id string, data []byte) {
 			exec(t, url, `UPDATE upgrade_agent_sessions SET data = $2 WHERE id = $1`, id, data)
 		},
-		Jobs: func(t *testing.T, url string) *jobs.Store {
+		Audit: func(t *testing.T, url string) audit.Log { return open(t, url).Audit() },
+	})
+}
+
+// TestPostgresJobConformance runs the job records' suite against a real
+// PostgreSQL: the records in the database, the job store's folder only for
+// the workers' logs.
+func TestPostgresJobConformance(t *testing.T) {
+	c := pgtest.Need(t)
+	jobstest.Run(t, jobstest.Harness{
+		Fresh: func(t *testing.T) string {
+			url, err := c.NewDatabase()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return url
+		},
+		Open: func(t *testing.T, url string) *jobs.Store {
 			s, err := jobs.OpenStore(t.TempDir())
 			if err != nil {
 				t.Fatal(err)
@@ -101,7 +119,6 @@ func TestPostgresStoreConformance(t *testing.T) {
 			s.Backend = open(t, url).Jobs()
 			return s
 		},
-		Audit: func(t *testing.T, url string) audit.Log { return open(t, url).Audit() },
 	})
 }
 
