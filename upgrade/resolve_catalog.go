@@ -2,56 +2,7 @@ package upgrade
 
 import (
 	"context"
-	"errors"
-	"strings"
 )
-
-// ResolveFlag finds the one flag ref names: an exact id, an exact key, then
-// as ResolveExperiment does by name (exact, any case, unique prefix of a
-// name or of an id). Keys are unique per context only, so an exact key held
-// by several flags is ambiguous.
-func ResolveFlag(flags []FeatureFlag, ref string) (string, error) {
-	ref = strings.TrimSpace(ref)
-	var byKey []ExperimentName
-	names := make([]ExperimentName, 0, len(flags))
-	for _, f := range flags {
-		names = append(names, ExperimentName{ID: f.ID, Name: f.Name})
-		if ref != "" && f.Key == ref {
-			byKey = append(byKey, ExperimentName{ID: f.ID, Name: f.Name + " (" + strings.Join(f.Context, ",") + ")"})
-		}
-	}
-	for _, f := range flags {
-		if f.ID == ref {
-			return f.ID, nil
-		}
-	}
-	switch len(byKey) {
-	case 1:
-		return byKey[0].ID, nil
-	case 0:
-	default:
-		return "", &RefError{Ref: ref, Candidates: byKey, Kind: "feature flag"}
-	}
-	return resolveKind(names, ref, "feature flag")
-}
-
-// ResolveSegment finds the one segment ref names, as ResolveExperiment does.
-func ResolveSegment(segs []SegmentRecord, ref string) (string, error) {
-	names := make([]ExperimentName, 0, len(segs))
-	for _, s := range segs {
-		names = append(names, ExperimentName{ID: s.ID, Name: s.Name})
-	}
-	return resolveKind(names, ref, "segment")
-}
-
-func resolveKind(names []ExperimentName, ref, kind string) (string, error) {
-	id, err := ResolveExperiment(names, ref)
-	var re *RefError
-	if errors.As(err, &re) {
-		re.Kind = kind
-	}
-	return id, err
-}
 
 // FlagSnapshot is what evaluating a flag needs, read in one go: the flag
 // with its lists, every public segment with members (sub-segments are

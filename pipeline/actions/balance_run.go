@@ -306,7 +306,7 @@ const Significance = 0.05
 // expect, and a chi-square goodness-of-fit test. The experiment is
 // p.ExperimentID, or else the one experiment with that decision point in
 // the context (an enrolling one preferred).
-func SummarizeBalance(ctx context.Context, api API, p BalanceParams, t BalanceTally) (*BalanceResult, error) {
+func SummarizeBalance(ctx context.Context, api ExperimentAPI, p BalanceParams, t BalanceTally) (*BalanceResult, error) {
 	res := &BalanceResult{Users: t.Done, Unassigned: t.Unassigned, Errors: t.Errors, FirstError: t.FirstError, PValue: 1}
 	e, warn, err := balanceExperiment(ctx, api, p)
 	if err != nil {
@@ -416,7 +416,7 @@ func SummarizeBalance(ctx context.Context, api API, p BalanceParams, t BalanceTa
 	return res, nil
 }
 
-func balanceExperiment(ctx context.Context, api API, p BalanceParams) (*upgrade.Experiment, string, error) {
+func balanceExperiment(ctx context.Context, api ExperimentAPI, p BalanceParams) (*upgrade.Experiment, string, error) {
 	if p.ExperimentID != "" {
 		e, err := api.Experiment(ctx, p.ExperimentID)
 		if err != nil {

@@ -154,7 +154,7 @@ func updateTouches(u UpdateExperimentParams) bool {
 // current): the experiment with a PUT (with the server's ids, so a revertTo
 // names its condition), the lists through their own routes when they
 // differ.
-func write(ctx context.Context, api API, e *upgrade.Experiment, d CreateExperimentParams) error {
+func write(ctx context.Context, api ExperimentAPI, e *upgrade.Experiment, d CreateExperimentParams) error {
 	next := buildExperiment(e, d)
 	if _, err := api.UpdateExperiment(ctx, next); err != nil {
 		return err
@@ -176,7 +176,7 @@ func write(ctx context.Context, api API, e *upgrade.Experiment, d CreateExperime
 // revertTo must name the condition ids it chose), one more write with the
 // server's ids, part of the same approved action, repairs it. A difference
 // left after that is an error that names it, never a success.
-func hold(ctx context.Context, api API, id string, d CreateExperimentParams) (*upgrade.Experiment, error) {
+func hold(ctx context.Context, api ExperimentAPI, id string, d CreateExperimentParams) (*upgrade.Experiment, error) {
 	want := effective(d)
 	for attempt := 0; ; attempt++ {
 		e, err := upgrade.ExperimentWithLists(ctx, api, id)

@@ -317,7 +317,7 @@ func executeCreateFlag(ctx context.Context, env Env, p CreateFeatureFlagParams, 
 }
 
 // flagByKey finds the flag with this exact key and context; nil if none.
-func flagByKey(ctx context.Context, api API, key, appContext string) (*upgrade.FeatureFlag, error) {
+func flagByKey(ctx context.Context, api FlagAPI, key, appContext string) (*upgrade.FeatureFlag, error) {
 	all, err := api.Flags(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading feature flags: %w", err)
@@ -334,7 +334,7 @@ func flagByKey(ctx context.Context, api API, key, appContext string) (*upgrade.F
 // write: it reads the flag back, adds the lists it lacks, sets a status or filter mode it did not
 // keep, reads again and compares. A difference left is an error that names
 // it, never a success.
-func holdFlag(ctx context.Context, api API, want flagState) (flagState, error) {
+func holdFlag(ctx context.Context, api FlagAPI, want flagState) (flagState, error) {
 	for attempt := 0; ; attempt++ {
 		got, err := readFlag(ctx, api, want.ID)
 		if err != nil {
@@ -353,7 +353,7 @@ func holdFlag(ctx context.Context, api API, want flagState) (flagState, error) {
 	}
 }
 
-func repairFlag(ctx context.Context, api API, want, got flagState) error {
+func repairFlag(ctx context.Context, api FlagAPI, want, got flagState) error {
 	if want.Name != got.Name || want.Key != got.Key || want.Description != got.Description || fmtUsers(want.Tags) != fmtUsers(got.Tags) || want.Context != got.Context {
 		if _, err := api.UpdateFlag(ctx, flagBodyOf(want)); err != nil {
 			return err

@@ -114,7 +114,7 @@ type listActionResult struct {
 }
 
 // withReach adds whom the flag reaches now to a list action's result.
-func (r listActionResult) withReach(ctx context.Context, api API, f flagState) listActionResult {
+func (r listActionResult) withReach(ctx context.Context, api SegmentReader, f flagState) listActionResult {
 	if d, err := readSegments(ctx, api); err == nil {
 		r.Reach = reach(f, d)
 	}

@@ -101,7 +101,7 @@ func enabledLists(ls []flagList) []flagList {
 }
 
 // readFlag reads a flag with its lists.
-func readFlag(ctx context.Context, api API, id string) (flagState, error) {
+func readFlag(ctx context.Context, api FlagReader, id string) (flagState, error) {
 	f, err := api.Flag(ctx, id)
 	if err != nil {
 		return flagState{}, fmt.Errorf("reading feature flag %s: %w", id, err)
@@ -159,7 +159,7 @@ type segDir struct {
 	raw   *upgrade.SegmentsAnswer
 }
 
-func readSegments(ctx context.Context, api API) (*segDir, error) {
+func readSegments(ctx context.Context, api SegmentReader) (*segDir, error) {
 	all, err := api.Segments(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading segments: %w", err)

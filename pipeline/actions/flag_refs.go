@@ -2,22 +2,58 @@ package actions
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
-// ResolveFlagRefs resolves the params an action declares as references to
-// flags (`ref:"feature_flag"`) and segments (`ref:"segment"`) that hold a
-// name instead of an id: a flag's key (exactly, then in any case), its name
-// or a unique prefix; a segment's name, in the context the params are about
-// (their context, the flag's, or the segment's). It changes params in
-// place and reports whether it changed anything; a name that matches
-// nothing, or several things, is an error the model can act on. Ids are
-// left alone: validation decides about them. A list action's missing kind
-// is filled in from its list id.
-func ResolveFlagRefs(ctx context.Context, api API, refs []Ref, params map[string]any) (bool, error) {
+// References in params: the params an action's type tags as naming a
+// server object (`ref:"experiment"`, `ref:"feature_flag"`, `ref:"segment"`)
+// may hold a name instead of an id, and are resolved with the one lookup
+// of upgrade.Catalog, the CLI's. What is here is which catalog a reference
+// is looked up in (a segment in the context the params are about) and the
+// errors the model reads, which list what it could have meant.
+
+// ResolveRefs resolves every reference of params (refs, from the action's
+// Spec) that holds a name: an experiment by name or unique prefix; a flag
+// by key (as written, then any case), name or prefix; a segment by name in
+// the context the params are about (their context, the flag's, or the
+// segment's). It changes params in place and reports whether it changed
+// anything; a name that matches nothing, or several things, is an error
+// that names the param and what it could mean. Ids are left alone:
+// validation decides about them. A list action's missing kind is filled in
+// from its list id.
+func ResolveRefs(ctx context.Context, api CatalogAPI, refs []Ref, params map[string]any) (bool, error) {
+	changed := false
+	for _, ref := range refs {
+		if ref.Kind != RefExperiment {
+			continue
+		}
+		ch, err := ref.Resolve(params, func(v string) (string, error) {
+			if strings.TrimSpace(v) == "" || upgrade.IsUUID(strings.TrimSpace(v)) {
+				return v, nil
+			}
+			names, err := api.ExperimentNames(ctx)
+			if err != nil {
+				return v, fmt.Errorf("reading experiment names: %w", err)
+			}
+			return upgrade.ResolveExperiment(names, v)
+		})
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", ref.Path, err)
+		}
+		changed = changed || ch
+	}
+	ch, err := ResolveFlagRefs(ctx, api, refs, params)
+	return changed || ch, err
+}
+
+// ResolveFlagRefs is ResolveRefs for the flag and segment references
+// alone.
+func ResolveFlagRefs(ctx context.Context, api CatalogAPI, refs []Ref, params map[string]any) (bool, error) {
 	r := &refResolver{ctx: ctx, api: api}
 	changed := false
 	appContext, _ := params["context"].(string)
@@ -87,10 +123,9 @@ func ResolveFlagRefs(ctx context.Context, api API, refs []Ref, params map[string
 }
 
 type refResolver struct {
-	ctx   context.Context
-	api   API
-	flags []upgrade.FeatureFlag
-	segs  *segDir
+	ctx  context.Context
+	api  CatalogAPI
+	segs *segDir
 }
 
 func (r *refResolver) segments() (*segDir, error) {
@@ -104,42 +139,29 @@ func (r *refResolver) segments() (*segDir, error) {
 	return r.segs, nil
 }
 
-// flag finds the flag a reference means: its id, its key (exactly, then
-// in any case), its name, or a unique prefix of either. nil, no error:
-// an id the server does not list (validation reports it).
+// flag finds the flag a reference means (upgrade.Catalog.Resolve). nil,
+// no error: an id the server does not list (validation reports it).
 func (r *refResolver) flag(ref string) (*upgrade.FeatureFlag, error) {
 	ref = strings.TrimSpace(ref)
 	all, err := r.api.Flags(r.ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading feature flags: %w", err)
 	}
-	r.flags = all
-	id := idValue(ref)
-	tiers := []func(f upgrade.FeatureFlag) bool{
-		func(f upgrade.FeatureFlag) bool { return f.ID == id },
-		func(f upgrade.FeatureFlag) bool { return f.Key == ref },
-		func(f upgrade.FeatureFlag) bool { return strings.EqualFold(f.Key, ref) },
-		func(f upgrade.FeatureFlag) bool { return strings.EqualFold(f.Name, ref) },
-		func(f upgrade.FeatureFlag) bool {
-			l := strings.ToLower(ref)
-			return strings.HasPrefix(strings.ToLower(f.Key), l) || strings.HasPrefix(strings.ToLower(f.Name), l)
-		},
-	}
-	for _, match := range tiers {
+	n, err := upgrade.Catalog{Kind: upgrade.KindFeatureFlag, Items: upgrade.FlagsNamed(all)}.Resolve(ref)
+	byID := func(id string) int { return slices.IndexFunc(all, func(f upgrade.FeatureFlag) bool { return f.ID == id }) }
+	var re *upgrade.RefError
+	switch {
+	case err == nil:
+		return &all[byID(n.ID)], nil
+	case !errors.As(err, &re):
+		return nil, err
+	case len(re.Candidates) > 0:
 		var found []upgrade.FeatureFlag
-		for _, f := range all {
-			if match(f) {
-				found = append(found, f)
-			}
+		for _, c := range re.Candidates {
+			found = append(found, all[byID(c.ID)])
 		}
-		switch {
-		case len(found) == 1:
-			return &found[0], nil
-		case len(found) > 1:
-			return nil, fmt.Errorf("%q names %d feature flags (%s); use the id", ref, len(found), flagNames(found))
-		}
-	}
-	if upgrade.IsUUID(ref) {
+		return nil, fmt.Errorf("%q names %d feature flags (%s); use the id", ref, len(found), flagNames(found))
+	case upgrade.IsUUID(ref):
 		return nil, nil
 	}
 	return nil, fmt.Errorf("no feature flag has the key or name %q; the flags are %s (find_feature_flag searches them)", ref, flagNames(all))
@@ -175,38 +197,38 @@ func (r *refResolver) fillKind(params map[string]any, flagID string) bool {
 	return false
 }
 
-// segment finds the public segment a name means, in appContext when the
-// name is used in several contexts.
+// segment finds the public segment a name means (upgrade.Catalog.Resolve),
+// in appContext first when the name is used in several contexts.
 func (r *refResolver) segment(ref, appContext string) (segInfo, error) {
 	d, err := r.segments()
 	if err != nil {
 		return segInfo{}, err
 	}
-	found := d.byName(ref, appContext)
-	if len(found) == 0 {
-		l := strings.ToLower(strings.TrimSpace(ref))
-		for _, id := range d.order {
-			s := d.byID[id]
-			if strings.HasPrefix(strings.ToLower(s.Name), l) && (appContext == "" || s.Context == appContext) {
-				found = append(found, s)
-			}
-		}
+	items := make([]upgrade.Named, 0, len(d.order))
+	for _, id := range d.order {
+		s := d.byID[id]
+		items = append(items, upgrade.Named{ID: s.ID, Name: s.Name, Context: s.Context})
 	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
+	n, err := upgrade.Catalog{Kind: upgrade.KindSegment, Items: items, Prefer: appContext}.Resolve(ref)
+	var re *upgrade.RefError
+	switch {
+	case err == nil:
+		return d.byID[n.ID], nil
+	case !errors.As(err, &re):
+		return segInfo{}, err
+	case len(re.Candidates) == 0:
 		var names []string
 		for _, id := range d.order {
 			if s := d.byID[id]; appContext == "" || s.Context == appContext {
 				names = append(names, fmt.Sprintf("%s (%s)", quote(s.Name), s.Context))
 			}
 		}
-		return segInfo{}, fmt.Errorf("no public segment is named %q; the segments are %s", ref, joinOrNone(names))
+		return segInfo{}, fmt.Errorf("no public segment is named %q; the segments are %s", strings.TrimSpace(ref), joinOrNone(names))
 	}
 	var names []string
-	for _, s := range found {
+	for _, c := range re.Candidates {
+		s := d.byID[c.ID]
 		names = append(names, fmt.Sprintf("%s in %s (id %s)", quote(s.Name), s.Context, s.ID))
 	}
-	return segInfo{}, fmt.Errorf("%q names %d segments (%s); use the id", ref, len(found), strings.Join(names, ", "))
+	return segInfo{}, fmt.Errorf("%q names %d segments (%s); use the id", strings.TrimSpace(ref), len(names), strings.Join(names, ", "))
 }

@@ -169,7 +169,7 @@ func executeUpdateFlag(ctx context.Context, env Env, p UpdateFeatureFlagParams, 
 // writeFlagFields sends the fields that differ: a filter mode alone
 // through its own route (as the web UI does), anything else with a PUT of
 // the whole flag.
-func writeFlagFields(ctx context.Context, api API, cur, want flagState) error {
+func writeFlagFields(ctx context.Context, api FlagAPI, cur, want flagState) error {
 	changes := flagFieldChanges(cur, want)
 	only := func(field string) bool {
 		return len(changes) == 1 && strings.HasPrefix(changes[0], field+":")

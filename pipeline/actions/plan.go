@@ -204,7 +204,7 @@ func designChanges(cur, next CreateExperimentParams) []string {
 
 // experimentsAt lists the experiments of a context with a decision point
 // at site/target, in the server's order.
-func experimentsAt(ctx context.Context, api API, appContext, site, target string) ([]upgrade.Experiment, error) {
+func experimentsAt(ctx context.Context, api ExperimentAPI, appContext, site, target string) ([]upgrade.Experiment, error) {
 	all, err := api.Experiments(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing experiments: %w", err)

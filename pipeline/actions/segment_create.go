@@ -141,7 +141,7 @@ func segmentDiffs(want, got segInfo) []string {
 
 // holdSegment writes segment want and reads it back; one more write
 // repairs a difference, a difference left is an error that names it.
-func holdSegment(ctx context.Context, api API, want segInfo) (segInfo, error) {
+func holdSegment(ctx context.Context, api SegmentAPI, want segInfo) (segInfo, error) {
 	for attempt := 0; ; attempt++ {
 		if _, err := api.UpsertSegment(ctx, segmentInput(want)); err != nil {
 			if attempt == 0 {

@@ -375,7 +375,7 @@ func (d *decoder) experimentValue(key string, n *yaml.Node) (any, error) {
 func (d *decoder) setupExperiment(x *experimentYAML, n *yaml.Node, i int) SetupExperiment {
 	what := fmt.Sprintf("setup.experiments[%d]", i)
 	e := SetupExperiment{Line: n.Line}
-	e.Name, e.Params = d.setupParams(x, n, what, actions.CreateExperiment, "name", func(key string, v *yaml.Node) bool {
+	e.Name, e.Params = d.setupParams(x, n, what, "experiment", "name", func(key string, v *yaml.Node) bool {
 		if key != "status" {
 			return false
 		}

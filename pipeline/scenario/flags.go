@@ -83,10 +83,11 @@ type segmentExpectYAML struct {
 }
 
 // setupParams reads one setup entry (an experimentYAML, a segmentYAML, a
-// flagYAML) into the params of action, with its identifying field idKey.
+// flagYAML) into the params that create an object (actions.BindCreate),
+// with its identifying field idKey.
 // field, when not nil, takes the keys it returns true for out of the
 // params (an experiment's status), reporting its errors in d.err.
-func (d *decoder) setupParams(x any, n *yaml.Node, what string, action actions.Name, idKey string, field func(key string, v *yaml.Node) bool) (string, json.RawMessage) {
+func (d *decoder) setupParams(x any, n *yaml.Node, what string, object string, idKey string, field func(key string, v *yaml.Node) bool) (string, json.RawMessage) {
 	params := map[string]any{}
 	keys, values := written(x)
 	for j, key := range keys {
@@ -113,7 +114,7 @@ func (d *decoder) setupParams(x any, n *yaml.Node, what string, action actions.N
 		d.fail(n, "%s: %v", what, err)
 		return "", nil
 	}
-	if _, err := actions.Bind(string(action), raw); err != nil {
+	if _, err := actions.BindCreate(object, raw); err != nil {
 		d.fail(n, "%s (%s): %v", what, id, err)
 		return "", nil
 	}
@@ -121,30 +122,24 @@ func (d *decoder) setupParams(x any, n *yaml.Node, what string, action actions.N
 }
 
 func (d *decoder) setupSegment(x *segmentYAML, n *yaml.Node, i int) SetupSegment {
-	name, raw := d.setupParams(x, n, fmt.Sprintf("setup.segments[%d]", i), actions.CreateSegment, "name", nil)
+	name, raw := d.setupParams(x, n, fmt.Sprintf("setup.segments[%d]", i), "segment", "name", nil)
 	return SetupSegment{Name: name, Params: raw, Line: n.Line}
 }
 
 func (d *decoder) setupFlag(x *flagYAML, n *yaml.Node, i int) SetupFlag {
-	key, raw := d.setupParams(x, n, fmt.Sprintf("setup.flags[%d]", i), actions.CreateFeatureFlag, "key", nil)
+	key, raw := d.setupParams(x, n, fmt.Sprintf("setup.flags[%d]", i), "feature_flag", "key", nil)
 	return SetupFlag{Key: key, Params: raw, Line: n.Line}
 }
 
 // applyFlagSetup creates the segments, then the flags, through the
 // actions' own code; names in segment_ids are resolved as for the agent.
 func (r *run) applyFlagSetup(ctx context.Context) error {
-	create := func(action actions.Name, raw json.RawMessage, key, where string) error {
-		var m map[string]any
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
-		}
-		act, _ := actions.Lookup(string(action))
-		if _, err := actions.ResolveFlagRefs(ctx, r.admin, act.Spec().Refs, m); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
-		}
-		resolved, _ := json.Marshal(m)
-		b, err := actions.Bind(string(action), resolved)
+	create := func(object string, raw json.RawMessage, key, where string) error {
+		b, err := actions.BindCreate(object, raw)
 		if err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if b, err = actions.ResolveBound(ctx, r.admin, b); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		if _, err := b.Execute(ctx, actions.Env{API: r.admin}, key); err != nil {
@@ -154,13 +149,13 @@ func (r *run) applyFlagSetup(ctx context.Context) error {
 	}
 	for i, s := range r.sc.Setup.Segments {
 		where := fmt.Sprintf("%s:%d: setup segment %q", r.sc.File, s.Line, s.Name)
-		if err := create(actions.CreateSegment, s.Params, fmt.Sprintf("scenario-setup/%s/segment/%d", r.sc.Name, i), where); err != nil {
+		if err := create("segment", s.Params, fmt.Sprintf("scenario-setup/%s/segment/%d", r.sc.Name, i), where); err != nil {
 			return err
 		}
 	}
 	for i, f := range r.sc.Setup.Flags {
 		where := fmt.Sprintf("%s:%d: setup flag %q", r.sc.File, f.Line, f.Key)
-		if err := create(actions.CreateFeatureFlag, f.Params, fmt.Sprintf("scenario-setup/%s/flag/%d", r.sc.Name, i), where); err != nil {
+		if err := create("feature_flag", f.Params, fmt.Sprintf("scenario-setup/%s/flag/%d", r.sc.Name, i), where); err != nil {
 			return err
 		}
 	}

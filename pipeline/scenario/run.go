@@ -407,7 +407,7 @@ func (r *run) applySetup(ctx context.Context) ([]upgrade.Experiment, error) {
 	var created []upgrade.Experiment
 	for i, se := range r.sc.Setup.Experiments {
 		where := fmt.Sprintf("%s:%d: setup experiment %q", r.sc.File, se.Line, se.Name)
-		b, err := actions.Bind(string(actions.CreateExperiment), se.Params)
+		b, err := actions.BindCreate("experiment", se.Params)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}

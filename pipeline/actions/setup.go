@@ -1,0 +1,39 @@
+package actions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// BindCreate binds the params that create one object of kind object (as
+// spec/pipeline.md names objects: "experiment", "feature_flag", "segment") with
+// the action the agent uses for it, found in the registry by its name,
+// create_<object>. Setup and the agent so agree on defaults, spellings and
+// validation, and a caller that sets up a backend names no action.
+func BindCreate(object string, raw json.RawMessage) (*Bound, error) {
+	a, ok := Lookup("create_" + object)
+	if !ok {
+		return nil, fmt.Errorf("%w: no action creates a %q", ErrUnknownAction, object)
+	}
+	return a.Bind(raw)
+}
+
+// ResolveBound resolves the references of a bound action that hold a name
+// (ResolveRefs) and binds again when one changed.
+func ResolveBound(ctx context.Context, api CatalogAPI, b *Bound) (*Bound, error) {
+	a, ok := Lookup(b.Name)
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownAction, b.Name)
+	}
+	m := b.Map()
+	changed, err := ResolveRefs(ctx, api, a.Spec().Refs, m)
+	if err != nil || !changed {
+		return b, err
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return a.Bind(raw)
+}
