@@ -78,4 +78,3 @@ func newLive(opts Options) (*OpenAI, error) {
 type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
-

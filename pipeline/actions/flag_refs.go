@@ -148,7 +148,9 @@ func (r *refResolver) flag(ref string) (*upgrade.FeatureFlag, error) {
 		return nil, fmt.Errorf("reading feature flags: %w", err)
 	}
 	n, err := upgrade.Catalog{Kind: upgrade.KindFeatureFlag, Items: upgrade.FlagsNamed(all)}.Resolve(ref)
-	byID := func(id string) int { return slices.IndexFunc(all, func(f upgrade.FeatureFlag) bool { return f.ID == id }) }
+	byID := func(id string) int {
+		return slices.IndexFunc(all, func(f upgrade.FeatureFlag) bool { return f.ID == id })
+	}
 	var re *upgrade.RefError
 	switch {
 	case err == nil:
