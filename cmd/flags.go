@@ -62,9 +62,9 @@ enabled lists and all its lists (UpGrade ignores disabled lists).`,
 }
 
 func runFlagsList(ctx context.Context, opts *FlagsListOptions) error {
-	status := strings.ToLower(strings.TrimSpace(opts.Status))
-	if status != "" && !slices.Contains(upgrade.FlagStatuses, status) {
-		return Usagef("invalid --status %q: use one of %s", opts.Status, strings.Join(upgrade.FlagStatuses, ", "))
+	status := upgrade.FlagStatusOf(opts.Status)
+	if status != "" && !slices.Contains(upgrade.FlagStatuses(), status) {
+		return Usagef("invalid --status %q: use one of %s", opts.Status, strings.Join(upgrade.FlagStatuses(), ", "))
 	}
 	client, done, err := opts.Upgrade(ctx)
 	if err != nil {

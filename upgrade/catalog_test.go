@@ -132,3 +132,23 @@ func TestCatalogFind(t *testing.T) {
 		t.Errorf("Find(math hints) = %+v, unique %v", ms, ok)
 	}
 }
+
+// One list of flag statuses and filter modes, and one folding of how
+// people and models write them.
+func TestFlagStatusAndFilterModeNames(t *testing.T) {
+	for in, want := range map[string]string{"enabled": "enabled", " Enabled ": "enabled", "DISABLED": "disabled", "Archived": "archived", "": "", " on ": "on", "bogus": "bogus"} {
+		if got := FlagStatusOf(in); got != want {
+			t.Errorf("FlagStatusOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{"includeAll": "includeAll", "include all": "includeAll", "EXCLUDE_ALL": "excludeAll", " exclude-all ": "excludeAll", "all": "all"} {
+		if got := FilterModeOf(in); got != want {
+			t.Errorf("FilterModeOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+	s := FlagStatuses()
+	s[0] = "changed"
+	if FlagStatuses()[0] != FlagEnabled {
+		t.Error("FlagStatuses hands out a shared slice")
+	}
+}

@@ -21,8 +21,38 @@ const (
 	FlagArchived = "archived"
 )
 
-// FlagStatuses lists the flag statuses the server accepts.
-var FlagStatuses = []string{FlagEnabled, FlagDisabled, FlagArchived}
+// FlagStatuses lists the flag statuses the server accepts, in its
+// spelling: the one list of them, for the client, the simulator, the CLI's
+// --status and the agent's actions and lookups (a new slice each call).
+func FlagStatuses() []string { return []string{FlagEnabled, FlagDisabled, FlagArchived} }
+
+// FilterModes lists the filter modes of flags and experiments, in the
+// server's spelling (a new slice each call).
+func FilterModes() []string { return []string{FilterIncludeAll, FilterExcludeAll} }
+
+// FlagStatusOf is a flag status as the server spells it, from any case,
+// blanks around it, or a display name ("Enabled"); "" stays "", and
+// anything else comes back trimmed for validation to name.
+func FlagStatusOf(s string) string { return enumOf(s, FlagStatuses()) }
+
+// FilterModeOf is a filter mode as the server spells it, from any case,
+// blanks, or _ and - between words ("include all", "INCLUDE_ALL");
+// anything else comes back trimmed.
+func FilterModeOf(s string) string { return enumOf(s, FilterModes()) }
+
+// enumOf returns the allowed spelling s matches ignoring case, blanks and
+// _/- differences; otherwise s trimmed.
+func enumOf(s string, allowed []string) string {
+	fold := strings.NewReplacer("_", "", "-", "", " ", "")
+	t := strings.TrimSpace(s)
+	key := strings.ToLower(fold.Replace(t))
+	for _, a := range allowed {
+		if strings.ToLower(fold.Replace(a)) == key {
+			return a
+		}
+	}
+	return t
+}
 
 // FeatureFlag is a flag as the server answers it. Inclusion and Exclusion
 // are filled only by the routes that show lists (GET /flags/{id}, PUT, the

@@ -48,7 +48,7 @@ func (p CreateExperimentParams) canonical() CreateExperimentParams {
 		GroupType:          strings.TrimSpace(p.GroupType),
 		ConsistencyRule:    enumValue(p.ConsistencyRule, consistencies),
 		PostExperimentRule: normPostRule(p.PostExperimentRule),
-		FilterMode:         enumValue(p.FilterMode, filterModes),
+		FilterMode:         upgrade.FilterModeOf(p.FilterMode),
 		InclusionUsers:     trimList(p.InclusionUsers),
 		InclusionGroups:    normGroups(p.InclusionGroups),
 		ExclusionUsers:     trimList(p.ExclusionUsers),

@@ -36,7 +36,7 @@ func (p CreateFeatureFlagParams) canonical() CreateFeatureFlagParams {
 	c := CreateFeatureFlagParams{
 		Name: strings.TrimSpace(p.Name), Key: strings.TrimSpace(p.Key), Context: strings.TrimSpace(p.Context),
 		Description: strings.TrimSpace(p.Description), Tags: trimList(p.Tags),
-		Status: flagStatusValue(p.Status), FilterMode: enumValue(p.FilterMode, flagFilterModes),
+		Status: flagStatusValue(p.Status), FilterMode: upgrade.FilterModeOf(p.FilterMode),
 		IncludeLists: normFlagLists(p.IncludeLists), ExcludeLists: normFlagLists(p.ExcludeLists),
 	}
 	if c.Status == "" {
@@ -72,10 +72,10 @@ func (c *Checker) flagRules(name, key, appContext, status, mode string, selfID s
 	if _, _, err := c.context(appContext); err != nil {
 		return err
 	}
-	if status != "" && !slices.Contains(flagStatuses, status) {
+	if status != "" && !slices.Contains(upgrade.FlagStatuses(), status) {
 		c.AddValue("status", status, "unknown status; use enabled, disabled or archived")
 	}
-	if mode != "" && !slices.Contains(flagFilterModes, mode) {
+	if mode != "" && !slices.Contains(upgrade.FilterModes(), mode) {
 		c.AddValue("filter_mode", mode, "unknown filter mode; use excludeAll (nobody but the included) or includeAll (everyone but the excluded)")
 	}
 	if !checkKey || key == "" || appContext == "" {

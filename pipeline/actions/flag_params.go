@@ -4,28 +4,27 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
 // Params and spellings shared by the feature flag and segment actions
 // (spec/pipeline.md, "Feature flags and segments"). Each action's own params
 // struct is in its file (flag_*.go, segment_*.go).
 
-// Flag statuses, filter modes and list kinds, spelled as UpGrade spells them.
+// Flag statuses and filter modes are upgrade's (upgrade.FlagStatuses,
+// upgrade.FilterModes: the one list of each); the names here are short
+// forms for the actions' code. List kinds are the agent's words.
 const (
-	FlagEnabled  = "enabled"
-	FlagDisabled = "disabled"
-	FlagArchived = "archived"
+	FlagEnabled  = upgrade.FlagEnabled
+	FlagDisabled = upgrade.FlagDisabled
+	FlagArchived = upgrade.FlagArchived
 
-	FlagIncludeAll = "includeAll"
-	FlagExcludeAll = "excludeAll"
+	FlagIncludeAll = upgrade.FilterIncludeAll
+	FlagExcludeAll = upgrade.FilterExcludeAll
 
 	ListInclude = "include"
 	ListExclude = "exclude"
-)
-
-var (
-	flagStatuses    = []string{FlagEnabled, FlagDisabled, FlagArchived}
-	flagFilterModes = []string{FlagIncludeAll, FlagExcludeAll}
 )
 
 // FlagListParam is one include or exclude list of a feature flag: exactly
@@ -37,10 +36,11 @@ type FlagListParam struct {
 	SegmentIDs []string     `json:"segment_ids,omitempty" jsonschema:"ids of public segments of the flag's context (names are resolved)" ref:"segment"`
 }
 
-// flagStatusValue folds a status to UpGrade's spelling: display names
-// ("Enabled"), and on/off, which is how people speak of a switch.
+// flagStatusValue folds a status to UpGrade's spelling
+// (upgrade.FlagStatusOf: any case, display names), and on/off, which is
+// how people speak of a switch.
 func flagStatusValue(s string) string {
-	v := enumValue(s, flagStatuses)
+	v := upgrade.FlagStatusOf(s)
 	switch strings.ToLower(v) {
 	case "on", "active", "enable":
 		return FlagEnabled

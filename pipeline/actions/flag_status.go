@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
 // UpdateFeatureFlagStatus is the name of the update_feature_flag_status action.
@@ -36,7 +38,7 @@ func init() {
 			switch {
 			case p.Status == "":
 				c.Missing("status", "status is required (enabled, disabled or archived)")
-			case !contains(flagStatuses, p.Status):
+			case !contains(upgrade.FlagStatuses(), p.Status):
 				c.AddValue("status", p.Status, "unknown status; use enabled, disabled or archived")
 			case f.Status == p.Status:
 				c.Add("status", "feature flag %q is already %s", f.Name, p.Status)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
 // UpdateFeatureFlag is the name of the update_feature_flag action.
@@ -29,7 +31,7 @@ func (UpdateFeatureFlagParams) Action() Name { return UpdateFeatureFlag }
 
 func (p UpdateFeatureFlagParams) canonical() UpdateFeatureFlagParams {
 	c := UpdateFeatureFlagParams{FlagID: idValue(p.FlagID), Name: trimPtr(p.Name), Key: trimPtr(p.Key), Context: trimPtr(p.Context),
-		Description: trimPtr(p.Description), Tags: keepList(p.Tags), FilterMode: enumPtr(p.FilterMode, flagFilterModes)}
+		Description: trimPtr(p.Description), Tags: keepList(p.Tags), FilterMode: enumPtr(p.FilterMode, upgrade.FilterModes())}
 	if p.Status != nil {
 		s := flagStatusValue(*p.Status)
 		c.Status = &s

@@ -15,7 +15,6 @@ var (
 	units         = []string{upgrade.UnitIndividual, upgrade.UnitGroup, upgrade.UnitWithinSubjects}
 	consistencies = []string{upgrade.ConsistencyIndividual, upgrade.ConsistencyGroup, upgrade.ConsistencyExperiment}
 	postRules     = []string{upgrade.PostRuleContinue, upgrade.PostRuleAssign, upgrade.PostRuleRevert}
-	filterModes   = []string{upgrade.FilterIncludeAll, upgrade.FilterExcludeAll}
 	markStatuses  = []string{upgrade.MarkConditionApplied, upgrade.MarkConditionNotApplied, upgrade.MarkNoConditionAssigned}
 )
 

@@ -47,7 +47,7 @@ func (p UpdateExperimentParams) canonical() UpdateExperimentParams {
 		GroupType:          trimPtr(p.GroupType),
 		ConsistencyRule:    enumPtr(p.ConsistencyRule, consistencies),
 		PostExperimentRule: normPostRule(p.PostExperimentRule),
-		FilterMode:         enumPtr(p.FilterMode, filterModes),
+		FilterMode:         enumPtr(p.FilterMode, upgrade.FilterModes()),
 	}
 	if p.DecisionPoints != nil {
 		dps := normDecisionPoints(*p.DecisionPoints)

@@ -12,7 +12,6 @@ import (
 )
 
 var (
-	flagStatuses    = []string{upgrade.FlagEnabled, upgrade.FlagDisabled, upgrade.FlagArchived}
 	flagSearchKeys  = []string{"all", "name", "key", "status", "tag", "context", "id"}
 	flagSortKeys    = []string{"name", "key", "status", "updatedAt"}
 	segmentSortKeys = []string{"name", "updatedAt"}
@@ -47,9 +46,9 @@ func (s *Sim) flagRoute(m string, segs, low []string) func(*call) {
 	case n == 2 && low[1] == "paginated" && m == http.MethodPost:
 		return s.handleFlagsPage
 	case n == 2 && low[1] == "status" && m == http.MethodPatch:
-		return func(c *call) { s.handleFlagPatch(c, "status", flagStatuses) }
+		return func(c *call) { s.handleFlagPatch(c, "status", upgrade.FlagStatuses()) }
 	case n == 2 && low[1] == "filtermode" && m == http.MethodPatch:
-		return func(c *call) { s.handleFlagPatch(c, "filterMode", filterModes) }
+		return func(c *call) { s.handleFlagPatch(c, "filterMode", upgrade.FilterModes()) }
 	case n == 2 && isListKind(low[1]) && m == http.MethodPost:
 		return func(c *call) { s.handleFlagListAdd(c, listKind(low[1])) }
 	case n == 3 && isListKind(low[1]) && m == http.MethodPut:
@@ -141,8 +140,8 @@ func (s *Sim) parseFlag(c *call) (*upgrade.FeatureFlag, *apiError) {
 	ck.str(m, "", "name", true)
 	ck.str(m, "", "key", true)
 	ck.str(m, "", "description", false)
-	ck.enum(m, "", "status", flagStatuses, true)
-	ck.enum(m, "", "filterMode", filterModes, true)
+	ck.enum(m, "", "status", upgrade.FlagStatuses(), true)
+	ck.enum(m, "", "filterMode", upgrade.FilterModes(), true)
 	if a, ok := ck.array(m, "", "context", true); ok {
 		if len(a) == 0 {
 			ck.failf("context", "should not be empty")

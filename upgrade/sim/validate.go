@@ -23,7 +23,6 @@ var (
 	consistencyRules = []string{upgrade.ConsistencyIndividual, upgrade.ConsistencyExperiment, upgrade.ConsistencyGroup}
 	assignmentUnits  = []string{upgrade.UnitIndividual, upgrade.UnitGroup, upgrade.UnitWithinSubjects}
 	postRules        = []string{upgrade.PostRuleContinue, upgrade.PostRuleRevert, upgrade.PostRuleAssign}
-	filterModes      = []string{upgrade.FilterIncludeAll, upgrade.FilterExcludeAll}
 	experimentTypes  = []string{upgrade.TypeSimple, upgrade.TypeFactorial}
 	algorithms       = []string{upgrade.AlgorithmRandom, "stratified random sampling", "ts_configurable"}
 	payloadTypes     = []string{"string", "json", "csv"}
@@ -261,7 +260,7 @@ func validateExperiment(m map[string]any) *apiError {
 			}
 		}
 	}
-	c.enum(m, "", "filterMode", filterModes, true)
+	c.enum(m, "", "filterMode", upgrade.FilterModes(), true)
 	c.enum(m, "", "type", experimentTypes, true)
 	for i, o := range c.objects(m, "", "conditions", true) {
 		base := fmt.Sprintf("conditions[%d]", i)
