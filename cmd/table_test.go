@@ -25,6 +25,8 @@ func TestRenderTable(t *testing.T) {
 		{"short row", []string{"A", "B", "C"}, [][]string{{"1"}},
 			"A  B  C\n1\n"},
 		{"no rows", []string{"KEY", "NAME"}, nil, "KEY  NAME\n"},
+		{"line breaks and tabs in a cell", []string{"A", "B"}, [][]string{{"x\ny", "1"}, {"a\tb", "2"}},
+			"A    B\nx y  1\na b  2\n"},
 		{"empty last column", []string{"A", "B"}, [][]string{{"x", ""}}, "A  B\nx\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

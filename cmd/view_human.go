@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -32,6 +33,14 @@ func (v *humanView) table(t Table) error { return t.Write(v.out, v.output, v.wid
 // one we used spent 2 ms at package init on every command (width caches,
 // locale probing), tables or not.
 func RenderTable(w io.Writer, header []string, rows [][]string) error {
+	// A cell is one line: a newline or tab inside one (a user id, a
+	// description) would break every column after it.
+	flat := strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ")
+	header = flatten(flat, header)
+	rows = slices.Clone(rows)
+	for i := range rows {
+		rows[i] = flatten(flat, rows[i])
+	}
 	widths := make([]int, len(header))
 	measure := func(cells []string) {
 		for j, c := range cells {
@@ -66,6 +75,14 @@ func RenderTable(w io.Writer, header []string, rows [][]string) error {
 	}
 	_, err := io.WriteString(w, out.String())
 	return err
+}
+
+func flatten(r *strings.Replacer, cells []string) []string {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		out[i] = r.Replace(c)
+	}
+	return out
 }
 
 // describe writes aligned "Key: value" lines; empty values show as "-".
