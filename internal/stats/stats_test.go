@@ -21,7 +21,7 @@ func near(t *testing.T, what string, got, want, tol float64) {
 // (method 3, score without continuity correction).
 func TestWilsonPublished(t *testing.T) {
 	for _, tc := range []struct {
-		x, n     int
+		x, n      int
 		low, high float64
 	}{
 		{81, 263, 0.2553, 0.3662},
