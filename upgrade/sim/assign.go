@@ -827,7 +827,7 @@ func (s *Sim) enrollLocked(e *upgrade.Experiment, uid string, u *user, dp *upgra
 		rt.Enrolled = map[string]*enrollment{}
 	}
 	if en == nil {
-		en = &enrollment{ConditionID: cond.ID, Partitions: []string{}}
+		en = &enrollment{At: s.timestamp(), ConditionID: cond.ID, Partitions: []string{}}
 		rt.Enrolled[uid] = en
 	}
 	en.GroupID = wg
