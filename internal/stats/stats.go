@@ -76,6 +76,16 @@ type Sample struct {
 	N        int
 }
 
+// Mean is Student's t interval for a sample's mean.
+func Mean(s Sample, level float64) (Interval, error) {
+	if s.N < 2 || s.SD < 0 || math.IsNaN(s.SD) {
+		return Interval{}, ErrNoData
+	}
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(s.N - 1)}.Quantile(1 - (1-level)/2)
+	h := t * s.SD / math.Sqrt(float64(s.N))
+	return Interval{Low: s.Mean - h, High: s.Mean + h}, nil
+}
+
 // MeanDiff is the difference b.Mean - a.Mean with Welch's interval (no
 // equal-variance assumption) and the Welch-Satterthwaite degrees of
 // freedom.

@@ -159,3 +159,16 @@ func TestSampleRatio(t *testing.T) {
 		t.Error("length mismatch accepted")
 	}
 }
+
+// Mean of 10 values with sd 2 and mean 5: 5 ± t(0.975, 9) 2/sqrt(10),
+// t(0.975, 9) = 2.262 in the printed table.
+func TestMeanInterval(t *testing.T) {
+	iv, err := Mean(Sample{Mean: 5, SD: 2, N: 10}, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(t, "half-width", (iv.High-iv.Low)/2, 2.262*2/math.Sqrt(10), 0.0005)
+	if _, err := Mean(Sample{Mean: 5, SD: 2, N: 1}, 0.95); !errors.Is(err, ErrNoData) {
+		t.Errorf("n = 1: %v", err)
+	}
+}

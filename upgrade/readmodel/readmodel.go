@@ -216,6 +216,9 @@ type Enrollment struct {
 	UsersExcluded  int                   `json:"users_excluded"`
 	GroupsExcluded int                   `json:"groups_excluded"`
 	Conditions     []ConditionEnrollment `json:"conditions"`
+	// SampleRatio is the split checked against the weights, when the
+	// reader asked for it (SampleRatioOf).
+	SampleRatio *SampleRatio `json:"sample_ratio,omitempty"`
 }
 
 // EnrollmentOf combines an experiment and its enrollment counts: one entry
