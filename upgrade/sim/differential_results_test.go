@@ -358,4 +358,3 @@ func expects5xx(label string) bool {
 	}
 	return false
 }
-
