@@ -2,6 +2,7 @@ package readmodel
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
@@ -70,7 +71,7 @@ func MetricsOf(trees []upgrade.MetricNode, exps []upgrade.Experiment) []MetricIn
 func QueriesUsing(key string, metrics []MetricInfo) []QueryUse {
 	var out []QueryUse
 	for _, m := range metrics {
-		if m.Key == key || (len(m.Key) > len(key) && m.Key[:len(key)+len(upgrade.MetricKeySep)] == key+upgrade.MetricKeySep) {
+		if m.Key == key || strings.HasPrefix(m.Key, key+upgrade.MetricKeySep) {
 			out = append(out, m.UsedBy...)
 		}
 	}

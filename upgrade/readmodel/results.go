@@ -276,7 +276,7 @@ func proportions(qr *QueryResults) {
 		c.Successes = &x
 		if !c.TooLittle {
 			if iv, err := stats.Wilson(x, c.N, stats.Level); err == nil {
-				c.Interval = &Interval{Low: iv.Low * scale, High: iv.High * scale}
+				c.Interval = &Interval{Low: tidy(iv.Low * scale), High: tidy(iv.High * scale)}
 			}
 		}
 		if i == 0 {
@@ -295,7 +295,7 @@ func proportions(qr *QueryResults) {
 		if err != nil {
 			continue
 		}
-		c.VsFirst = &Difference{Value: d * scale, Interval: &Interval{Low: iv.Low * scale, High: iv.High * scale}}
+		c.VsFirst = &Difference{Value: tidy(d * scale), Interval: &Interval{Low: tidy(iv.Low * scale), High: tidy(iv.High * scale)}}
 	}
 }
 
@@ -333,9 +333,13 @@ func means(qr *QueryResults, sds map[string]upgrade.ConditionResult) {
 		if err != nil {
 			continue
 		}
-		qr.Conditions[i].VsFirst = &Difference{Value: d, Interval: &Interval{Low: iv.Low, High: iv.High}}
+		qr.Conditions[i].VsFirst = &Difference{Value: tidy(d), Interval: &Interval{Low: tidy(iv.Low), High: tidy(iv.High)}}
 	}
 }
+
+// tidy drops the float noise of a computed figure (0.6 - 0.4 is
+// 0.19999999999999996): nine decimals are more than any result shows.
+func tidy(x float64) float64 { return math.Round(x*1e9) / 1e9 }
 
 // FormatInterval is "[low, high]" with the value's precision.
 func FormatInterval(iv *Interval, percent bool) string {
