@@ -227,14 +227,7 @@ func scenarioAnalyse(p *party) {
 		if i == 7 || i == 17 {
 			continue
 		}
-		v := float64(i)
-		if i%4 == 0 {
-			v += 0.5
-		}
-		cat := "B"
-		if i%3 == 0 {
-			cat = "A"
-		}
+		v, cat := exampleValues(i)
 		p.logValues(fmt.Sprintf("log %d", i), users[i], "2026-02-01T00:00:00Z", map[string]any{score: v, outcome: cat},
 			map[string]any{"groupClass": grp, "groupKey": "k1", "groupUniquifier": "try-1", "attributes": map[string]any{"time": i}})
 		p.logValues(fmt.Sprintf("log %d again", i), users[i], "2026-01-15T00:00:00Z", map[string]any{},

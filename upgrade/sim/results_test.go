@@ -34,6 +34,19 @@ var resultsQueries = []struct {
 	{"g mean", "g@__@k1@__@time", "MEAN", map[string]any{"operationType": "avg"}, 5, 20.9375},
 }
 
+// exampleValues are user i's score and outcome in the section-4 example:
+// v_i = i (i + 0.5 when i%4 == 0), "A" when i%3 == 0, else "B".
+func exampleValues(i int) (float64, string) {
+	v := float64(i)
+	if i%4 == 0 {
+		v += 0.5
+	}
+	if i%3 == 0 {
+		return v, "A"
+	}
+	return v, "B"
+}
+
 func logBody(ts string, attrs map[string]any, grouped ...map[string]any) map[string]any {
 	metrics := map[string]any{"attributes": attrs}
 	if len(grouped) > 0 {
@@ -105,14 +118,7 @@ func TestAnalyseEndToEnd(t *testing.T) {
 		if i == 7 || i == 17 {
 			continue
 		}
-		v := float64(i)
-		if i%4 == 0 {
-			v += 0.5
-		}
-		cat := "B"
-		if i%3 == 0 {
-			cat = "A"
-		}
+		v, cat := exampleValues(i)
 		ts.must("POST", "/v6/log", logBody("2026-02-01T00:00:00Z", map[string]any{"score": v, "outcome": cat},
 			map[string]any{"groupClass": "g", "groupKey": "k1", "groupUniquifier": "try-1", "attributes": map[string]any{"time": i}}), "User-Id", user(i))
 		// A later write with an earlier client timestamp, in another
