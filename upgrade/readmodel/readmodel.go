@@ -2,7 +2,9 @@
 // table commands (experiments list|show|stats|history, flags, segments,
 // contexts) and the agent's tools show: an experiment's summary, details,
 // enrollment and history, feature flags with their lists and reach,
-// segments with members and uses, and the app contexts. One formula per
+// segments with members and uses, the app contexts, metrics with the
+// queries using them, and an experiment's results with their intervals and
+// sample-ratio check (results.go, on internal/stats). One formula per
 // figure, whoever reads it.
 //
 // It only shapes data the client read; it must not call the server.
