@@ -388,3 +388,47 @@ func TestEnrollmentTotalsAndDates(t *testing.T) {
 		t.Errorf("unknown experiment: %d", r.status)
 	}
 }
+
+// Metrics, queries, logs and enrollment times survive in the data file:
+// a second simulator on the same file analyses the same numbers.
+func TestResultsPersist(t *testing.T) {
+	file := t.TempDir() + "/data.json"
+	a := startSim(t, Options{DataFile: file})
+	a.must("POST", "/metric/save", map[string]any{"context": []any{"assign-prog"}, "metricUnit": []any{
+		map[string]any{"metric": "score", "datatype": "continuous"}, map[string]any{"metric": "outcome", "datatype": "categorical"}}})
+	e := a.create(expBody("persist", func(m map[string]any) {
+		m["conditions"] = []any{cond("c1", "control", 100, 1), cond("c2", "variant", 0, 2)}
+		m["queries"] = []any{
+			map[string]any{"name": "avg", "query": map[string]any{"operationType": "avg"}, "metric": map[string]any{"key": "score"}, "repeatedMeasure": "MEAN"},
+			map[string]any{"name": "A", "query": map[string]any{"operationType": "count", "compareFn": "=", "compareValue": "1"}, "metric": map[string]any{"key": "outcome"}, "repeatedMeasure": "MEAN"},
+		}
+	}))
+	a.setState(e.ID, "enrolling")
+	for i, v := range []float64{2, 4} {
+		u := fmt.Sprintf("p%d", i)
+		a.initUser(u, nil, nil)
+		a.mark(u, "SelectSection", "absolute_value_plot_equality", "control", e.ID, "condition applied")
+		// A number logged for a categorical metric compares as text.
+		a.must("POST", "/v6/log", logBody("2026-01-01T00:00:00Z", map[string]any{"score": v, "outcome": i}), "User-Id", u)
+	}
+	b := startSim(t, Options{DataFile: file})
+	var single struct {
+		Queries []struct{ ID string } `json:"queries"`
+	}
+	b.must("GET", "/experiments/single/"+e.ID, nil).decode(t, &single)
+	var out []struct {
+		MainEffect []map[string]any `json:"mainEffect"`
+	}
+	b.must("POST", "/query/analyse", map[string]any{"queryIds": []any{single.Queries[0].ID, single.Queries[1].ID}}).decode(t, &out)
+	if r := out[0].MainEffect[0]; r["result"] != "3" || r["participantsLogged"] != "2" {
+		t.Errorf("avg after reload: %v", r)
+	}
+	if r := out[1].MainEffect[0]; r["result"] != "1" {
+		t.Errorf("categorical count after reload: %v", r)
+	}
+	var days []map[string]any
+	b.must("POST", "/stats/enrollment/date", map[string]any{"experimentId": e.ID, "dateEnum": "last_seven_days", "clientOffset": 0}).decode(t, &days)
+	if c := days[0]["stats"].(map[string]any)["conditions"].([]any)[0].(map[string]any)["partitions"].([]any)[0].(map[string]any)["users"]; c != float64(2) {
+		t.Errorf("enrollments today after reload: %v", c)
+	}
+}
