@@ -126,7 +126,7 @@ func resultRow(q readmodel.QueryResults, c readmodel.ConditionValue) []string {
 		iv = readmodel.FormatInterval(c.Interval, q.Percent)
 	}
 	if c.VsFirst != nil {
-		vs = readmodel.FormatDiff(c.VsFirst, q.Percent)
+		vs = readmodel.FormatDiff(c.VsFirst, q.Kind == readmodel.KindProportion)
 	}
 	return []string{c.Code, n, value, iv, vs}
 }

@@ -33,7 +33,8 @@ type Interval struct {
 	High float64 `json:"high"`
 }
 
-// Difference is a condition's value minus the first condition's.
+// Difference is a condition's value minus the first condition's; for
+// proportions (kind "proportion") in percentage points.
 type Difference struct {
 	Value    float64   `json:"value"`
 	Interval *Interval `json:"interval,omitempty"`
@@ -257,12 +258,12 @@ func queryResults(e *upgrade.Experiment, q upgrade.Query, all []upgrade.Query, b
 }
 
 // proportions adds Wilson intervals and Newcombe differences. The count of
-// successes comes back from the percentage (rounded) or is the count.
+// successes comes back from the percentage (rounded) or is the count. Each
+// interval is on its value's scale (percent for a percentage, a count of
+// the condition's N for a count); differences of proportions are in
+// percentage points either way, since counts of different N do not
+// subtract.
 func proportions(qr *QueryResults) {
-	scale := 1.0
-	if qr.Percent {
-		scale = 100
-	}
 	var first *ConditionValue
 	for i := range qr.Conditions {
 		c := &qr.Conditions[i]
@@ -270,8 +271,10 @@ func proportions(qr *QueryResults) {
 			continue
 		}
 		x := int(math.Round(*c.Value))
+		scale := float64(c.N)
 		if qr.Percent {
 			x = int(math.Round(*c.Value / 100 * float64(c.N)))
+			scale = 100
 		}
 		c.Successes = &x
 		if !c.TooLittle {
@@ -283,7 +286,7 @@ func proportions(qr *QueryResults) {
 			first = c
 		}
 	}
-	if first == nil || first.TooLittle || qr.Conditions[0].Successes == nil {
+	if first == nil || first.TooLittle {
 		return
 	}
 	for i := 1; i < len(qr.Conditions); i++ {
@@ -295,7 +298,7 @@ func proportions(qr *QueryResults) {
 		if err != nil {
 			continue
 		}
-		c.VsFirst = &Difference{Value: tidy(d * scale), Interval: &Interval{Low: tidy(iv.Low * scale), High: tidy(iv.High * scale)}}
+		c.VsFirst = &Difference{Value: tidy(d * 100), Interval: &Interval{Low: tidy(iv.Low * 100), High: tidy(iv.High * 100)}}
 	}
 }
 
@@ -349,9 +352,9 @@ func FormatInterval(iv *Interval, percent bool) string {
 	return "[" + FormatNumber(iv.Low, percent) + ", " + FormatNumber(iv.High, percent) + "]"
 }
 
-// FormatDiff writes a difference with its sign; a difference of two
-// percentages is in percentage points.
-func FormatDiff(d *Difference, percent bool) string {
+// FormatDiff writes a difference with its sign; points says it is in
+// percentage points (a difference of proportions).
+func FormatDiff(d *Difference, points bool) string {
 	if d == nil {
 		return ""
 	}
@@ -360,7 +363,7 @@ func FormatDiff(d *Difference, percent bool) string {
 		v = "+" + v
 	}
 	unit := ""
-	if percent {
+	if points {
 		unit = " pts"
 	}
 	if d.Interval == nil {

@@ -59,14 +59,17 @@ func TestResultsProportionsAndMeans(t *testing.T) {
 	if pct.Kind != KindProportion || cnt.Kind != KindProportion || mean.Kind != KindMean {
 		t.Fatalf("kinds: %s %s %s", pct.Kind, cnt.Kind, mean.Kind)
 	}
-	// 20/50 against 30/50: the percentage and the count give the same
-	// intervals, one in %, one as a fraction.
+	// 20/50 against 30/50 as a percentage and as a count: the same
+	// difference in percentage points, each interval on its value's scale.
 	p, c := pct.Conditions[1], cnt.Conditions[1]
-	if *p.Successes != 30 || p.VsFirst == nil || c.VsFirst == nil {
+	if *p.Successes != 30 || *c.Successes != 30 || p.VsFirst == nil || c.VsFirst == nil {
 		t.Fatalf("proportion: %+v / %+v", p, c)
 	}
-	if d := p.VsFirst.Interval.Low - 100*c.VsFirst.Interval.Low; d > 1e-6 || d < -1e-6 {
-		t.Errorf("percentage and count intervals differ: %v vs %v", p.VsFirst.Interval, c.VsFirst.Interval)
+	if p.VsFirst.Value != c.VsFirst.Value || *p.VsFirst.Interval != *c.VsFirst.Interval {
+		t.Errorf("percentage and count differences differ: %+v vs %+v", p.VsFirst.Interval, c.VsFirst.Interval)
+	}
+	if d := p.Interval.Low/100*50 - c.Interval.Low; d > 1e-6 || d < -1e-6 {
+		t.Errorf("count interval %+v is not the percentage's %+v of 50", c.Interval, p.Interval)
 	}
 	if p.VsFirst.Value != 20 || p.Interval.Low < 45 || p.Interval.High > 75 {
 		t.Errorf("60%% of 50: %+v %+v", p.Interval, p.VsFirst)
