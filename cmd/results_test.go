@@ -126,6 +126,12 @@ func TestExperimentsResults(t *testing.T) {
 	if strings.Contains(out, "Note: no interval") {
 		t.Errorf("the mean has a stddev query, so an interval:\n%s", out)
 	}
+	if code, _, errOut := runLine(t, env, "experiments", "results", "No Such Thing"); code != 2 || !strings.Contains(errOut, "experiments list") {
+		t.Errorf("unknown experiment: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := runLine(t, env, "experiments", "results", "Math Hints", "-o", "raw"); code != 2 {
+		t.Errorf("-o raw is not a results format: exit %d, %s", code, errOut)
+	}
 
 	code, out, errOut = runLine(t, env, "experiments", "results", "Math Hints", "-o", "json")
 	if code != 0 {
@@ -213,7 +219,7 @@ func TestMetricsList(t *testing.T) {
 	if code != 0 || out != "" || !strings.Contains(errOut, `no metrics in context "nowhere"`) {
 		t.Errorf("unknown context: exit %d, out %q, err %q", code, out, errOut)
 	}
-	code, out, _ = runLine(t, env, "metrics", "list", "--context", "assign-prog", "-o", "json")
+	code, out, _ = runLine(t, env, "metrics", "list", "--context", " assign-prog ", "-o", "json")
 	var list []map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 3 {
 		t.Fatalf("json: exit %d\n%s", code, out)
