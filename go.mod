@@ -17,6 +17,7 @@ require (
 	github.com/spf13/pflag v1.0.9
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/term v0.44.0
+	gonum.org/v1/gonum v0.17.0
 )
 
 require (

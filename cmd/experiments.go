@@ -20,6 +20,7 @@ func NewCmdExperiments(f *Factory) *cobra.Command {
 		NewCmdExperimentsShow(f, nil),
 		NewCmdExperimentsStats(f, nil),
 		NewCmdExperimentsHistory(f, nil),
+		NewCmdExperimentsResults(f, nil),
 	)
 	return c
 }
@@ -210,5 +211,11 @@ func runExperimentsStats(ctx context.Context, opts *ExperimentRefOptions) error 
 	if err != nil {
 		return err
 	}
-	return NewReadView(opts.Output, opts.IO).Stats(readmodel.EnrollmentOf(e, st), st)
+	report := readmodel.EnrollmentOf(e, st)
+	sr := readmodel.SampleRatioOf(report, readmodel.EditedWhileEnrolling(e, client.ExperimentAudit(ctx, e.ID)))
+	report.SampleRatio = &sr
+	if err := NewReadView(opts.Output, opts.IO).Stats(report, st); err != nil {
+		return err
+	}
+	return writeSampleRatioLine(opts, sr)
 }

@@ -2,7 +2,9 @@
 // table commands (experiments list|show|stats|history, flags, segments,
 // contexts) and the agent's tools show: an experiment's summary, details,
 // enrollment and history, feature flags with their lists and reach,
-// segments with members and uses, and the app contexts. One formula per
+// segments with members and uses, the app contexts, metrics with the
+// queries using them, and an experiment's results with their intervals and
+// sample-ratio check (results.go, on internal/stats). One formula per
 // figure, whoever reads it.
 //
 // It only shapes data the client read; it must not call the server.
@@ -216,6 +218,9 @@ type Enrollment struct {
 	UsersExcluded  int                   `json:"users_excluded"`
 	GroupsExcluded int                   `json:"groups_excluded"`
 	Conditions     []ConditionEnrollment `json:"conditions"`
+	// SampleRatio is the split checked against the weights, when the
+	// reader asked for it (SampleRatioOf).
+	SampleRatio *SampleRatio `json:"sample_ratio,omitempty"`
 }
 
 // EnrollmentOf combines an experiment and its enrollment counts: one entry

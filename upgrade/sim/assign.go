@@ -558,23 +558,24 @@ func setReason(m *map[string]string, k, reason string) {
 // drawLocked is the weighted draw of the server: conditions in their order,
 // a number below 100, the first condition whose running weight total
 // reaches it. Weights that add up to less than 100 leave the rest to the
-// first condition. The number is fixed per experiment and user (group for
-// a group unit), so the same user gets the same draw until the weights
-// change.
+// first condition. The number is the server's: seedrandom(experimentId +
+// "_" + userId), the working group's id for a group unit, so the same ids
+// draw the same condition here and on UpGrade, whatever the simulator's
+// seed.
 func (s *Sim) drawLocked(e *upgrade.Experiment, uid string, u *user) *upgrade.Condition {
 	if len(e.Conditions) == 0 {
 		return nil
 	}
 	key := uid
 	if e.AssignmentUnit == upgrade.UnitGroup {
-		key = "group:" + workingGroupOf(e, u)
+		key = workingGroupOf(e, u)
 	}
 	order := make([]int, len(e.Conditions))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return e.Conditions[a].Order - e.Conditions[b].Order })
-	r := s.unit("draw", e.ID, key) * 100
+	r := seedRandom(e.ID+"_"+key) * 100
 	sum := 0.0
 	for _, i := range order {
 		sum += e.Conditions[i].AssignmentWeight
@@ -826,7 +827,7 @@ func (s *Sim) enrollLocked(e *upgrade.Experiment, uid string, u *user, dp *upgra
 		rt.Enrolled = map[string]*enrollment{}
 	}
 	if en == nil {
-		en = &enrollment{ConditionID: cond.ID, Partitions: []string{}}
+		en = &enrollment{At: s.timestamp(), ConditionID: cond.ID, Partitions: []string{}}
 		rt.Enrolled[uid] = en
 	}
 	en.GroupID = wg

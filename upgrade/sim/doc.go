@@ -7,10 +7,13 @@
 // What it is for: every point of upgrade-api.md a client can observe (answer
 // shapes, display state names, replaced condition and decision point ids, the
 // array answered by DELETE, error bodies and statuses, HTML 404 pages,
-// validation failures) and assignment for real: seeded weighted random
-// choice, individual and group consistency, inclusion and exclusion lists,
-// exclude-if-reached, post-experiment rules, shared decision points, marks and
-// the enrollment statistics computed from them. State can be persisted to a
+// validation failures) and assignment for real: the server's own weighted
+// draw (seedrandom's ARC4 seeded with experiment and user id, so the same ids
+// draw the same conditions as on UpGrade), individual and group consistency,
+// inclusion and exclusion lists, exclude-if-reached, post-experiment rules,
+// shared decision points, marks and the enrollment statistics computed from
+// them; and the results side: metrics, experiment queries, client logs and
+// the per-condition analysis of upgrade-results-designs.md. State can be persisted to a
 // JSON file shared by several processes (file lock, atomic replace).
 //
 // What it must not do: it must not become a second implementation of the

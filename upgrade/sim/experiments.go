@@ -220,6 +220,9 @@ func (s *Sim) insertLocked(e *upgrade.Experiment, payloads []conditionPayload) (
 		}
 	}
 	e.ConditionPayloads = encodePayloads(payloads)
+	if aerr := s.storeQueriesLocked(e, nil, true); aerr != nil {
+		return nil, aerr
+	}
 	now := s.timestamp()
 	e.CreatedAt, e.UpdatedAt, e.VersionNumber = now, now, 1
 	if old != nil {
@@ -256,6 +259,10 @@ func (s *Sim) updateLocked(id string, e *upgrade.Experiment, payloads []conditio
 		payloads = s.completePayloads(old, e, payloads)
 		// Lists are managed by their own routes; a PUT leaves them alone.
 		e.Inclusion, e.Exclusion = old.Inclusion, old.Exclusion
+	}
+	// A PUT without queries deletes them all, as on the server.
+	if aerr := s.storeQueriesLocked(e, old, false); aerr != nil {
+		return nil, aerr
 	}
 	fillTwoChars(e)
 	e.ID = id

@@ -153,6 +153,16 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 		route(m, true, func(c *call) { s.handleListDelete(c, listKind(low[1]), segs[2]) })
 	case len(segs) == 3 && low[0] == "stats" && low[1] == "enrollment" && low[2] == "detail" && m == http.MethodPost:
 		route(m, true, s.handleStats)
+	case len(segs) == 2 && low[0] == "stats" && low[1] == "enrollment" && m == http.MethodPost:
+		route(m, true, s.handleEnrollmentTotals)
+	case len(segs) == 3 && low[0] == "stats" && low[1] == "enrollment" && low[2] == "date" && m == http.MethodPost:
+		route(m, true, s.handleEnrollmentByDate)
+	case len(segs) >= 1 && low[0] == "metric" && s.metricRoute(m, segs, low) != nil:
+		route(m, true, s.metricRoute(m, segs, low))
+	case len(segs) == 2 && low[0] == "query" && low[1] == "analyse" && m == http.MethodPost:
+		route(m, true, s.handleAnalyse)
+	case len(segs) == 2 && low[0] == "v6" && low[1] == "log" && m == http.MethodPost:
+		route(m, false, s.handleLog)
 	case len(segs) == 2 && low[0] == "v6" && low[1] == "init" && m == http.MethodPost:
 		route(m, false, s.handleInit)
 	case len(segs) == 2 && low[0] == "v6" && low[1] == "assign" && m == http.MethodPost:

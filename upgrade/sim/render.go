@@ -206,7 +206,7 @@ func (s *Sim) renderObj(e *upgrade.Experiment, v view) obj {
 	m["partitions"] = s.partitionsView(e, v)
 	m["conditionPayloads"] = s.payloadsView(e, v)
 	m["factors"] = []any{}
-	m["queries"] = queriesView(e)
+	m["queries"] = s.queriesView(e, v == viewCreate)
 	if v == viewCreate {
 		return m
 	}
@@ -270,14 +270,6 @@ func inferListType(r *listRow) string {
 		return t
 	}
 	return ""
-}
-
-func queriesView(e *upgrade.Experiment) []any {
-	out := make([]any, 0, len(e.Queries))
-	for _, q := range e.Queries {
-		out = append(out, q)
-	}
-	return out
 }
 
 // renderState is the answer of POST /experiments/state: the experiment as

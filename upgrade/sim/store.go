@@ -51,6 +51,11 @@ type state struct {
 	// Catalog holds flags, segments, exposures and the audit log
 	// (catalog.go).
 	Catalog *catalog `json:"catalog,omitempty"`
+	// Metrics are the global metric leaves (metrics.go), Logs the values
+	// clients logged for them (logs.go), LogSeq the last log row id.
+	Metrics []*metricRow `json:"metrics,omitempty"`
+	Logs    []*logRow    `json:"logs,omitempty"`
+	LogSeq  int          `json:"logSeq,omitempty"`
 }
 
 type user struct {
@@ -69,6 +74,9 @@ type runtime struct {
 }
 
 type enrollment struct {
+	// At is when the mark enrolled the user (server time), for the
+	// enrollment-by-date route.
+	At          string   `json:"at,omitempty"`
 	ConditionID string   `json:"conditionId"`
 	GroupID     string   `json:"groupId,omitempty"`
 	Partitions  []string `json:"partitions"` // decision point ids marked with that condition

@@ -309,7 +309,6 @@ func validateExperiment(m map[string]any) *apiError {
 			c.str(mt, join(base, "metric"), "key", true)
 		}
 		c.enum(o, base, "repeatedMeasure", repeatedMeasures, true)
-		c.number(o, base, "order", true, false)
 	}
 	for i, o := range c.objects(m, "", "stateTimeLogs", false) {
 		base := fmt.Sprintf("stateTimeLogs[%d]", i)
