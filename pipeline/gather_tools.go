@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/upgrade-agent/upgrade-agent/internal/textdist"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
@@ -44,6 +45,10 @@ type contextArg struct {
 	Context string `json:"context" jsonschema:"app context name"`
 }
 
+type actionArg struct {
+	Action string `json:"action" jsonschema:"the action"`
+}
+
 type setActionNeededArgs struct {
 	Action    string `json:"action" jsonschema:"one of the executor actions"`
 	Reasoning string `json:"reasoning"`
@@ -68,25 +73,10 @@ type addErrorArgs struct {
 	Message   string `json:"message"`
 }
 
-// readTools are shared by the gatherer and the responder.
-var (
-	toolContextMetadata = newTool("get_context_metadata", "App contexts with their conditions, sites (EXP_POINTS), targets (EXP_IDS) and group types.", true,
-		func(ctx context.Context, t *turn, _ noArgs) (any, error) { return t.metadata(ctx) })
-	toolExperimentNames = newTool("get_experiment_names", "Names and ids of all experiments.", true,
-		func(ctx context.Context, t *turn, _ noArgs) (any, error) { return t.experimentNames(ctx) })
-	toolAllExperiments = newTool("get_all_experiments", "Experiments (compact) with optional filters.", true,
-		func(ctx context.Context, t *turn, f experimentFilter) (any, error) {
-			all, err := t.allExperiments(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return filterExperiments(all, f), nil
-		})
-)
-
-// gathererTools are the gatherer's tools; names, the actions it may
-// choose, become set_action_needed's enum.
-func gathererTools(names []string, extra ...*toolDef) *toolSet {
+// lookupTools are the gatherer's built-in read tools, each with the object
+// it is about (spec/pipeline.md, "Tool scope"): made once per process, on
+// first need, so that their bytes repeat from call to call.
+var lookupTools = sync.OnceValue(func() []*toolDef {
 	defs := []*toolDef{
 		newTool("check_upgrade_health", "Server name and version.", true,
 			func(ctx context.Context, t *turn, _ noArgs) (any, error) {
@@ -97,9 +87,18 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				t.update(func(s *State) { s.setInfo("upgrade_health", "", info) })
 				return info, nil
 			}),
-		toolContextMetadata,
-		toolExperimentNames,
-		toolAllExperiments,
+		newTool("get_context_metadata", "App contexts with their conditions, sites (EXP_POINTS), targets (EXP_IDS) and group types.", true,
+			func(ctx context.Context, t *turn, _ noArgs) (any, error) { return t.metadata(ctx) }),
+		newTool("get_experiment_names", "Names and ids of all experiments.", true,
+			func(ctx context.Context, t *turn, _ noArgs) (any, error) { return t.experimentNames(ctx) }).about(actions.ObjectExperiment),
+		newTool("get_all_experiments", "Experiments (compact) with optional filters.", true,
+			func(ctx context.Context, t *turn, f experimentFilter) (any, error) {
+				all, err := t.allExperiments(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return filterExperiments(all, f), nil
+			}).about(actions.ObjectExperiment),
 		newTool("get_experiment_details", "Full details of one experiment.", true,
 			func(ctx context.Context, t *turn, a experimentRef) (any, error) {
 				id, err := t.resolveID(ctx, a.ExperimentID)
@@ -113,7 +112,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				d := readmodel.DetailsOf(e)
 				t.update(func(s *State) { s.setInfo("experiment_details", id, d) })
 				return d, nil
-			}),
+			}).about(actions.ObjectExperiment),
 		newTool("get_enrollment_details", "Enrollment per condition and decision point of one experiment.", true,
 			func(ctx context.Context, t *turn, a experimentRef) (any, error) {
 				id, err := t.resolveID(ctx, a.ExperimentID)
@@ -131,7 +130,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				d := readmodel.EnrollmentOf(e, st)
 				t.update(func(s *State) { s.setInfo("enrollment_details", id, d) })
 				return d, nil
-			}),
+			}).about(actions.ObjectExperiment),
 		newTool("find_experiment", "Best matches for an experiment name (exact, prefix, fuzzy) with ids.", true,
 			func(ctx context.Context, t *turn, a nameArg) (any, error) {
 				names, err := t.experimentNames(ctx)
@@ -152,7 +151,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 					res["details"] = d
 				}
 				return res, nil
-			}),
+			}).about(actions.ObjectExperiment),
 		newTool("get_core_terms", "UpGrade terminology: context, unit, consistency, post rule, decision point, statuses; feature flags (filter modes, lists, include/exclude precedence), flags vs experiments, segments.", true,
 			func(_ context.Context, t *turn, _ noArgs) (any, error) {
 				t.update(func(s *State) { s.setInfo("core_terms", "", coreTerms) })
@@ -178,7 +177,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 					return nil, err
 				}
 				return map[string]any{"context": a.Context, "conditions": ci.Conditions}, nil
-			}),
+			}).about(actions.ObjectExperiment),
 		newTool("get_decision_points_for_context", "Decision point sites and targets allowed in a context.", true,
 			func(ctx context.Context, t *turn, a contextArg) (any, error) {
 				ci, err := t.contextInfo(ctx, a.Context)
@@ -186,7 +185,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 					return nil, err
 				}
 				return map[string]any{"context": a.Context, "sites": ci.ExpPoints, "targets": ci.ExpIDs}, nil
-			}),
+			}).about(actions.ObjectExperiment),
 		newTool("get_group_types_for_context", "Group types allowed in a context.", true,
 			func(ctx context.Context, t *turn, a contextArg) (any, error) {
 				ci, err := t.contextInfo(ctx, a.Context)
@@ -197,22 +196,34 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 			}),
 	}
 	defs = append(defs, flagTools()...)
-	for _, name := range actions.Names() {
-		defs = append(defs, schemaTool(name))
+	return defs
+})
+
+// lookupTool is the built-in lookup of that name.
+func lookupTool(name string) *toolDef {
+	for _, d := range lookupTools() {
+		if d.name == name {
+			return d
+		}
 	}
-	defs = append(defs, extra...)
-	defs = append(defs,
+	panic("pipeline: no lookup " + name) // programming error, caught by tests
+}
+
+// stateTools are the gatherer's tools that choose and shape the action;
+// names, the actions in scope, become set_action_needed's enum.
+func stateTools(names []string) []*toolDef {
+	return []*toolDef{
 		withEnum(names, "action", newTool("set_action_needed", "Choose the one action to prepare.", false,
 			func(_ context.Context, t *turn, a setActionNeededArgs) (any, error) {
 				name := strings.TrimSpace(a.Action)
 				act, ok := t.a.action(name)
 				if !ok {
-					if b, ok2 := actions.Lookup(strings.ToLower(name)); ok2 {
+					if b, ok2 := t.a.reg().Lookup(strings.ToLower(name)); ok2 {
 						act, ok = b, true
 					}
 				}
 				if !ok {
-					return nil, inputErrorf("action: got %q: not an action; the actions are %s", a.Action, strings.Join(t.a.actionNames(), ", "))
+					return nil, inputErrorf("action: got %q: not an action; the actions are %s", a.Action, strings.Join(t.a.actionNames(actions.ObjectNone), ", "))
 				}
 				name = act.Spec().Name
 				t.update(func(s *State) {
@@ -286,35 +297,27 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				t.update(func(s *State) { s.addError(typ, a.Message) })
 				return map[string]any{"ok": true}, nil
 			}),
-	)
-	return newToolSet(defs...)
+	}
 }
 
-// actionNames lists the actions the gatherer may choose.
-func (a *Agent) actionNames() []string {
-	var n []string
-	for _, name := range actions.Names() {
-		n = append(n, string(name))
-	}
-	for _, m := range a.mcpActionList() {
-		n = append(n, fmt.Sprint(m["action"]))
-	}
-	return n
-}
-
-// schemaTool answers get_<action>_schema with the JSON schema of the action's
-// typed params.
-func schemaTool(name actions.Name) *toolDef {
-	act, _ := actions.Lookup(string(name))
-	spec := act.Spec()
-	key := string(name) + "_schema"
-	info := map[string]any{"action": name, "description": spec.Description, "parameters": spec.Schema,
-		"destructive": spec.Destructive, "long_running": spec.LongRunning}
-	return newTool("get_"+key, "Parameters of "+string(name)+".", true,
-		func(_ context.Context, t *turn, _ noArgs) (any, error) {
-			t.update(func(s *State) { s.setInfo(key, "", info) })
+// actionSchemaTool answers get_action_schema(action) with the JSON schema of
+// the action's typed params, its rules and an example; names, the actions
+// in scope, are its enum. The result is kept under
+// gathered_info.<action>_schema.
+func actionSchemaTool(names []string) *toolDef {
+	return withEnum(names, "action", newTool("get_action_schema", "Parameters of an action.", true,
+		func(_ context.Context, t *turn, a actionArg) (any, error) {
+			name := strings.ToLower(strings.TrimSpace(a.Action))
+			act, ok := t.a.reg().Lookup(name)
+			if !ok {
+				return nil, inputErrorf("action: got %q: not an action; the actions are %s", a.Action, strings.Join(names, ", "))
+			}
+			spec := act.Spec()
+			info := map[string]any{"action": spec.Name, "description": spec.Description, "parameters": spec.Schema,
+				"destructive": spec.Destructive, "long_running": spec.LongRunning}
+			t.update(func(s *State) { s.setInfo(spec.Name+"_schema", "", info) })
 			return info, nil
-		})
+		}))
 }
 
 // setParams binds params to the chosen action, validates them and

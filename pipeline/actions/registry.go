@@ -533,6 +533,19 @@ func (r *Registry) Objects() []Object {
 	return out
 }
 
+// Declares reports whether an action or a lookup of r is about o.
+func (r *Registry) Declares(o Object) bool {
+	if o == ObjectNone {
+		return false
+	}
+	for _, n := range r.Names() {
+		if r.objectOf(string(n)) == o {
+			return true
+		}
+	}
+	return slices.ContainsFunc(r.Lookups(), func(l LookupTool) bool { return l.Object == o })
+}
+
 // ParseObject reads an object as models write it ("Feature Flag",
 // "flags", " Experiment "). ok is false for "", null-like words and
 // anything r does not know: then the request is about no object it can

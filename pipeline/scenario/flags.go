@@ -138,7 +138,7 @@ func (r *run) applyFlagSetup(ctx context.Context) error {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
-		act, _ := actions.Lookup(string(action))
+		act, _ := actions.Builtin().Lookup(string(action))
 		if _, err := actions.ResolveFlagRefs(ctx, r.admin, act.Spec().Refs, m); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}

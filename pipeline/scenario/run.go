@@ -49,6 +49,9 @@ type RunOptions struct {
 	// it, and not at all otherwise).
 	Jobs func(api actions.API) pipeline.JobRunner
 
+	// Actions are the agent's actions; nil = the built-in set.
+	Actions *actions.Registry
+
 	// StateDir keeps the run's sessions there; "" = a temp dir removed
 	// after the run.
 	StateDir string
@@ -371,7 +374,7 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	agent, err := pipeline.New(pipeline.Deps{
-		LLM: r.count, API: agentAPI, Store: store, Jobs: jobs,
+		LLM: r.count, API: agentAPI, Store: store, Jobs: jobs, Actions: r.opts.Actions,
 		Now: r.clk.now, NewID: func() string { return fmt.Sprintf("id-%04d", ids.Add(1)) },
 		Logger: logger,
 	}, pipeline.Settings{
