@@ -139,5 +139,7 @@ func addNotebook(r *actions.Registry) {
 		},
 	})
 	actions.AddLookup(r, actions.LookupDef[noteArgs]{Name: "x_find_note", Object: "notebook", Description: "Find a note.",
-		Run: func(_ context.Context, _ actions.Env, a noteArgs) (any, error) { return map[string]string{"found": a.Text}, nil }})
+		Run: func(_ context.Context, _ actions.Env, a noteArgs) (any, error) {
+			return map[string]string{"found": a.Text}, nil
+		}})
 }

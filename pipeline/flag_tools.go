@@ -199,7 +199,7 @@ func flagTools() []*toolDef {
 				t.update(func(s *State) { s.setInfo("flag_explanations", id+":"+user, out) })
 				return out, nil
 			})).about(actions.ObjectFeatureFlag),
-		newTool("get_experiment_history", "The state changes of an experiment (from, to, time), oldest first.", true,
+		newTool("get_experiment_history", "State changes of an experiment, oldest first.", true,
 			func(ctx context.Context, t *turn, a experimentRef) (any, error) {
 				id, err := t.resolveID(ctx, a.ExperimentID)
 				if err != nil {

@@ -28,21 +28,21 @@ var assignmentTerms json.RawMessage
 type noArgs struct{}
 
 type experimentFilter struct {
-	Context string `json:"context,omitempty" jsonschema:"only experiments of this app context"`
-	Status  string `json:"status,omitempty" jsonschema:"only experiments in this status (internal or display name)"`
-	Name    string `json:"name,omitempty" jsonschema:"only names containing this text"`
+	Context string `json:"context,omitempty" jsonschema:"app context"`
+	Status  string `json:"status,omitempty"`
+	Name    string `json:"name,omitempty" jsonschema:"part of the name"`
 }
 
 type experimentRef struct {
-	ExperimentID string `json:"experiment_id" jsonschema:"experiment id (a name is also accepted)"`
+	ExperimentID string `json:"experiment_id" jsonschema:"id or name"`
 }
 
 type nameArg struct {
-	Name string `json:"name" jsonschema:"experiment name or part of it"`
+	Name string `json:"name" jsonschema:"name or part of it"`
 }
 
 type contextArg struct {
-	Context string `json:"context" jsonschema:"app context name"`
+	Context string `json:"context" jsonschema:"app context"`
 }
 
 type actionArg struct {
@@ -52,24 +52,24 @@ type actionArg struct {
 type setActionNeededArgs struct {
 	Action    string `json:"action" jsonschema:"one of the executor actions"`
 	Reasoning string `json:"reasoning"`
-	NextStep  string `json:"next_step,omitempty" jsonschema:"what the request still needs after this action; omit for a single step"`
+	NextStep  string `json:"next_step,omitempty" jsonschema:"what the request still needs after this action"`
 }
 
 type setActionParamsArgs struct {
-	ActionParams map[string]any `json:"action_params" jsonschema:"all parameters of the action, as its schema names them"`
+	ActionParams map[string]any `json:"action_params" jsonschema:"named as in the action's schema"`
 }
 
 type updateActionParamArgs struct {
-	Key   string `json:"key" jsonschema:"parameter name"`
+	Key   string `json:"key" jsonschema:"name or path (conditions[0].weight)"`
 	Value any    `json:"value"`
 }
 
 type setMissingArgs struct {
-	MissingParams []string `json:"missing_params" jsonschema:"names of required parameters only the person can give"`
+	MissingParams []string `json:"missing_params"`
 }
 
 type addErrorArgs struct {
-	ErrorType string `json:"error_type" jsonschema:"api, auth, validation, not_found or unknown"`
+	ErrorType string `json:"error_type" jsonschema:"api, auth, validation, not_found, unknown"`
 	Message   string `json:"message"`
 }
 
@@ -91,7 +91,7 @@ var lookupTools = sync.OnceValue(func() []*toolDef {
 			func(ctx context.Context, t *turn, _ noArgs) (any, error) { return t.metadata(ctx) }),
 		newTool("get_experiment_names", "Names and ids of all experiments.", true,
 			func(ctx context.Context, t *turn, _ noArgs) (any, error) { return t.experimentNames(ctx) }).about(actions.ObjectExperiment),
-		newTool("get_all_experiments", "Experiments (compact) with optional filters.", true,
+		newTool("get_all_experiments", "Experiments, compact, optionally filtered.", true,
 			func(ctx context.Context, t *turn, f experimentFilter) (any, error) {
 				all, err := t.allExperiments(ctx)
 				if err != nil {
@@ -113,7 +113,7 @@ var lookupTools = sync.OnceValue(func() []*toolDef {
 				t.update(func(s *State) { s.setInfo("experiment_details", id, d) })
 				return d, nil
 			}).about(actions.ObjectExperiment),
-		newTool("get_enrollment_details", "Enrollment per condition and decision point of one experiment.", true,
+		newTool("get_enrollment_details", "Enrollment per condition and decision point.", true,
 			func(ctx context.Context, t *turn, a experimentRef) (any, error) {
 				id, err := t.resolveID(ctx, a.ExperimentID)
 				if err != nil {
@@ -131,7 +131,7 @@ var lookupTools = sync.OnceValue(func() []*toolDef {
 				t.update(func(s *State) { s.setInfo("enrollment_details", id, d) })
 				return d, nil
 			}).about(actions.ObjectExperiment),
-		newTool("find_experiment", "Best matches for an experiment name (exact, prefix, fuzzy) with ids.", true,
+		newTool("find_experiment", "Experiments matching a name, with ids (and details when one matches).", true,
 			func(ctx context.Context, t *turn, a nameArg) (any, error) {
 				names, err := t.experimentNames(ctx)
 				if err != nil {
@@ -152,12 +152,12 @@ var lookupTools = sync.OnceValue(func() []*toolDef {
 				}
 				return res, nil
 			}).about(actions.ObjectExperiment),
-		newTool("get_core_terms", "UpGrade terminology: context, unit, consistency, post rule, decision point, statuses; feature flags (filter modes, lists, include/exclude precedence), flags vs experiments, segments.", true,
+		newTool("get_core_terms", "UpGrade terminology: experiments, statuses, feature flags, segments.", true,
 			func(_ context.Context, t *turn, _ noArgs) (any, error) {
 				t.update(func(s *State) { s.setInfo("core_terms", "", coreTerms) })
 				return coreTerms, nil
 			}),
-		newTool("get_assignment_terms", "How assignment behaves for each unit/consistency combination and status.", true,
+		newTool("get_assignment_terms", "How assignment behaves per unit, consistency and status.", true,
 			func(_ context.Context, t *turn, _ noArgs) (any, error) {
 				t.update(func(s *State) { s.setInfo("assignment_terms", "", assignmentTerms) })
 				return assignmentTerms, nil
@@ -170,7 +170,7 @@ var lookupTools = sync.OnceValue(func() []*toolDef {
 				}
 				return map[string]any{"contexts": readmodel.ContextNames(md)}, nil
 			}),
-		newTool("get_conditions_for_context", "Condition codes allowed in a context.", true,
+		newTool("get_conditions_for_context", "Condition codes of a context.", true,
 			func(ctx context.Context, t *turn, a contextArg) (any, error) {
 				ci, err := t.contextInfo(ctx, a.Context)
 				if err != nil {
@@ -178,7 +178,7 @@ var lookupTools = sync.OnceValue(func() []*toolDef {
 				}
 				return map[string]any{"context": a.Context, "conditions": ci.Conditions}, nil
 			}).about(actions.ObjectExperiment),
-		newTool("get_decision_points_for_context", "Decision point sites and targets allowed in a context.", true,
+		newTool("get_decision_points_for_context", "Sites and targets of a context.", true,
 			func(ctx context.Context, t *turn, a contextArg) (any, error) {
 				ci, err := t.contextInfo(ctx, a.Context)
 				if err != nil {
@@ -186,7 +186,7 @@ var lookupTools = sync.OnceValue(func() []*toolDef {
 				}
 				return map[string]any{"context": a.Context, "sites": ci.ExpPoints, "targets": ci.ExpIDs}, nil
 			}).about(actions.ObjectExperiment),
-		newTool("get_group_types_for_context", "Group types allowed in a context.", true,
+		newTool("get_group_types_for_context", "Group types of a context.", true,
 			func(ctx context.Context, t *turn, a contextArg) (any, error) {
 				ci, err := t.contextInfo(ctx, a.Context)
 				if err != nil {
@@ -249,7 +249,7 @@ func stateTools(names []string) []*toolDef {
 				})
 				return res, err
 			}),
-		newTool("update_action_params", "Set or replace one parameter of the chosen action (a path such as conditions[0].weight works too); null removes it.", false,
+		newTool("update_action_params", "Set one parameter of the chosen action; null removes it.", false,
 			func(ctx context.Context, t *turn, a updateActionParamArgs) (any, error) {
 				var params map[string]any
 				if b := t.draft(); b != nil {

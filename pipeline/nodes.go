@@ -53,8 +53,8 @@ func analyzeTool() *toolDef {
 // the round trip. Few and short, one finder per object, so that no
 // request pays much for the tools of other objects; a call of any other
 // read-only gatherer tool is taken all the same.
-var analyzerLookups = [...]string{"get_context_metadata", "get_core_terms", "find_experiment", "get_all_experiments",
-	"find_feature_flag", "find_segment"}
+var analyzerLookups = [...]string{"get_context_metadata", "get_core_terms", "get_assignment_terms", "find_experiment",
+	"get_all_experiments", "find_feature_flag", "find_segment"}
 
 func (a *Agent) analyzer(ctx context.Context, t *turn) (string, error) {
 	deciding := t.pending != nil && !t.continuation && t.answer == answerNone

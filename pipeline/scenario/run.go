@@ -101,7 +101,16 @@ type StepReport struct {
 	// scenarios only): the JSON of the messages plus the JSON of the tools
 	// of each request.
 	PromptChars int
-	Failures    []string
+	// CallChars is PromptChars request by request, with the node that
+	// sent it (scripted scenarios only).
+	CallChars []CallChars
+	Failures  []string
+}
+
+// CallChars is the prompt size of one LLM request.
+type CallChars struct {
+	Node  string
+	Chars int
 }
 
 // FixedTime is the clock of every scenario: step n runs at FixedTime plus n
@@ -537,7 +546,9 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 	if r.llmS != nil {
 		reqs := r.llmS.Requests()
 		for _, req := range reqs[min(r.seen, len(reqs)):] {
-			sr.PromptChars += req.PromptChars()
+			n := req.PromptChars()
+			sr.PromptChars += n
+			sr.CallChars = append(sr.CallChars, CallChars{Node: req.Node, Chars: n})
 		}
 		r.seen = len(reqs)
 		if err := r.llmS.Verify(); err != nil {
