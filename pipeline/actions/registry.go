@@ -289,7 +289,9 @@ type Registry struct {
 type entry struct {
 	act   Action
 	order int
-	file  string // the file that registered it
+	// pc is where it was registered: its file is read from it only when
+	// asked for (File), since symbolising costs time at init.
+	pc uintptr
 }
 
 // builtins is the built-in set, filled by the init of each action's file
@@ -324,17 +326,22 @@ func (r *Registry) Clone() *Registry {
 // taken, a function missing): a programming error, caught by any test that
 // imports the package.
 func Register[P any](d Def[P]) {
-	_, file, _, _ := runtime.Caller(1)
-	add(builtins, d, file)
+	add(builtins, d, callerPC())
 }
 
 // Add adds an action to r, with the same checks as Register.
 func Add[P any](r *Registry, d Def[P]) {
-	_, file, _, _ := runtime.Caller(1)
-	add(r, d, file)
+	add(r, d, callerPC())
 }
 
-func add[P any](r *Registry, d Def[P], file string) {
+// callerPC is the program counter of the caller of Register or Add.
+func callerPC() uintptr {
+	var pc [1]uintptr
+	runtime.Callers(3, pc[:])
+	return pc[0]
+}
+
+func add[P any](r *Registry, d Def[P], pc uintptr) {
 	name := string(d.Name)
 	job := d.Run != nil || d.Total != nil
 	switch {
@@ -378,7 +385,7 @@ func add[P any](r *Registry, d Def[P], file string) {
 	if _, dup := r.lookups[name]; dup {
 		panic("actions: action " + name + " has the name of a lookup")
 	}
-	r.entries[name] = entry{act: act, order: d.Order, file: filepath.Base(file)}
+	r.entries[name] = entry{act: act, order: d.Order, pc: pc}
 	r.names = nil
 }
 
@@ -475,8 +482,13 @@ func (r *Registry) Lookup(name string) (Action, bool) {
 // File is the file that registered the action (docs/actions.md lists it).
 func (r *Registry) File(name string) string {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.entries[name].file
+	e, ok := r.entries[name]
+	r.mu.RUnlock()
+	if !ok || e.pc == 0 {
+		return ""
+	}
+	f, _ := runtime.CallersFrames([]uintptr{e.pc}).Next()
+	return filepath.Base(f.File)
 }
 
 // InScope lists, in order, the actions offered when a request is about
