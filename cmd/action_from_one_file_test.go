@@ -3,14 +3,11 @@
 package cmd
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/llm/llmtest"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
@@ -35,19 +32,10 @@ func TestActionFromOneFile(t *testing.T) {
 		t.Fatal("the test's action is in the built-in set")
 	}
 	t.Setenv(oneFileActionsVar, "1") // for the job worker, a process of its own
-	reg := oneFileActions()
+	withReg := []FactoryOption{WithActions(oneFileActions())}
 	run := func(env []string, args ...string) (int, string, string) {
 		t.Helper()
-		vars := map[string]string{}
-		for _, kv := range env {
-			k, v, _ := strings.Cut(kv, "=")
-			vars[k] = v
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		var out, errOut bytes.Buffer
-		code := Run(ctx, args, &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, func(k string) string { return vars[k] }, WithActions(reg))
-		return code, out.String(), errOut.String()
+		return agentWith(t, withReg, env, args...)
 	}
 	_, tp, _ := simTap(t, 1)
 	ls := llmtest.NewServer(nil)
