@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -142,4 +143,30 @@ func addNotebook(r *actions.Registry) {
 		Run: func(_ context.Context, _ actions.Env, a noteArgs) (any, error) {
 			return map[string]string{"found": a.Text}, nil
 		}})
+}
+
+// TestScopesConcurrently: turns of one agent may make the same scope's tool
+// list at the same time; each scope is made once and every caller gets it.
+func TestScopesConcurrently(t *testing.T) {
+	a := &Agent{deps: Deps{Actions: actions.Builtin()}}
+	scopes := []actions.Object{actions.ObjectNone, actions.ObjectExperiment, actions.ObjectFeatureFlag, actions.ObjectSegment}
+	got := make([][]*toolSet, 8)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() {
+			for _, s := range scopes {
+				got[i] = append(got[i], a.gTools(s))
+				_ = a.gathererSystem(s)
+			}
+			got[i] = append(got[i], a.aTools(), a.rTools())
+		})
+	}
+	wg.Wait()
+	for i := range got {
+		for j := range got[i] {
+			if got[i][j] != got[0][j] {
+				t.Fatalf("goroutine %d got another tool list %d", i, j)
+			}
+		}
+	}
 }
