@@ -124,7 +124,7 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 		return nil, err
 	}
 	s.ApprovalTTL = f.opts().Team.ApprovalTTL
-	env.deps = pipeline.Deps{LLM: client, API: api, Store: store, Jobs: jobRunner, Logger: f.Logger()}
+	env.deps = pipeline.Deps{LLM: client, API: api, Store: store, Jobs: jobRunner, Actions: f.Actions(), Logger: f.Logger()}
 	env.settings = s
 	env.auditor = aud
 	return env, nil

@@ -377,6 +377,12 @@ func (p *proc) wait(t *testing.T) int {
 // workers it launches are still processes of their own.
 func agentIn(t *testing.T, env []string, args ...string) (int, string, string) {
 	t.Helper()
+	return agentWith(t, nil, env, args...)
+}
+
+// agentWith is agentIn with factory options (a test's own action set).
+func agentWith(t *testing.T, opts []FactoryOption, env []string, args ...string) (int, string, string) {
+	t.Helper()
 	vars := map[string]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -385,7 +391,7 @@ func agentIn(t *testing.T, env []string, args ...string) (int, string, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	code := Run(ctx, args, &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, func(k string) string { return vars[k] })
+	code := Run(ctx, args, &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, func(k string) string { return vars[k] }, opts...)
 	return code, out.String(), errOut.String()
 }
 

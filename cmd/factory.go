@@ -18,6 +18,7 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/llm/llmspec"
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
 )
@@ -95,11 +96,38 @@ type Factory struct {
 	embedded *sim.Server
 
 	team teamState // the opened store (teams.go)
+
+	// actions are the agent's and the job runner's actions: the built-in
+	// set unless a test gives its own (Actions).
+	actions *actions.Registry
+}
+
+// Actions is the action set of this run: the one given with WithActions,
+// else a copy of the built-in set, made on first need.
+func (f *Factory) Actions() *actions.Registry {
+	if f.actions == nil {
+		f.actions = actions.Builtin()
+	}
+	return f.actions
 }
 
 // NewFactory builds a Factory over streams and an environment.
-func NewFactory(streams *IOStreams, getenv func(string) string) *Factory {
-	return &Factory{IO: streams, Getenv: getenv, Now: time.Now}
+func NewFactory(streams *IOStreams, getenv func(string) string, opts ...FactoryOption) *Factory {
+	f := &Factory{IO: streams, Getenv: getenv, Now: time.Now}
+	for _, o := range opts {
+		o(f)
+	}
+	return f
+}
+
+// FactoryOption gives a run what the command line cannot: a test's own
+// action set.
+type FactoryOption func(*Factory)
+
+// WithActions runs the commands with the actions of reg instead of the
+// built-in set.
+func WithActions(reg *actions.Registry) FactoryOption {
+	return func(f *Factory) { f.actions = reg }
 }
 
 // opts is Opts, or defaults when a command runs without the root (tests).

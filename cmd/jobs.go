@@ -88,6 +88,7 @@ func openJobs(f *Factory) (*jobs.Runner, error) {
 		store.Backend = pg.Jobs()
 	}
 	r := jobs.NewRunner(store)
+	r.Actions = f.Actions()
 	r.Now = f.Now
 	r.Logger = f.Logger()
 	return r, nil
@@ -206,7 +207,7 @@ func runJobsShow(_ context.Context, f *Factory, id string) error {
 	fmt.Fprintln(w, "\nResult:")
 	// The action words its own result; one that has no words for it (or
 	// is no longer registered) is shown as JSON.
-	if act, ok := actions.Lookup(rec.Action); ok {
+	if act, ok := f.Actions().Lookup(rec.Action); ok {
 		if r, ok := act.(actions.Reporter); ok {
 			if text := r.Report(rec.Result); text != "" {
 				fmt.Fprintln(w, indentLines(text, "  "))
@@ -294,6 +295,6 @@ func runJobsWork(ctx context.Context, f *Factory, id string) error {
 		return err
 	}
 	defer cleanup()
-	w := &jobs.Worker{Store: r.Store, API: api, Now: f.Now, Logger: newLogger(f.IO.ErrOut, true, f.Secrets())}
+	w := &jobs.Worker{Store: r.Store, API: api, Actions: f.Actions(), Now: f.Now, Logger: newLogger(f.IO.ErrOut, true, f.Secrets())}
 	return w.Run(ctx, id)
 }

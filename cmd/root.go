@@ -35,7 +35,7 @@ func init() {
 const annotationNoGlobals = "upgrade-agent/no-globals"
 
 // Execute runs the command line of this process and returns its exit code.
-func Execute() int {
+func Execute(opts ...FactoryOption) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -44,13 +44,13 @@ func Execute() int {
 		<-ctx.Done()
 		stop()
 	}()
-	return Run(ctx, os.Args[1:], SystemIO(), os.Getenv)
+	return Run(ctx, os.Args[1:], SystemIO(), os.Getenv, opts...)
 }
 
 // Run executes one command line with the given streams and environment and
 // returns the exit code. It prints the error, if any, exactly once.
-func Run(ctx context.Context, args []string, streams *IOStreams, getenv func(string) string) (code int) {
-	f := NewFactory(streams, getenv)
+func Run(ctx context.Context, args []string, streams *IOStreams, getenv func(string) string, opts ...FactoryOption) (code int) {
+	f := NewFactory(streams, getenv, opts...)
 	defer f.closeTeam()
 	defer func() {
 		if r := recover(); r != nil {

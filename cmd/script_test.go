@@ -31,7 +31,7 @@ var update = flag.Bool("update", false, "rewrite the expected output in cmd/test
 func TestMain(m *testing.M) {
 	testscript.Main(stopPostgresAfter{m}, map[string]func(){
 		"upgrade-agent": func() {
-			code := Execute()
+			code := Execute(childOptions()...)
 			if file := os.Getenv(exitFileVar); file != "" && !isJobWorker(os.Args[1:]) {
 				// for "exits CODE" after "! exec upgrade-agent ..."
 				_ = os.WriteFile(file, []byte(strconv.Itoa(code)), 0o600)

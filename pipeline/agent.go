@@ -86,6 +86,9 @@ type Deps struct {
 	API   Backend
 	Store checkpoint.Store // nil: nothing is saved (library use)
 	Jobs  JobRunner        // nil: long actions run inline
+	// Actions are the actions (and declared lookups) the agent offers and
+	// runs; nil: a copy of the built-in set (actions.Builtin).
+	Actions *actions.Registry
 
 	Now    func() time.Time // nil: time.Now
 	NewID  func() string    // nil: random hex
@@ -155,8 +158,9 @@ type Agent struct {
 
 	replies []registeredReply
 	hooks   hooks
-	tools   *toolSet
-	rtools  *toolSet
+	// scopes are the tool lists and gatherer prompts, per scope, made on
+	// first need (action_list.go).
+	scopes toolScopes
 }
 
 // Option adds to an agent what a front end brings besides Deps and
@@ -206,6 +210,9 @@ func New(d Deps, s Settings, opts ...Option) (*Agent, error) {
 	}
 	if s.MaxLLMCalls < 0 || s.MaxConsecutiveAutoReplies < 0 {
 		return nil, badInput("max_auto_replies and max_consecutive_auto_replies must not be negative")
+	}
+	if d.Actions == nil {
+		d.Actions = actions.Builtin()
 	}
 	a := &Agent{deps: d, set: s}
 	for _, o := range opts {
@@ -305,20 +312,6 @@ func (a *Agent) policy() string {
 	return a.set.Policy
 }
 
-func (a *Agent) gTools() *toolSet {
-	if a.tools == nil {
-		a.tools = gathererTools(a.actionNames(), mcpReadTools(a.mcp)...)
-	}
-	return a.tools
-}
-
-func (a *Agent) rTools() *toolSet {
-	if a.rtools == nil {
-		a.rtools = responderTools()
-	}
-	return a.rtools
-}
-
 // action finds the action of a name: a built-in one first, then an MCP
 // tool behind its adapter. Nodes, the executor and resume look actions up
 // through it and never ask where one comes from; only the gatherer's tool
@@ -326,7 +319,7 @@ func (a *Agent) rTools() *toolSet {
 // prompt's context) and set_action_needed's forgiving spelling of a
 // built-in name go to the registry themselves.
 func (a *Agent) action(name string) (actions.Action, bool) {
-	if act, ok := actions.Lookup(name); ok {
+	if act, ok := a.reg().Lookup(name); ok {
 		return act, true
 	}
 	return a.mcpAction(name)

@@ -104,7 +104,7 @@ func flagTools() []*toolDef {
 				out := readmodel.SummarizeFlags(keep, readmodel.CountLists(segs.SegmentUsage))
 				t.update(func(s *State) { s.setInfo("feature_flags", "", out) })
 				return out, nil
-			}),
+			}).about(actions.ObjectFeatureFlag),
 		newTool("find_feature_flag", "Best matches for a flag key or name (exact key, key in any case, exact name, prefix, substring) with ids; the details of a unique match.", true,
 			func(ctx context.Context, t *turn, a flagNameArg) (any, error) {
 				flags, err := t.a.deps.API.Flags(ctx)
@@ -119,7 +119,7 @@ func flagTools() []*toolDef {
 					}
 				}
 				return res, nil
-			}),
+			}).about(actions.ObjectFeatureFlag),
 		newTool("get_feature_flag_details", "One feature flag with its include and exclude lists (list ids, members, segments by name) and whom it reaches.", true,
 			func(ctx context.Context, t *turn, a flagRef) (any, error) {
 				id, err := actions.ResolveFlagID(ctx, t.a.deps.API, a.FlagID)
@@ -127,7 +127,7 @@ func flagTools() []*toolDef {
 					return nil, inputErrorf("flag_id: %v", err)
 				}
 				return flagDetails(ctx, t, id)
-			}),
+			}).about(actions.ObjectFeatureFlag),
 		newTool("get_segments", "Public segments with member counts and the flags and experiments that use them.", true,
 			func(ctx context.Context, t *turn, f segmentFilter) (any, error) {
 				all, err := t.a.deps.API.Segments(ctx)
@@ -141,7 +141,7 @@ func flagTools() []*toolDef {
 				out := readmodel.SummarizeSegments(keep, all.SegmentUsage)
 				t.update(func(s *State) { s.setInfo("segments", "", out) })
 				return out, nil
-			}),
+			}).about(actions.ObjectSegment),
 		newTool("find_segment", "Best matches for a segment name (exact, prefix, substring) with ids; the details of a unique match.", true,
 			func(ctx context.Context, t *turn, a segmentNameArg) (any, error) {
 				all, err := t.a.deps.API.Segments(ctx)
@@ -156,7 +156,7 @@ func flagTools() []*toolDef {
 					}
 				}
 				return res, nil
-			}),
+			}).about(actions.ObjectSegment),
 		newTool("get_segment_details", "One public segment: its users, groups and sub-segments, and the flags and experiments that use it (through parent segments too).", true,
 			func(ctx context.Context, t *turn, a segmentRef) (any, error) {
 				id, err := actions.ResolveSegmentID(ctx, t.a.deps.API, a.SegmentID)
@@ -164,7 +164,7 @@ func flagTools() []*toolDef {
 					return nil, inputErrorf("segment_id: %v", err)
 				}
 				return segmentDetails(ctx, t, id)
-			}),
+			}).about(actions.ObjectSegment),
 		explainGroupsLenient(newTool("explain_feature_flag", "Whether a flag is served to a user and the rule that decided, computed from the flag's lists by UpGrade's rules (no request to the client API: no exposure is recorded).", true,
 			func(ctx context.Context, t *turn, a explainArgs) (any, error) {
 				user := strings.TrimSpace(a.UserID)
@@ -198,8 +198,8 @@ func flagTools() []*toolDef {
 				}
 				t.update(func(s *State) { s.setInfo("flag_explanations", id+":"+user, out) })
 				return out, nil
-			})),
-		newTool("get_experiment_history", "The state changes of an experiment (from, to, time), oldest first.", true,
+			})).about(actions.ObjectFeatureFlag),
+		newTool("get_experiment_history", "State changes of an experiment, oldest first.", true,
 			func(ctx context.Context, t *turn, a experimentRef) (any, error) {
 				id, err := t.resolveID(ctx, a.ExperimentID)
 				if err != nil {
@@ -216,7 +216,7 @@ func flagTools() []*toolDef {
 				}
 				t.update(func(s *State) { s.setInfo("experiment_history", id, out) })
 				return out, nil
-			}),
+			}).about(actions.ObjectExperiment),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/upgrade-agent/upgrade-agent/internal/textdist"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
@@ -27,66 +28,55 @@ var assignmentTerms json.RawMessage
 type noArgs struct{}
 
 type experimentFilter struct {
-	Context string `json:"context,omitempty" jsonschema:"only experiments of this app context"`
-	Status  string `json:"status,omitempty" jsonschema:"only experiments in this status (internal or display name)"`
-	Name    string `json:"name,omitempty" jsonschema:"only names containing this text"`
+	Context string `json:"context,omitempty" jsonschema:"app context"`
+	Status  string `json:"status,omitempty"`
+	Name    string `json:"name,omitempty" jsonschema:"part of the name"`
 }
 
 type experimentRef struct {
-	ExperimentID string `json:"experiment_id" jsonschema:"experiment id (a name is also accepted)"`
+	ExperimentID string `json:"experiment_id" jsonschema:"id or name"`
 }
 
 type nameArg struct {
-	Name string `json:"name" jsonschema:"experiment name or part of it"`
+	Name string `json:"name" jsonschema:"name or part of it"`
 }
 
 type contextArg struct {
-	Context string `json:"context" jsonschema:"app context name"`
+	Context string `json:"context" jsonschema:"app context"`
+}
+
+type actionArg struct {
+	Action string `json:"action" jsonschema:"the action"`
 }
 
 type setActionNeededArgs struct {
 	Action    string `json:"action" jsonschema:"one of the executor actions"`
 	Reasoning string `json:"reasoning"`
-	NextStep  string `json:"next_step,omitempty" jsonschema:"what the request still needs after this action; omit for a single step"`
+	NextStep  string `json:"next_step,omitempty" jsonschema:"what the request still needs after this action"`
 }
 
 type setActionParamsArgs struct {
-	ActionParams map[string]any `json:"action_params" jsonschema:"all parameters of the action, as its schema names them"`
+	ActionParams map[string]any `json:"action_params" jsonschema:"named as in the action's schema"`
 }
 
 type updateActionParamArgs struct {
-	Key   string `json:"key" jsonschema:"parameter name"`
+	Key   string `json:"key" jsonschema:"name or path (conditions[0].weight)"`
 	Value any    `json:"value"`
 }
 
 type setMissingArgs struct {
-	MissingParams []string `json:"missing_params" jsonschema:"names of required parameters only the person can give"`
+	MissingParams []string `json:"missing_params"`
 }
 
 type addErrorArgs struct {
-	ErrorType string `json:"error_type" jsonschema:"api, auth, validation, not_found or unknown"`
+	ErrorType string `json:"error_type" jsonschema:"api, auth, validation, not_found, unknown"`
 	Message   string `json:"message"`
 }
 
-// readTools are shared by the gatherer and the responder.
-var (
-	toolContextMetadata = newTool("get_context_metadata", "App contexts with their conditions, sites (EXP_POINTS), targets (EXP_IDS) and group types.", true,
-		func(ctx context.Context, t *turn, _ noArgs) (any, error) { return t.metadata(ctx) })
-	toolExperimentNames = newTool("get_experiment_names", "Names and ids of all experiments.", true,
-		func(ctx context.Context, t *turn, _ noArgs) (any, error) { return t.experimentNames(ctx) })
-	toolAllExperiments = newTool("get_all_experiments", "Experiments (compact) with optional filters.", true,
-		func(ctx context.Context, t *turn, f experimentFilter) (any, error) {
-			all, err := t.allExperiments(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return filterExperiments(all, f), nil
-		})
-)
-
-// gathererTools are the gatherer's tools; names, the actions it may
-// choose, become set_action_needed's enum.
-func gathererTools(names []string, extra ...*toolDef) *toolSet {
+// lookupTools are the gatherer's built-in read tools, each with the object
+// it is about (spec/pipeline.md, "Tool scope"): made once per process, on
+// first need, so that their bytes repeat from call to call.
+var lookupTools = sync.OnceValue(func() []*toolDef {
 	defs := []*toolDef{
 		newTool("check_upgrade_health", "Server name and version.", true,
 			func(ctx context.Context, t *turn, _ noArgs) (any, error) {
@@ -97,9 +87,18 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				t.update(func(s *State) { s.setInfo("upgrade_health", "", info) })
 				return info, nil
 			}),
-		toolContextMetadata,
-		toolExperimentNames,
-		toolAllExperiments,
+		newTool("get_context_metadata", "App contexts with their conditions, sites (EXP_POINTS), targets (EXP_IDS) and group types.", true,
+			func(ctx context.Context, t *turn, _ noArgs) (any, error) { return t.metadata(ctx) }),
+		newTool("get_experiment_names", "Names and ids of all experiments.", true,
+			func(ctx context.Context, t *turn, _ noArgs) (any, error) { return t.experimentNames(ctx) }).about(actions.ObjectExperiment),
+		newTool("get_all_experiments", "Experiments, compact, optionally filtered.", true,
+			func(ctx context.Context, t *turn, f experimentFilter) (any, error) {
+				all, err := t.allExperiments(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return filterExperiments(all, f), nil
+			}).about(actions.ObjectExperiment),
 		newTool("get_experiment_details", "Full details of one experiment.", true,
 			func(ctx context.Context, t *turn, a experimentRef) (any, error) {
 				id, err := t.resolveID(ctx, a.ExperimentID)
@@ -113,8 +112,8 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				d := readmodel.DetailsOf(e)
 				t.update(func(s *State) { s.setInfo("experiment_details", id, d) })
 				return d, nil
-			}),
-		newTool("get_enrollment_details", "Enrollment per condition and decision point of one experiment.", true,
+			}).about(actions.ObjectExperiment),
+		newTool("get_enrollment_details", "Enrollment per condition and decision point.", true,
 			func(ctx context.Context, t *turn, a experimentRef) (any, error) {
 				id, err := t.resolveID(ctx, a.ExperimentID)
 				if err != nil {
@@ -131,8 +130,8 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				d := readmodel.EnrollmentOf(e, st)
 				t.update(func(s *State) { s.setInfo("enrollment_details", id, d) })
 				return d, nil
-			}),
-		newTool("find_experiment", "Best matches for an experiment name (exact, prefix, fuzzy) with ids.", true,
+			}).about(actions.ObjectExperiment),
+		newTool("find_experiment", "Experiments matching a name, with ids (and details when one matches).", true,
 			func(ctx context.Context, t *turn, a nameArg) (any, error) {
 				names, err := t.experimentNames(ctx)
 				if err != nil {
@@ -152,13 +151,13 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 					res["details"] = d
 				}
 				return res, nil
-			}),
-		newTool("get_core_terms", "UpGrade terminology: context, unit, consistency, post rule, decision point, statuses; feature flags (filter modes, lists, include/exclude precedence), flags vs experiments, segments.", true,
+			}).about(actions.ObjectExperiment),
+		newTool("get_core_terms", "UpGrade terminology: experiments, statuses, feature flags, segments.", true,
 			func(_ context.Context, t *turn, _ noArgs) (any, error) {
 				t.update(func(s *State) { s.setInfo("core_terms", "", coreTerms) })
 				return coreTerms, nil
 			}),
-		newTool("get_assignment_terms", "How assignment behaves for each unit/consistency combination and status.", true,
+		newTool("get_assignment_terms", "How assignment behaves per unit, consistency and status.", true,
 			func(_ context.Context, t *turn, _ noArgs) (any, error) {
 				t.update(func(s *State) { s.setInfo("assignment_terms", "", assignmentTerms) })
 				return assignmentTerms, nil
@@ -171,23 +170,23 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				}
 				return map[string]any{"contexts": readmodel.ContextNames(md)}, nil
 			}),
-		newTool("get_conditions_for_context", "Condition codes allowed in a context.", true,
+		newTool("get_conditions_for_context", "Condition codes of a context.", true,
 			func(ctx context.Context, t *turn, a contextArg) (any, error) {
 				ci, err := t.contextInfo(ctx, a.Context)
 				if err != nil {
 					return nil, err
 				}
 				return map[string]any{"context": a.Context, "conditions": ci.Conditions}, nil
-			}),
-		newTool("get_decision_points_for_context", "Decision point sites and targets allowed in a context.", true,
+			}).about(actions.ObjectExperiment),
+		newTool("get_decision_points_for_context", "Sites and targets of a context.", true,
 			func(ctx context.Context, t *turn, a contextArg) (any, error) {
 				ci, err := t.contextInfo(ctx, a.Context)
 				if err != nil {
 					return nil, err
 				}
 				return map[string]any{"context": a.Context, "sites": ci.ExpPoints, "targets": ci.ExpIDs}, nil
-			}),
-		newTool("get_group_types_for_context", "Group types allowed in a context.", true,
+			}).about(actions.ObjectExperiment),
+		newTool("get_group_types_for_context", "Group types of a context.", true,
 			func(ctx context.Context, t *turn, a contextArg) (any, error) {
 				ci, err := t.contextInfo(ctx, a.Context)
 				if err != nil {
@@ -197,22 +196,34 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 			}),
 	}
 	defs = append(defs, flagTools()...)
-	for _, name := range actions.Names() {
-		defs = append(defs, schemaTool(name))
+	return defs
+})
+
+// lookupTool is the built-in lookup of that name.
+func lookupTool(name string) *toolDef {
+	for _, d := range lookupTools() {
+		if d.name == name {
+			return d
+		}
 	}
-	defs = append(defs, extra...)
-	defs = append(defs,
+	panic("pipeline: no lookup " + name) // programming error, caught by tests
+}
+
+// stateTools are the gatherer's tools that choose and shape the action;
+// names, the actions in scope, become set_action_needed's enum.
+func stateTools(names []string) []*toolDef {
+	return []*toolDef{
 		withEnum(names, "action", newTool("set_action_needed", "Choose the one action to prepare.", false,
 			func(_ context.Context, t *turn, a setActionNeededArgs) (any, error) {
 				name := strings.TrimSpace(a.Action)
 				act, ok := t.a.action(name)
 				if !ok {
-					if b, ok2 := actions.Lookup(strings.ToLower(name)); ok2 {
+					if b, ok2 := t.a.reg().Lookup(strings.ToLower(name)); ok2 {
 						act, ok = b, true
 					}
 				}
 				if !ok {
-					return nil, inputErrorf("action: got %q: not an action; the actions are %s", a.Action, strings.Join(t.a.actionNames(), ", "))
+					return nil, inputErrorf("action: got %q: not an action; the actions are %s", a.Action, strings.Join(t.a.actionNames(actions.ObjectNone), ", "))
 				}
 				name = act.Spec().Name
 				t.update(func(s *State) {
@@ -238,7 +249,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				})
 				return res, err
 			}),
-		newTool("update_action_params", "Set or replace one parameter of the chosen action (a path such as conditions[0].weight works too); null removes it.", false,
+		newTool("update_action_params", "Set one parameter of the chosen action; null removes it.", false,
 			func(ctx context.Context, t *turn, a updateActionParamArgs) (any, error) {
 				var params map[string]any
 				if b := t.draft(); b != nil {
@@ -286,35 +297,27 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 				t.update(func(s *State) { s.addError(typ, a.Message) })
 				return map[string]any{"ok": true}, nil
 			}),
-	)
-	return newToolSet(defs...)
+	}
 }
 
-// actionNames lists the actions the gatherer may choose.
-func (a *Agent) actionNames() []string {
-	var n []string
-	for _, name := range actions.Names() {
-		n = append(n, string(name))
-	}
-	for _, m := range a.mcpActionList() {
-		n = append(n, fmt.Sprint(m["action"]))
-	}
-	return n
-}
-
-// schemaTool answers get_<action>_schema with the JSON schema of the action's
-// typed params.
-func schemaTool(name actions.Name) *toolDef {
-	act, _ := actions.Lookup(string(name))
-	spec := act.Spec()
-	key := string(name) + "_schema"
-	info := map[string]any{"action": name, "description": spec.Description, "parameters": spec.Schema,
-		"destructive": spec.Destructive, "long_running": spec.LongRunning}
-	return newTool("get_"+key, "Parameters of "+string(name)+".", true,
-		func(_ context.Context, t *turn, _ noArgs) (any, error) {
-			t.update(func(s *State) { s.setInfo(key, "", info) })
+// actionSchemaTool answers get_action_schema(action) with the JSON schema of
+// the action's typed params, its rules and an example; names, the actions
+// in scope, are its enum. The result is kept under
+// gathered_info.<action>_schema.
+func actionSchemaTool(names []string) *toolDef {
+	return withEnum(names, "action", newTool("get_action_schema", "Parameters of an action.", true,
+		func(_ context.Context, t *turn, a actionArg) (any, error) {
+			name := strings.ToLower(strings.TrimSpace(a.Action))
+			act, ok := t.a.reg().Lookup(name)
+			if !ok {
+				return nil, inputErrorf("action: got %q: not an action; the actions are %s", a.Action, strings.Join(names, ", "))
+			}
+			spec := act.Spec()
+			info := map[string]any{"action": spec.Name, "description": spec.Description, "parameters": spec.Schema,
+				"destructive": spec.Destructive, "long_running": spec.LongRunning}
+			t.update(func(s *State) { s.setInfo(spec.Name+"_schema", "", info) })
 			return info, nil
-		})
+		}))
 }
 
 // setParams binds params to the chosen action, validates them and

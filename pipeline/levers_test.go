@@ -167,7 +167,7 @@ func TestBalanceReportNeverInventsANumber(t *testing.T) {
 		Conditions: []actions.ConditionShare{{Code: "control", Count: 107, Share: 0.535, ExpectedShare: 0.5}, {Code: "variant", Count: 93, Share: 0.465, ExpectedShare: 0.5}},
 		ChiSquare:  0.98, DF: 1, PValue: 0.3222}
 	raw, _ := json.Marshal(res)
-	act, _ := actions.Lookup(string(actions.TestConditionBalance))
+	act, _ := actions.Builtin().Lookup(string(actions.TestConditionBalance))
 	text := act.(actions.Reporter).Report(raw)
 	for _, want := range []string{"Simulated 200 users", "| control | 107 | 53.5% | 50% |", "| variant | 93 | 46.5% | 50% |", "p = 0.3222", "consistent with the weights"} {
 		if !strings.Contains(text, want) {

@@ -35,29 +35,26 @@ type analyzeArgs struct {
 	DirectResponse     string  `json:"direct_response,omitempty" jsonschema:"the full answer, for direct_answer only"`
 	ChangeRequested    *bool   `json:"change_requested,omitempty" jsonschema:"with user_confirmed false: true when a changed action is asked for (no, use 60/40)"`
 	NeedsAction        *bool   `json:"needs_action,omitempty" jsonschema:"needs_info only: true to change something on the server, false for a question"`
+	// Object is what the request is about; the gatherer is offered that
+	// object's tools. Null or absent: not sure (every tool).
+	Object *string `json:"object,omitempty"`
 }
 
-var analyzeTool = newTool("analyze_user_request", "Classify the person's message.", false,
-	func(context.Context, *turn, analyzeArgs) (any, error) { return nil, nil })
+const analyzeToolName = "analyze_user_request"
 
-// analyzerLookups are the read-only tools the analyzer may call beside
+func analyzeTool() *toolDef {
+	return newTool(analyzeToolName, "Classify the person's message.", false,
+		func(context.Context, *turn, analyzeArgs) (any, error) { return nil, nil })
+}
+
+// analyzerLookups are the lookups the analyzer carries beside
 // analyze_user_request: the first lookups of a needs_info request arrive
 // with its classification and run as the gatherer's first round, sharing
-// the round trip.
-var analyzerLookups = []string{"check_upgrade_health", "get_available_contexts", "get_context_metadata",
-	"get_all_experiments", "find_experiment", "get_experiment_details", "get_enrollment_details",
-	"get_core_terms", "get_assignment_terms",
-	"get_feature_flags", "find_feature_flag", "get_feature_flag_details", "get_segments", "find_segment",
-	"get_segment_details", "explain_feature_flag", "get_experiment_history"}
-
-var analyzerTools = func() *toolSet {
-	defs := []*toolDef{analyzeTool}
-	g := gathererTools(nil)
-	for _, name := range analyzerLookups {
-		defs = append(defs, g.byName[name])
-	}
-	return newToolSet(defs...)
-}()
+// the round trip. Few and short, one finder per object, so that no
+// request pays much for the tools of other objects; a call of any other
+// read-only gatherer tool is taken all the same.
+var analyzerLookups = [...]string{"get_context_metadata", "get_core_terms", "get_assignment_terms", "find_experiment",
+	"get_all_experiments", "find_feature_flag", "find_segment"}
 
 func (a *Agent) analyzer(ctx context.Context, t *turn) (string, error) {
 	deciding := t.pending != nil && !t.continuation && t.answer == answerNone
@@ -76,7 +73,7 @@ func (a *Agent) analyzer(ctx context.Context, t *turn) (string, error) {
 		user = fmt.Sprintf("Continue this request: %s\nDone so far: %s\nNext step: %s", t.st.UserRequestSummary, t.doneSoFar(), t.nextStep)
 	}
 	msgs := a.promptMessages(t, analyzerPrompt, ctxInfo, user)
-	req := llm.Request{Messages: msgs, Tools: analyzerTools.llm, ToolChoice: llm.ToolChoice{Mode: llm.ToolChoiceRequired}}
+	req := llm.Request{Messages: msgs, Tools: a.aTools().llm, ToolChoice: llm.ToolChoice{Mode: llm.ToolChoiceRequired}}
 
 	args, text, err := a.analyze(ctx, t, req)
 	if err != nil {
@@ -101,6 +98,11 @@ func (a *Agent) analyzer(ctx context.Context, t *turn) (string, error) {
 		t.st.UserRequestSummary = args.UserRequestSummary
 	}
 	t.infoOnly = args.NeedsAction != nil && !*args.NeedsAction
+	if args.Object != nil {
+		t.object, _ = a.reg().ParseObject(*args.Object) // not one it knows: every tool
+	} else if !continuation {
+		t.object = actions.ObjectNone
+	}
 	direct := strings.TrimSpace(args.DirectResponse)
 	if deciding {
 		t.st.UserConfirmed = args.UserConfirmed
@@ -138,15 +140,15 @@ func (a *Agent) analyze(ctx context.Context, t *turn, req llm.Request) (*analyze
 		if err != nil {
 			return nil, text, err
 		}
-		call, ok := findCall(resp.ToolCalls, analyzeTool.name)
-		if !ok && len(lookupCalls(resp.ToolCalls)) > 0 {
+		call, ok := findCall(resp.ToolCalls, analyzeToolName)
+		if !ok && len(a.lookupCalls(resp.ToolCalls)) > 0 {
 			// Lookups without the classification: the request needs
 			// information, and these are its first lookups.
-			t.prefetch = lookupCalls(resp.ToolCalls)
+			t.prefetch = a.lookupCalls(resp.ToolCalls)
 			return &analyzeArgs{IntentType: IntentNeedsInfo, UserRequestSummary: t.input}, "", nil
 		}
 		if !ok {
-			call, ok = textCall(resp.Content, analyzeTool.name, "intent_type")
+			call, ok = textCall(resp.Content, analyzeToolName, "intent_type")
 		}
 		if !ok {
 			text = strings.TrimSpace(resp.Content)
@@ -169,7 +171,7 @@ func (a *Agent) analyze(ctx context.Context, t *turn, req llm.Request) (*analyze
 		}
 		if err == nil {
 			if args.IntentType == IntentNeedsInfo {
-				t.prefetch = lookupCalls(resp.ToolCalls)
+				t.prefetch = a.lookupCalls(resp.ToolCalls)
 			}
 			return &args, "", nil
 		}
@@ -179,11 +181,13 @@ func (a *Agent) analyze(ctx context.Context, t *turn, req llm.Request) (*analyze
 	return nil, text, nil
 }
 
-// lookupCalls are the analyzer's calls of its lookup tools.
-func lookupCalls(calls []llm.ToolCall) []llm.ToolCall {
+// lookupCalls are the analyzer's calls of read-only gatherer tools: the
+// lookups it carries, or any other it names.
+func (a *Agent) lookupCalls(calls []llm.ToolCall) []llm.ToolCall {
 	var out []llm.ToolCall
+	ts := a.aTools()
 	for _, c := range calls {
-		if d := analyzerTools.lookup(c.Name); d != nil && d != analyzeTool {
+		if d := ts.lookup(c.Name); d != nil && d.readOnly {
 			out = append(out, c)
 		}
 	}
@@ -343,8 +347,9 @@ func (a *Agent) gatherer(ctx context.Context, t *turn) (string, error) {
 		user = "Next step of the request: " + t.nextStep
 		t.nextStep = ""
 	}
-	msgs := a.promptMessages(t, gathererSystem(), ctxInfo, user)
-	ts := a.gTools()
+	scope := a.scopeOf(t)
+	msgs := a.promptMessages(t, a.gathererSystem(scope), ctxInfo, user)
+	ts := a.gTools(scope)
 	t.takeStop()
 	if calls := t.prefetch; len(calls) > 0 {
 		// The analyzer's lookups are this node's first round.

@@ -8,9 +8,9 @@ import (
 // responder's prompt usually makes them unnecessary.
 func responderTools() *toolSet {
 	return newToolSet(
-		toolContextMetadata,
-		toolExperimentNames,
-		toolAllExperiments,
+		lookupTool("get_context_metadata"),
+		lookupTool("get_experiment_names"),
+		lookupTool("get_all_experiments"),
 		newTool("get_all_gathered_info", "Everything gathered in this session (details, enrollment, terms, schemas).", true,
 			func(_ context.Context, t *turn, _ noArgs) (any, error) {
 				t.mu.Lock()

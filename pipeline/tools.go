@@ -24,8 +24,17 @@ type toolDef struct {
 	name     string
 	desc     string
 	readOnly bool // may run concurrently with other read-only calls
-	schema   json.RawMessage
-	run      func(ctx context.Context, t *turn, raw json.RawMessage) (any, error)
+	// object is what the tool is about: the gatherer is offered it in that
+	// object's scope; ObjectNone (shared) in every scope.
+	object actions.Object
+	schema json.RawMessage
+	run    func(ctx context.Context, t *turn, raw json.RawMessage) (any, error)
+}
+
+// about sets the object a tool is about.
+func (d *toolDef) about(o actions.Object) *toolDef {
+	d.object = o
+	return d
 }
 
 // toolInputError is an argument problem the model can correct.
@@ -111,6 +120,10 @@ type toolSet struct {
 	list   []*toolDef
 	byName map[string]*toolDef
 	llm    []llm.Tool
+	// beyond answers a call of a tool this set does not offer but the
+	// agent has (a model that names a tool of another scope it saw in the
+	// conversation): nil for none.
+	beyond *toolSet
 }
 
 func newToolSet(defs ...*toolDef) *toolSet {
@@ -163,7 +176,8 @@ func (ts *toolSet) execute(ctx context.Context, t *turn, calls []llm.ToolCall) [
 	return out
 }
 
-// lookup finds a tool by name, ignoring case and a "functions." prefix.
+// lookup finds a tool by name, ignoring case and a "functions." prefix;
+// then among the tools beyond the set.
 func (ts *toolSet) lookup(name string) *toolDef {
 	if d := ts.byName[name]; d != nil {
 		return d
@@ -173,6 +187,9 @@ func (ts *toolSet) lookup(name string) *toolDef {
 		if strings.EqualFold(d.name, n) {
 			return d
 		}
+	}
+	if ts.beyond != nil {
+		return ts.beyond.lookup(name)
 	}
 	return nil
 }

@@ -59,6 +59,7 @@ type turn struct {
 
 	prefetch     []llm.ToolCall // the analyzer's lookups: the gatherer's first round
 	infoOnly     bool           // the analyzer said the request is a question (needs_action false)
+	object       actions.Object // what the analyzer said the request is about: the gatherer's scope (none: every tool)
 	continuation bool           // the analyzer runs after the executor for a next step
 	nextStep     string         // the step the analyzer and gatherer work on after an execution
 	recovered    []map[string]any

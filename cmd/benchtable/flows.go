@@ -12,6 +12,7 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/scenario"
 )
 
@@ -127,42 +128,21 @@ func scenarioFlows(ctx context.Context, dir string, tools toolSizes, steps io.Wr
 	type outcome struct {
 		rep     *scenario.Report
 		history []pipeline.Exchange
-		err     error
+	}
+	reps, histories, err := runScenarios(ctx, scs, nil)
+	if err != nil {
+		return nil, err
 	}
 	outs := make([]outcome, len(scs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 2)
-	for i, sc := range scs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			stateDir, err := os.MkdirTemp("", "benchtable-scenario-")
-			if err != nil {
-				outs[i].err = err
-				return
-			}
-			defer os.RemoveAll(stateDir)
-			rep, err := scenario.Run(ctx, sc, scenario.RunOptions{StateDir: stateDir, Timeout: scenarioBudget})
-			outs[i] = outcome{rep: rep, err: err}
-			if store, serr := checkpoint.OpenFileStore(stateDir); serr == nil {
-				if sess, lerr := pipeline.LoadSession(store, scenario.SessionID); lerr == nil {
-					outs[i].history = sess.History()
-				}
-			}
-		}()
+	for i := range scs {
+		outs[i] = outcome{rep: reps[i], history: histories[i]}
 	}
-	wg.Wait()
 
 	tallies := map[string]*flowTally{}
 	var passed, failed, total, outputCalls int
 	var failures []string
 	for i, o := range outs {
 		sc := scs[i]
-		if o.rep == nil {
-			return nil, fmt.Errorf("%s: %v", sc.File, o.err)
-		}
 		if o.rep.Passed() {
 			passed++
 		} else {
@@ -204,11 +184,13 @@ func scenarioFlows(ctx context.Context, dir string, tools toolSizes, steps io.Wr
 	}
 
 	var rows []row
-	reps := make([]*scenario.Report, len(outs))
-	for i, o := range outs {
-		reps[i] = o.rep
-	}
 	rows = append(rows, referenceRows(scs, reps)...)
+	rows = append(rows, gathererCallRow(reps))
+	grow, err := growthRow(ctx, scs, reps)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, grow)
 	suite := fmt.Sprintf("%d scenarios: %d passed, %d failed; %d LLM calls in all", len(scs), passed, failed, total)
 	if failed > 0 {
 		suite += " (failed: " + strings.Join(failures, ", ") + ")"
@@ -313,8 +295,104 @@ var referenceSystems = []struct {
 // Targets of the twelve reference flows (quality.md).
 const (
 	referenceMaxCalls = 18
-	referenceMaxChars = 170_000
+	referenceMaxChars = 115_000
+	// gathererMaxChars bounds one gatherer request of the scenario suite.
+	gathererMaxChars = 10_000
+	// growthMaxPercent bounds how much the reference flows grow when ten
+	// actions and five lookups of another object are added.
+	growthMaxPercent = 2.0
 )
+
+// runScenarios runs scs two at a time, each in a temp state dir, with
+// the given actions (nil: the built-in set), and returns their reports and
+// conversation histories.
+func runScenarios(ctx context.Context, scs []*scenario.Scenario, reg *actions.Registry) ([]*scenario.Report, [][]pipeline.Exchange, error) {
+	reps := make([]*scenario.Report, len(scs))
+	histories := make([][]pipeline.Exchange, len(scs))
+	errs := make([]error, len(scs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i, sc := range scs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			stateDir, err := os.MkdirTemp("", "benchtable-scenario-")
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer os.RemoveAll(stateDir)
+			reps[i], errs[i] = scenario.Run(ctx, sc, scenario.RunOptions{StateDir: stateDir, Timeout: scenarioBudget, Actions: reg})
+			if store, serr := checkpoint.OpenFileStore(stateDir); serr == nil {
+				if sess, lerr := pipeline.LoadSession(store, scenario.SessionID); lerr == nil {
+					histories[i] = sess.History()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, sc := range scs {
+		if reps[i] == nil {
+			return nil, nil, fmt.Errorf("%s: %v", sc.File, errs[i])
+		}
+	}
+	return reps, histories, nil
+}
+
+// gathererCallRow is the largest single gatherer request of the suite.
+func gathererCallRow(reps []*scenario.Report) row {
+	most, where := 0, ""
+	for _, rep := range reps {
+		for _, st := range rep.Steps {
+			for _, c := range st.CallChars {
+				if c.Node == pipeline.NodeGatherer && c.Chars > most {
+					most, where = c.Chars, fmt.Sprintf("%s step %d", rep.Name, st.Index)
+				}
+			}
+		}
+	}
+	return row{"largest gatherer request of the scenario suite (prompt characters)", fmt.Sprintf("%d (%s)", most, where),
+		fmt.Sprintf("<= %d", gathererMaxChars), pass(most <= gathererMaxChars)}
+}
+
+// referenceChars sums the prompt characters of the reference flows.
+func referenceChars(scs []*scenario.Scenario, reps []*scenario.Report) int {
+	chars := 0
+	for i, sc := range scs {
+		if !strings.HasPrefix(sc.Name, "ref-") || reps[i] == nil {
+			continue
+		}
+		for _, st := range reps[i].Steps {
+			chars += st.PromptChars
+		}
+	}
+	return chars
+}
+
+// growthRow runs the reference flows again with ten more actions and five
+// lookups on a test object: a prompt outside that object's scope must not
+// grow with them (spec/pipeline.md, "Tool scope").
+func growthRow(ctx context.Context, scs []*scenario.Scenario, reps []*scenario.Report) (row, error) {
+	var refs []*scenario.Scenario
+	for _, sc := range scs {
+		if strings.HasPrefix(sc.Name, "ref-") {
+			refs = append(refs, sc)
+		}
+	}
+	grown, _, err := runScenarios(ctx, refs, withTestObject(actions.Builtin()))
+	if err != nil {
+		return row{}, fmt.Errorf("reference flows with a test object: %w", err)
+	}
+	before, after := referenceChars(scs, reps), referenceChars(refs, grown)
+	pct := 0.0
+	if before > 0 {
+		pct = 100 * float64(after-before) / float64(before)
+	}
+	return row{fmt.Sprintf("twelve reference flows with %d more actions and %d lookups on a test object: prompt characters", testObjectActions, testObjectLookups),
+		fmt.Sprintf("%d against %d (%+.2f%%)", after, before, pct), fmt.Sprintf("<= +%.0f%%", growthMaxPercent), pass(pct <= growthMaxPercent)}, nil
+}
 
 // referenceRows sums the twelve reference flows (scenarios/reference, the
 // files named ref-*), measured in this run, against the quoted systems.

@@ -45,6 +45,9 @@ type options struct {
 	scenarios string
 	verbose   bool
 	profile   string
+	// flowsOnly measures the scenario flows alone (LLM calls, prompt
+	// sizes), without the processes, stores and load figures.
+	flowsOnly bool
 }
 
 func main() {
@@ -55,6 +58,7 @@ func main() {
 	flag.StringVar(&o.scenarios, "scenarios", "scenarios", "folder of the scenario suite")
 	flag.BoolVar(&o.verbose, "v", false, "list how every scenario step was classified, on stderr")
 	flag.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of the long session to `file`")
+	flag.BoolVar(&o.flowsOnly, "flows", false, "measure only the scenario flows (LLM calls and prompt sizes); the token ratios against the original design need the full run")
 	flag.Parse()
 
 	start := time.Now()
@@ -73,6 +77,14 @@ func run(ctx context.Context, o options, log io.Writer) ([]row, error) {
 		return nil, err
 	}
 	var rows []row
+	var steps io.Writer
+	if o.verbose {
+		steps = log
+	}
+	if o.flowsOnly {
+		fmt.Fprintln(log, "benchtable: scenario suite only (LLM calls and prompt characters per flow)...")
+		return scenarioFlows(ctx, filepath.Join(root, o.scenarios), toolSizes{}, steps)
+	}
 
 	fmt.Fprintln(log, "benchtable: synthetic long session (prompt size, overhead, checkpoint)...")
 	ls, err := longSession(ctx, o.turns, o.profile)
@@ -81,10 +93,6 @@ func run(ctx context.Context, o options, log io.Writer) ([]row, error) {
 	}
 
 	fmt.Fprintln(log, "benchtable: scenario suite (LLM calls and prompt tokens per flow)...")
-	var steps io.Writer
-	if o.verbose {
-		steps = log
-	}
 	fr, err := scenarioFlows(ctx, filepath.Join(root, o.scenarios), ls.toolChars, steps)
 	if err != nil {
 		return nil, fmt.Errorf("scenarios: %w", err)

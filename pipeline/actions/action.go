@@ -45,7 +45,10 @@ const (
 // Spec is what an action declares about itself; the pipeline routes on it
 // and never on the action's name or origin.
 type Spec struct {
-	Name        string
+	Name string
+	// Object is what the action acts on (ObjectNone: shared); the
+	// gatherer offers it in that object's scope.
+	Object      Object
 	Description string
 	// Destructive actions need a yes even under the destructive policy.
 	Destructive bool
@@ -53,7 +56,7 @@ type Spec struct {
 	LongRunning bool
 	// Invalidates lists the cached data that is stale once the action ran.
 	Invalidates []Cache
-	// Schema is the JSON schema of the params (get_<action>_schema).
+	// Schema is the JSON schema of the params (get_action_schema).
 	Schema json.RawMessage
 	// Note follows the name in the gatherer's list of actions, in
 	// parentheses ("" = none).
@@ -244,13 +247,10 @@ type Reconciliation struct {
 	Note    string          `json:"note"`
 }
 
-// Bind binds raw params of the named built-in action.
+// Bind binds raw params of the named built-in action (setups and tests;
+// the agent and the job runner bind through their Registry).
 func Bind(name string, raw json.RawMessage) (*Bound, error) {
-	a, ok := Lookup(name)
-	if !ok {
-		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownAction, name, knownNames())
-	}
-	return a.Bind(raw)
+	return builtins.Bind(name, raw)
 }
 
 // BindParams binds typed params (tests, the scenario setup).
@@ -272,13 +272,4 @@ func Run(ctx context.Context, api API, p Params) (json.RawMessage, error) {
 	}
 	out, err := b.Execute(ctx, Env{API: api}, "")
 	return out.Result, err
-}
-
-func knownNames() string {
-	names := Names()
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = string(n)
-	}
-	return strings.Join(parts, ", ")
 }

@@ -28,6 +28,7 @@ func (p GetDecisionPointAssignmentsParams) canonical() GetDecisionPointAssignmen
 func init() {
 	Register(Def[GetDecisionPointAssignmentsParams]{
 		Name: GetDecisionPointAssignments, Order: 60,
+		Object:      ObjectExperiment,
 		Description: "Ask UpGrade which condition a user gets at each decision point of an app context.",
 		Canonical:   GetDecisionPointAssignmentsParams.canonical,
 		Validate: func(c *Checker, p GetDecisionPointAssignmentsParams) error {

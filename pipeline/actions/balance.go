@@ -38,6 +38,7 @@ func (p BalanceParams) canonical() BalanceParams {
 func init() {
 	Register(Def[BalanceParams]{
 		Name: TestConditionBalance, Order: 90, Destructive: true, Invalidates: []Cache{CacheEnrollment},
+		Object:      ObjectExperiment,
 		Description: "Simulate many synthetic users at a decision point and compare the condition counts with the weights (chi-square).",
 		Note:        "simulates many synthetic users as a background job",
 		Canonical:   BalanceParams.canonical,

@@ -59,6 +59,7 @@ func (p CreateExperimentParams) canonical() CreateExperimentParams {
 func init() {
 	Register(Def[CreateExperimentParams]{
 		Name: CreateExperiment, Order: 10, Invalidates: []Cache{CacheExperiments},
+		Object:      ObjectExperiment,
 		Description: "Create a new experiment (created inactive) in an app context, with its decision points and weighted conditions.",
 		Canonical:   CreateExperimentParams.canonical,
 		Validate:    func(c *Checker, p CreateExperimentParams) error { return c.design(p, "", true) },

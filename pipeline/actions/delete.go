@@ -27,6 +27,7 @@ func (p DeleteExperimentParams) canonical() DeleteExperimentParams {
 func init() {
 	Register(Def[DeleteExperimentParams]{
 		Name: DeleteExperiment, Order: 40, Destructive: true, Invalidates: []Cache{CacheExperiments, CacheEnrollment},
+		Object:      ObjectExperiment,
 		Description: "Delete an experiment and its enrollment data for good.",
 		Canonical:   DeleteExperimentParams.canonical,
 		Validate: func(c *Checker, p DeleteExperimentParams) error {

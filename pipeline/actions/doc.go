@@ -11,7 +11,7 @@
 // Action; one that may answer with a job is also a JobAction. The pipeline
 // uses them in this order:
 //
-//	a, ok := actions.Lookup(name)
+//	a, ok := reg.Lookup(name)
 //	b, err := a.Bind(raw)                    // typed params, canonical JSON, hash; *ParseError per field
 //	problems, err := a.Validate(ctx, env, b) // UpGrade's rules: []Problem
 //	plan, err := a.Plan(ctx, env, b)         // the confirmation text, deterministic

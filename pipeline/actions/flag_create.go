@@ -51,6 +51,7 @@ func (p CreateFeatureFlagParams) canonical() CreateFeatureFlagParams {
 func init() {
 	Register(Def[CreateFeatureFlagParams]{
 		Name: CreateFeatureFlag, Order: 110, Invalidates: []Cache{CacheFlags},
+		Object:      ObjectFeatureFlag,
 		Description: "Create a feature flag in an app context (disabled and excludeAll unless given), with its include and exclude lists.",
 		Canonical:   CreateFeatureFlagParams.canonical,
 		Validate:    validateCreateFlag,

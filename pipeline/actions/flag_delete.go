@@ -25,6 +25,7 @@ func (p DeleteFeatureFlagParams) canonical() DeleteFeatureFlagParams {
 func init() {
 	Register(Def[DeleteFeatureFlagParams]{
 		Name: DeleteFeatureFlag, Order: 140, Destructive: true, Invalidates: []Cache{CacheFlags},
+		Object:      ObjectFeatureFlag,
 		Description: "Delete a feature flag and its lists for good.",
 		Canonical:   DeleteFeatureFlagParams.canonical,
 		Validate: func(c *Checker, p DeleteFeatureFlagParams) error {

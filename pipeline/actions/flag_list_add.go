@@ -38,6 +38,7 @@ func (p AddFeatureFlagListParams) members() memberSet {
 func init() {
 	Register(Def[AddFeatureFlagListParams]{
 		Name: AddFeatureFlagList, Order: 150, Invalidates: []Cache{CacheFlags},
+		Object:      ObjectFeatureFlag,
 		Description: "Add an include or exclude list to a feature flag: users, groups or public segments (one kind per list).",
 		Note:        "kind include or exclude; one of users, groups, segment_ids",
 		Canonical:   AddFeatureFlagListParams.canonical,

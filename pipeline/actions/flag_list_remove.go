@@ -26,6 +26,7 @@ func (p RemoveFeatureFlagListParams) canonical() RemoveFeatureFlagListParams {
 func init() {
 	Register(Def[RemoveFeatureFlagListParams]{
 		Name: RemoveFeatureFlagList, Order: 170, Destructive: true, Invalidates: []Cache{CacheFlags},
+		Object:      ObjectFeatureFlag,
 		Description: "Remove one include or exclude list from a feature flag (public segments in it are kept).",
 		Canonical:   RemoveFeatureFlagListParams.canonical,
 		Validate: func(c *Checker, p RemoveFeatureFlagListParams) error {

@@ -41,6 +41,7 @@ func (p UpdateFeatureFlagListParams) canonical() UpdateFeatureFlagListParams {
 func init() {
 	Register(Def[UpdateFeatureFlagListParams]{
 		Name: UpdateFeatureFlagList, Order: 160, Invalidates: []Cache{CacheFlags},
+		Object:      ObjectFeatureFlag,
 		Description: "Change one list of a feature flag: turn it on or off, or replace its users, groups or segments.",
 		Note:        "list_id from get_feature_flag_details",
 		Canonical:   UpdateFeatureFlagListParams.canonical,

@@ -27,6 +27,7 @@ func (p UpdateFeatureFlagStatusParams) canonical() UpdateFeatureFlagStatusParams
 func init() {
 	Register(Def[UpdateFeatureFlagStatusParams]{
 		Name: UpdateFeatureFlagStatus, Order: 130, Destructive: true, Invalidates: []Cache{CacheFlags},
+		Object:      ObjectFeatureFlag,
 		Description: "Turn a feature flag on (enabled) or off (disabled, archived).",
 		Note:        "enabled = on, disabled = off, archived",
 		Canonical:   UpdateFeatureFlagStatusParams.canonical,

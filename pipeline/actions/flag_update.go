@@ -42,6 +42,7 @@ func (p UpdateFeatureFlagParams) canonical() UpdateFeatureFlagParams {
 func init() {
 	Register(Def[UpdateFeatureFlagParams]{
 		Name: UpdateFeatureFlag, Order: 120, Invalidates: []Cache{CacheFlags},
+		Object:      ObjectFeatureFlag,
 		Description: "Change fields of a feature flag (name, key, context, description, tags, status, filter mode); only the fields given change. Lists have their own actions.",
 		Canonical:   UpdateFeatureFlagParams.canonical,
 		Validate:    validateUpdateFlag,

@@ -30,7 +30,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range seeds {
 		f.Add(s.action, []byte(s.raw))
 	}
-	names := Names()
+	names := Builtin().Names()
 	f.Fuzz(func(t *testing.T, which uint8, raw []byte) {
 		name := names[int(which)%len(names)]
 		p, err := Parse(string(name), raw)

@@ -29,6 +29,7 @@ func (p InitExperimentUserParams) canonical() InitExperimentUserParams {
 func init() {
 	Register(Def[InitExperimentUserParams]{
 		Name: InitExperimentUser, Order: 50,
+		Object:      ObjectExperiment,
 		Description: "Register a user with UpGrade, with their groups and working groups.",
 		Canonical:   InitExperimentUserParams.canonical,
 		Validate: func(c *Checker, p InitExperimentUserParams) error {

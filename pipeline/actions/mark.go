@@ -48,6 +48,7 @@ func (p MarkDecisionPointParams) canonical() MarkDecisionPointParams {
 func init() {
 	Register(Def[MarkDecisionPointParams]{
 		Name: MarkDecisionPoint, Order: 70, Destructive: true, Invalidates: []Cache{CacheEnrollment},
+		Object:      ObjectExperiment,
 		Description: "Record that a user reached a decision point and which condition they saw (enrolls or excludes the user).",
 		Canonical:   MarkDecisionPointParams.canonical,
 		Validate:    validateMark,

@@ -271,12 +271,12 @@ func TestEssential(t *testing.T) {
 // long-running, invalidates) is checked against docs/actions.md by
 // TestDocsActionTable.
 func TestSpecs(t *testing.T) {
-	names := Names()
+	names := Builtin().Names()
 	if len(names) == 0 {
 		t.Fatal("no action is registered")
 	}
 	for _, n := range names {
-		a, ok := Lookup(string(n))
+		a, ok := Builtin().Lookup(string(n))
 		if !ok {
 			t.Fatalf("Lookup(%s) failed", n)
 		}
@@ -294,14 +294,14 @@ func TestSpecs(t *testing.T) {
 			t.Errorf("%s: implements JobAction = %v, long-running %v", n, isJob, s.LongRunning)
 		}
 	}
-	if _, ok := Lookup("nope"); ok {
+	if _, ok := Builtin().Lookup("nope"); ok {
 		t.Error("Lookup(nope) succeeded")
 	}
 }
 
 func TestRequiresConfirmation(t *testing.T) {
-	for _, n := range Names() {
-		a, _ := Lookup(string(n))
+	for _, n := range Builtin().Names() {
+		a, _ := Builtin().Lookup(string(n))
 		s := a.Spec()
 		if !s.NeedsConfirmation("always") {
 			t.Errorf("always/%s: no confirmation", n)

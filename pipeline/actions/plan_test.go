@@ -128,7 +128,7 @@ func TestBuildPlanGolden(t *testing.T) {
 				t.Errorf("message differs from %s (-want +got):\n%s", path, diff)
 			}
 
-			act, _ := Lookup(string(tc.p.Action()))
+			act, _ := Builtin().Lookup(string(tc.p.Action()))
 			spec := act.Spec()
 			if plan.Destructive != spec.Destructive {
 				t.Errorf("Destructive = %v, want %v", plan.Destructive, spec.Destructive)
@@ -163,7 +163,7 @@ func TestBuildPlanGolden(t *testing.T) {
 			}
 		})
 	}
-	for _, n := range Names() {
+	for _, n := range Builtin().Names() {
 		if !seen[n] {
 			t.Errorf("no golden confirmation for %s", n)
 		}

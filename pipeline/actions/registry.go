@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -14,10 +15,11 @@ import (
 )
 
 // Def declares an action: everything the agent knows about it, written in
-// the action's one file and handed to Register from that file's init. The
-// registry is the one list of actions: the gatherer's prompt, its
-// get_<action>_schema tools, set_action_needed's enum, the job runners and
-// docs/actions.md's table all read it, so nothing else names the action.
+// the action's one file and handed to Register from that file's init (the
+// built-in set) or to Add (a Registry a caller builds). The registry is the
+// one list of actions: the gatherer's prompt, get_action_schema's enum,
+// set_action_needed's enum, the job runners and docs/actions.md's table all
+// read it, so nothing else names the action.
 //
 // P is the params type. Its JSON field names are the contract the model
 // writes; fields without omitempty are required in the schema; a field
@@ -32,7 +34,11 @@ type Def[P any] struct {
 	// by name. The built-in experiment and user actions use 10..90; leave
 	// gaps for what comes between.
 	Order int
-	// Description is one sentence for the model (get_<name>_schema).
+	// Object is what the action acts on: the gatherer is offered it only
+	// when the request is about that object (or about none it could tell).
+	// The zero value, ObjectNone, offers it always.
+	Object Object
+	// Description is one sentence for the model (get_action_schema).
 	Description string
 	// Note, when set, follows the name in the gatherer's list of actions,
 	// in parentheses: a few words the model needs to choose it.
@@ -229,28 +235,120 @@ func refsOf(t reflect.Type, prefix string) []Ref {
 	return out
 }
 
+// ---- objects ----
+
+// Object is what an action or a lookup acts on. The gatherer is offered
+// the shared tools plus the tools of the object the analyzer names
+// (spec/pipeline.md, "Tool scope"), so a prompt does not grow with the
+// actions of other objects.
+type Object string
+
+// The objects of the built-in actions and lookups. ObjectNone is shared:
+// offered in every scope.
+const (
+	ObjectNone        Object = ""
+	ObjectExperiment  Object = "experiment"
+	ObjectFeatureFlag Object = "feature_flag"
+	ObjectSegment     Object = "segment"
+	ObjectMetric      Object = "metric"
+)
+
+// builtinObjects are the objects the analyzer may name even before an
+// action of theirs exists (metric comes with the results issue).
+var builtinObjects = [...]Object{ObjectExperiment, ObjectFeatureFlag, ObjectSegment, ObjectMetric}
+
+// foldObject is an object as models write it, folded: "Feature Flag",
+// " feature-flags " and "feature_flag" all fold to "feature_flag".
+func foldObject(s string) string {
+	f := strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return r == ' ' || r == '_' || r == '-' || r == '\t' || r == '\n'
+	}), "_")
+	if strings.HasSuffix(f, "s") && !strings.HasSuffix(f, "ss") {
+		f = strings.TrimSuffix(f, "s") // flags, experiments, segments, metrics
+	}
+	return f
+}
+
 // ---- the registry ----
+
+// Registry is a set of actions and lookups: the agent's (pipeline.Deps),
+// the job runner's and the CLI's. The built-in set is assembled by
+// registration from each action's file (Register, as database/sql drivers
+// are) and handed out by Builtin as a copy; a test builds its own with
+// NewRegistry and Add, and nothing it adds is seen by anyone else.
+//
+// Building a registry computes nothing: an action's schema and references
+// are worked out when they are first asked for, once per process.
+type Registry struct {
+	mu      sync.RWMutex
+	entries map[string]entry
+	lookups map[string]LookupTool
+	names   []Name // in order; nil until asked for after a change
+}
 
 type entry struct {
 	act   Action
 	order int
-	file  string // the file that registered it
+	// pc is where it was registered: its file is read from it only when
+	// asked for (File), since symbolising costs time at init.
+	pc uintptr
 }
 
-var (
-	regMu    sync.RWMutex
-	registry = map[string]entry{}
-)
+// builtins is the built-in set, filled by the init of each action's file
+// and read only through Builtin's copies afterwards.
+var builtins = NewRegistry()
 
-// Register adds an action. It panics on a declaration that cannot work (a
-// name taken, a function missing): a programming error, caught by any test
-// that imports the package.
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{entries: map[string]entry{}, lookups: map[string]LookupTool{}}
+}
+
+// Builtin returns a copy of the built-in actions: adding to it changes no
+// other copy.
+func Builtin() *Registry { return builtins.Clone() }
+
+// Clone returns a copy of r that can be added to on its own.
+func (r *Registry) Clone() *Registry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c := NewRegistry()
+	for k, v := range r.entries {
+		c.entries[k] = v
+	}
+	for k, v := range r.lookups {
+		c.lookups[k] = v
+	}
+	return c
+}
+
+// Register adds an action to the built-in set, from the init of the
+// action's file. It panics on a declaration that cannot work (a name
+// taken, a function missing): a programming error, caught by any test that
+// imports the package.
 func Register[P any](d Def[P]) {
+	add(builtins, d, callerPC())
+}
+
+// Add adds an action to r, with the same checks as Register.
+func Add[P any](r *Registry, d Def[P]) {
+	add(r, d, callerPC())
+}
+
+// callerPC is the program counter of the caller of Register or Add.
+func callerPC() uintptr {
+	var pc [1]uintptr
+	runtime.Callers(3, pc[:])
+	return pc[0]
+}
+
+func add[P any](r *Registry, d Def[P], pc uintptr) {
 	name := string(d.Name)
 	job := d.Run != nil || d.Total != nil
 	switch {
 	case name == "" || strings.TrimSpace(name) != name || strings.ToLower(name) != name:
 		panic(fmt.Sprintf("actions: action name %q: use lower-case snake_case", name))
+	case d.Object != ObjectNone && foldObject(string(d.Object)) != string(d.Object):
+		panic(fmt.Sprintf("actions: %s: object %q: use lower-case snake_case, singular", name, d.Object))
 	case d.Validate == nil || d.Plan == nil:
 		panic("actions: " + name + ": Validate and Plan are required")
 	case job && (d.Run == nil || d.Total == nil):
@@ -260,68 +358,329 @@ func Register[P any](d Def[P]) {
 	case !job && (d.Execute == nil || d.Reconcile == nil):
 		panic("actions: " + name + ": Execute and Reconcile are required")
 	}
-	var zero P
-	spec := Spec{Name: name, Description: d.Description, Note: d.Note, Destructive: d.Destructive, LongRunning: job,
-		Invalidates: d.Invalidates, Schema: SchemaFor[P](), Refs: refsOf(reflect.TypeOf(zero), "")}
+	// What is cheap is declared now; the schema and the references (a
+	// walk over the params type) wait until the first Spec call.
+	spec := Spec{Name: name, Object: d.Object, Description: d.Description, Note: d.Note, Destructive: d.Destructive,
+		LongRunning: job, Invalidates: d.Invalidates}
 	b := &builtin[P]{spec: spec, def: d}
-	var act Action = b
+	reg := &registered{decl: spec, spec: sync.OnceValue(func() Spec {
+		var zero P
+		s := spec
+		s.Schema, s.Refs = SchemaFor[P](), refsOf(reflect.TypeOf(zero), "")
+		return s
+	})}
+	var act Action = reg
 	if job {
-		act = jobBuiltin[P]{b}
+		reg.inner = jobBuiltin[P]{b}
+		act = registeredJob{reg}
+	} else {
+		reg.inner = b
 	}
 	b.self = act
-	_, file, _, _ := runtime.Caller(1)
-	regMu.Lock()
-	defer regMu.Unlock()
-	if _, dup := registry[name]; dup {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.entries[name]; dup {
 		panic("actions: duplicate action " + name)
 	}
-	registry[name] = entry{act: act, order: d.Order, file: filepath.Base(file)}
+	if _, dup := r.lookups[name]; dup {
+		panic("actions: action " + name + " has the name of a lookup")
+	}
+	r.entries[name] = entry{act: act, order: d.Order, pc: pc}
+	r.names = nil
 }
 
-// Names lists the registered actions in their declared order.
-func Names() []Name {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	names := make([]Name, 0, len(registry))
-	for n := range registry {
+// registered is an action of a registry: the declaration's plumbing
+// (inner), with its Spec worked out on first use; decl is what needs no
+// work (name, object, note).
+type registered struct {
+	inner Action
+	decl  Spec
+	spec  func() Spec
+}
+
+func (a *registered) Spec() Spec { return a.spec() }
+
+func (a *registered) Bind(raw json.RawMessage) (*Bound, error) { return a.inner.Bind(raw) }
+
+func (a *registered) Validate(ctx context.Context, env Env, b *Bound) ([]Problem, error) {
+	return a.inner.Validate(ctx, env, b)
+}
+
+func (a *registered) Plan(ctx context.Context, env Env, b *Bound) (*Plan, error) {
+	return a.inner.Plan(ctx, env, b)
+}
+
+func (a *registered) Execute(ctx context.Context, env Env, b *Bound, key string) (Outcome, error) {
+	return a.inner.Execute(ctx, env, b, key)
+}
+
+func (a *registered) Reconcile(ctx context.Context, env Env, b *Bound, key string, startedAt time.Time) (Reconciliation, error) {
+	return a.inner.Reconcile(ctx, env, b, key, startedAt)
+}
+
+func (a *registered) Report(result json.RawMessage) string {
+	if r, ok := a.inner.(Reporter); ok {
+		return r.Report(result)
+	}
+	return ""
+}
+
+// registeredJob is a registered long-running action.
+type registeredJob struct{ *registered }
+
+var _ JobAction = registeredJob{}
+
+func (a registeredJob) Poll(ctx context.Context, env Env, ref JobRef, wait time.Duration) (JobStatus, error) {
+	return a.inner.(JobAction).Poll(ctx, env, ref, wait)
+}
+
+func (a registeredJob) Fetch(ctx context.Context, env Env, ref JobRef, st JobStatus) (json.RawMessage, error) {
+	return a.inner.(JobAction).Fetch(ctx, env, ref, st)
+}
+
+func (a registeredJob) job(b *Bound) (Job, bool) {
+	j, ok := a.inner.(interface{ job(*Bound) (Job, bool) })
+	if !ok {
+		return nil, false
+	}
+	return j.job(b)
+}
+
+// Names lists the actions in their declared order.
+func (r *Registry) Names() []Name {
+	r.mu.RLock()
+	names := r.names
+	r.mu.RUnlock()
+	if names != nil {
+		return slices.Clone(names)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names = make([]Name, 0, len(r.entries))
+	for n := range r.entries {
 		names = append(names, Name(n))
 	}
 	sort.Slice(names, func(i, j int) bool {
-		oi, oj := registry[string(names[i])].order, registry[string(names[j])].order
+		oi, oj := r.entries[string(names[i])].order, r.entries[string(names[j])].order
 		if oi != oj {
 			return oi < oj
 		}
 		return names[i] < names[j]
 	})
-	return names
+	r.names = names
+	return slices.Clone(names)
 }
 
-// Lookup returns the registered action of that name.
-func Lookup(name string) (Action, bool) {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	e, ok := registry[name]
+// Lookup returns the action of that name.
+func (r *Registry) Lookup(name string) (Action, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.entries[name]
 	return e.act, ok
 }
 
 // File is the file that registered the action (docs/actions.md lists it).
-func File(name string) string {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	return registry[name].file
+func (r *Registry) File(name string) string {
+	r.mu.RLock()
+	e, ok := r.entries[name]
+	r.mu.RUnlock()
+	if !ok || e.pc == 0 {
+		return ""
+	}
+	f, _ := runtime.CallersFrames([]uintptr{e.pc}).Next()
+	return filepath.Base(f.File)
 }
 
-// PromptList is the gatherer's list of actions: every registered action
-// in order, each with its note.
-func PromptList() string {
-	names := Names()
+// InScope lists, in order, the actions offered when a request is about
+// object o: those of o and the shared ones. ObjectNone (not known) lists
+// every action.
+func (r *Registry) InScope(o Object) []Name {
+	names := r.Names()
+	if o == ObjectNone {
+		return names
+	}
+	return slices.DeleteFunc(names, func(n Name) bool {
+		obj := r.objectOf(string(n))
+		return obj != ObjectNone && obj != o
+	})
+}
+
+// objectOf is the object an action declared, without working out its
+// schema.
+func (r *Registry) objectOf(name string) Object {
+	a, ok := r.Lookup(name)
+	if !ok {
+		return ObjectNone
+	}
+	return declaration(a).Object
+}
+
+// declaration is what an action declared, without the parts that take
+// work (schema, references) for a registered one.
+func declaration(a Action) Spec {
+	switch x := a.(type) {
+	case *registered:
+		return x.decl
+	case registeredJob:
+		return x.decl
+	}
+	return a.Spec()
+}
+
+// Objects lists the objects a request may be about: the built-in ones,
+// then any other an action or a lookup of r declares, in order.
+func (r *Registry) Objects() []Object {
+	out := builtinObjects[:]
+	out = slices.Clone(out)
+	for _, n := range r.Names() {
+		if o := r.objectOf(string(n)); o != ObjectNone && !slices.Contains(out, o) {
+			out = append(out, o)
+		}
+	}
+	for _, l := range r.Lookups() {
+		if l.Object != ObjectNone && !slices.Contains(out, l.Object) {
+			out = append(out, l.Object)
+		}
+	}
+	return out
+}
+
+// Declares reports whether an action or a lookup of r is about o.
+func (r *Registry) Declares(o Object) bool {
+	if o == ObjectNone {
+		return false
+	}
+	for _, n := range r.Names() {
+		if r.objectOf(string(n)) == o {
+			return true
+		}
+	}
+	return slices.ContainsFunc(r.Lookups(), func(l LookupTool) bool { return l.Object == o })
+}
+
+// ParseObject reads an object as models write it ("Feature Flag",
+// "flags", " Experiment "). ok is false for "", null-like words and
+// anything r does not know: then the request is about no object it can
+// tell, and every tool is offered.
+func (r *Registry) ParseObject(s string) (Object, bool) {
+	f := foldObject(s)
+	switch f {
+	case "", "none", "null", "nil", "unknown", "not_sure", "any", "all":
+		return ObjectNone, false
+	}
+	objs := r.Objects()
+	for _, o := range objs {
+		if f == string(o) {
+			return o, true
+		}
+	}
+	// The last word alone: "flag" is feature_flag.
+	var found []Object
+	for _, o := range objs {
+		if strings.HasSuffix(string(o), "_"+f) {
+			found = append(found, o)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	return ObjectNone, false
+}
+
+// PromptList is the gatherer's list of actions for a scope: the actions
+// of InScope(o) in order, each with its note.
+func (r *Registry) PromptList(o Object) string {
+	names := r.InScope(o)
 	parts := make([]string, len(names))
 	for i, n := range names {
-		a, _ := Lookup(string(n))
 		parts[i] = string(n)
-		if note := a.Spec().Note; note != "" {
-			parts[i] += " (" + note + ")"
+		if a, ok := r.Lookup(string(n)); ok {
+			if note := declaration(a).Note; note != "" {
+				parts[i] += " (" + note + ")"
+			}
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Bind binds raw params of the named action of r.
+func (r *Registry) Bind(name string, raw json.RawMessage) (*Bound, error) {
+	a, ok := r.Lookup(name)
+	if !ok {
+		names := r.Names()
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = string(n)
+		}
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownAction, name, strings.Join(parts, ", "))
+	}
+	return a.Bind(raw)
+}
+
+// ---- lookups ----
+
+// LookupDef declares a read-only lookup of an object: a tool the gatherer
+// is offered in that object's scope (and in the full set). A is its
+// arguments type, read like an action's params (json tags; omitempty
+// makes an argument optional and nullable; jsonschema tags describe it).
+type LookupDef[A any] struct {
+	Name        string
+	Object      Object
+	Description string
+	Run         func(ctx context.Context, env Env, args A) (any, error)
+}
+
+// LookupTool is a declared lookup as the pipeline offers it.
+type LookupTool struct {
+	Name        string
+	Object      Object
+	Description string
+	// Schema is the JSON schema of the arguments, worked out on first use.
+	Schema func() json.RawMessage
+	// Run decodes the arguments and runs the lookup; an argument error is
+	// a *ParseError naming the field.
+	Run func(ctx context.Context, env Env, raw json.RawMessage) (any, error)
+}
+
+// AddLookup adds a lookup to r. It panics on a declaration that cannot
+// work, as Add does.
+func AddLookup[A any](r *Registry, d LookupDef[A]) {
+	switch {
+	case d.Name == "" || strings.ToLower(strings.TrimSpace(d.Name)) != d.Name:
+		panic(fmt.Sprintf("actions: lookup name %q: use lower-case snake_case", d.Name))
+	case d.Object == ObjectNone || foldObject(string(d.Object)) != string(d.Object):
+		panic(fmt.Sprintf("actions: lookup %s: object %q: name one, in lower-case snake_case, singular", d.Name, d.Object))
+	case d.Run == nil:
+		panic("actions: lookup " + d.Name + ": Run is required")
+	}
+	t := LookupTool{Name: d.Name, Object: d.Object, Description: d.Description,
+		Schema: sync.OnceValue(SchemaFor[A]),
+		Run: func(ctx context.Context, env Env, raw json.RawMessage) (any, error) {
+			args, err := Decode[A](d.Name, raw)
+			if err != nil {
+				return nil, err
+			}
+			return d.Run(ctx, env, args)
+		}}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.lookups[d.Name]; dup {
+		panic("actions: duplicate lookup " + d.Name)
+	}
+	if _, dup := r.entries[d.Name]; dup {
+		panic("actions: lookup " + d.Name + " has the name of an action")
+	}
+	r.lookups[d.Name] = t
+}
+
+// Lookups lists r's declared lookups by name.
+func (r *Registry) Lookups() []LookupTool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]LookupTool, 0, len(r.lookups))
+	for _, l := range r.lookups {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b LookupTool) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

@@ -1,28 +1,72 @@
 package actions
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestPromptList: the gatherer's list of actions comes from the registry,
-// in the declared order; the built-in actions keep the order and notes the
-// prompt had when it was written by hand.
+// TestPromptList: the gatherer's list of actions for a scope comes from
+// the registry: the actions of that object and the shared ones, in the
+// declared order, each with its note; no scope lists all of them, and the
+// unknown scope lists every one.
 func TestPromptList(t *testing.T) {
-	want := "create_experiment, update_experiment, update_experiment_status (enrolling = start, enrollmentComplete = stop, cancelled, archived), " +
-		"delete_experiment, init_experiment_user, get_decision_point_assignments, mark_decision_point, visit_decision_point, " +
-		"test_condition_balance (simulates many synthetic users as a background job), " +
-		"create_feature_flag, update_feature_flag, update_feature_flag_status (enabled = on, disabled = off, archived), delete_feature_flag, " +
-		"add_feature_flag_list (kind include or exclude; one of users, groups, segment_ids), " +
-		"update_feature_flag_list (list_id from get_feature_flag_details), remove_feature_flag_list, create_segment, update_segment, delete_segment"
-	if d := cmp.Diff(want, PromptList()); d != "" {
-		t.Errorf("PromptList (-want +got):\n%s", d)
+	r := Builtin()
+	all := r.Names()
+	if got := r.PromptList(ObjectNone); got != promptListOf(r, all) {
+		t.Errorf("PromptList(none) = %q, want every action", got)
+	}
+	for _, o := range r.Objects() {
+		var want []Name
+		for _, n := range all {
+			a, _ := r.Lookup(string(n))
+			if obj := a.Spec().Object; obj == o || obj == ObjectNone {
+				want = append(want, n)
+			}
+		}
+		if got := r.PromptList(o); got != promptListOf(r, want) {
+			t.Errorf("PromptList(%s) = %q, want %q", o, got, promptListOf(r, want))
+		}
+		if o != ObjectMetric && (len(want) == 0 || len(want) == len(all)) {
+			t.Errorf("scope %s offers %d of %d actions", o, len(want), len(all))
+		}
+	}
+	for i := 1; i < len(all); i++ {
+		if a, b := r.entries[string(all[i-1])].order, r.entries[string(all[i])].order; a > b {
+			t.Errorf("%s (order %d) listed before %s (order %d)", all[i-1], a, all[i], b)
+		}
+	}
+}
+
+func promptListOf(r *Registry, names []Name) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		a, _ := r.Lookup(string(n))
+		parts[i] = string(n)
+		if note := a.Spec().Note; note != "" {
+			parts[i] += " (" + note + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// TestBuiltinObjects: every built-in action declares one of the built-in
+// objects.
+func TestBuiltinObjects(t *testing.T) {
+	r := Builtin()
+	for _, n := range r.Names() {
+		a, _ := r.Lookup(string(n))
+		if o := a.Spec().Object; !slices.Contains(builtinObjects[:], o) {
+			t.Errorf("%s declares object %q, want one of %v", n, o, builtinObjects)
+		}
 	}
 }
 
@@ -41,14 +85,15 @@ func TestDocsActionTable(t *testing.T) {
 	}
 	table, _, _ := strings.Cut(rest, "\n\n")
 	var want []string
-	for _, n := range Names() {
-		a, _ := Lookup(string(n))
+	r := Builtin()
+	for _, n := range r.Names() {
+		a, _ := r.Lookup(string(n))
 		s := a.Spec()
 		inv := make([]string, len(s.Invalidates))
 		for i, c := range s.Invalidates {
 			inv[i] = string(c)
 		}
-		want = append(want, "| `"+s.Name+"` | `"+File(s.Name)+"` | "+yes(s.Destructive)+" | "+yes(s.LongRunning)+" | "+strings.Join(inv, ", ")+" |")
+		want = append(want, "| `"+s.Name+"` | `"+r.File(s.Name)+"` | "+yes(s.Destructive)+" | "+yes(s.LongRunning)+" | "+strings.Join(inv, ", ")+" |")
 	}
 	var got []string
 	for _, row := range strings.Split(strings.TrimSpace(table), "\n") {
@@ -78,7 +123,7 @@ func TestRefsFromTags(t *testing.T) {
 		TestConditionBalance: {{Kind: RefExperiment, Path: "experiment_id"}},
 		CreateExperiment:     nil,
 	} {
-		a, _ := Lookup(string(name))
+		a, _ := Builtin().Lookup(string(name))
 		if d := cmp.Diff(want, a.Spec().Refs); d != "" {
 			t.Errorf("%s refs (-want +got):\n%s", name, d)
 		}
@@ -117,8 +162,10 @@ func TestRefsFromTags(t *testing.T) {
 	}
 }
 
-// TestRegisterRefuses: a declaration that cannot work panics at init.
+// TestRegisterRefuses: a declaration that cannot work panics when it is
+// added.
 func TestRegisterRefuses(t *testing.T) {
+	r := Builtin()
 	ok := func(*Checker, struct{}) error { return nil }
 	plan := func(*Planner, struct{}) error { return nil }
 	for name, d := range map[string]Def[struct{}]{
@@ -127,6 +174,7 @@ func TestRegisterRefuses(t *testing.T) {
 		"CamelCase":  {Name: "CamelCase", Validate: ok, Plan: plan},
 		"no plan":    {Name: "x_no_plan", Validate: ok},
 		"half a job": {Name: "x_half_job", Validate: ok, Plan: plan, Total: func(struct{}) int { return 1 }},
+		"Object":     {Name: "x_bad_object", Object: "Feature Flags", Validate: ok, Plan: plan},
 	} {
 		func() {
 			defer func() {
@@ -134,12 +182,121 @@ func TestRegisterRefuses(t *testing.T) {
 					t.Errorf("%s: Register did not panic", name)
 				}
 			}()
-			Register(d)
+			Add(r, d)
 		}()
 	}
-	if _, ok := Lookup("x_no_plan"); ok {
+	if _, ok := r.Lookup("x_no_plan"); ok {
 		t.Error("a refused declaration was registered")
 	}
 }
 
 func reflectType[T any]() reflect.Type { return reflect.TypeOf(*new(T)) }
+
+type noteParams struct {
+	Text string `json:"text"`
+}
+
+func noteDef(name Name, o Object) Def[noteParams] {
+	return Def[noteParams]{Name: name, Object: o, Note: "a test note",
+		Validate: func(*Checker, noteParams) error { return nil },
+		Plan:     func(*Planner, noteParams) error { return nil },
+		Execute: func(context.Context, Env, noteParams, string) (Outcome, error) {
+			return Outcome{}, nil
+		},
+		Reconcile: func(context.Context, Env, noteParams, string, time.Time) (Reconciliation, error) {
+			return Reconciliation{Outcome: OutcomeRepeat}, nil
+		},
+	}
+}
+
+// TestRegistryIsAValue: what a test adds to its copy is seen by no other
+// copy; an action of a new object adds that object and changes no other
+// scope's list.
+func TestRegistryIsAValue(t *testing.T) {
+	mine := Builtin()
+	before := map[Object]string{}
+	for _, o := range mine.Objects() {
+		before[o] = mine.PromptList(o)
+	}
+	Add(mine, noteDef("x_note", "notebook"))
+	AddLookup(mine, LookupDef[noteParams]{Name: "x_find_note", Object: "notebook", Description: "Find a note.",
+		Run: func(context.Context, Env, noteParams) (any, error) { return "found", nil }})
+	if _, ok := Builtin().Lookup("x_note"); ok {
+		t.Fatal("an action added to one copy is in the built-in set")
+	}
+	if len(Builtin().Lookups()) != 0 {
+		t.Fatal("a lookup added to one copy is in the built-in set")
+	}
+	if got := mine.Objects(); !slices.Contains(got, "notebook") {
+		t.Fatalf("objects %v lack notebook", got)
+	}
+	for o, was := range before {
+		if got := mine.PromptList(o); got != was {
+			t.Errorf("scope %s changed: %q, was %q", o, got, was)
+		}
+	}
+	if got := mine.PromptList("notebook"); got != "x_note (a test note)" {
+		t.Errorf("notebook scope: %q", got)
+	}
+	if got := mine.PromptList(ObjectNone); !strings.Contains(got, "x_note (a test note)") {
+		t.Errorf("the full list lacks the new action: %q", got)
+	}
+	res, err := mine.Lookups()[0].Run(context.Background(), Env{}, json.RawMessage(`{"text":"a"}`))
+	if err != nil || res != "found" {
+		t.Errorf("lookup: %v, %v", res, err)
+	}
+	if _, err := mine.Lookups()[0].Run(context.Background(), Env{}, json.RawMessage(`{"text":{"a":1}}`)); err == nil {
+		t.Error("a lookup took an object for a string")
+	}
+}
+
+// TestParseObject: the object as models write it.
+func TestParseObject(t *testing.T) {
+	r := Builtin()
+	Add(r, noteDef("x_note", "notebook"))
+	for in, want := range map[string]Object{
+		"experiment": ObjectExperiment, " Experiment ": ObjectExperiment, "experiments": ObjectExperiment,
+		"Feature Flag": ObjectFeatureFlag, "feature flag": ObjectFeatureFlag, "flags": ObjectFeatureFlag,
+		"feature_flag": ObjectFeatureFlag, "feature-flags": ObjectFeatureFlag, "FLAG": ObjectFeatureFlag,
+		"segment": ObjectSegment, "Segments": ObjectSegment, "metric": ObjectMetric, "notebooks": "notebook",
+	} {
+		if got, ok := r.ParseObject(in); !ok || got != want {
+			t.Errorf("ParseObject(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "  ", "null", "None", "unknown", "not sure", "weather", "class"} {
+		if got, ok := r.ParseObject(in); ok {
+			t.Errorf("ParseObject(%q) = %q, want not known", in, got)
+		}
+	}
+	if _, ok := Builtin().ParseObject("notebook"); ok {
+		t.Error("the built-in set knows the test object")
+	}
+}
+
+// TestNothingComputedOnAdd: adding an action works out no schema; the
+// first Spec does, once.
+func TestNothingComputedOnAdd(t *testing.T) {
+	type unschemable struct {
+		C chan int `json:"c"`
+	}
+	r := NewRegistry()
+	Add(r, Def[unschemable]{Name: "x_lazy", Object: "notebook",
+		Validate: func(*Checker, unschemable) error { return nil },
+		Plan:     func(*Planner, unschemable) error { return nil },
+		Execute:  func(context.Context, Env, unschemable, string) (Outcome, error) { return Outcome{}, nil },
+		Reconcile: func(context.Context, Env, unschemable, string, time.Time) (Reconciliation, error) {
+			return Reconciliation{}, nil
+		},
+	})
+	if got := r.PromptList("notebook"); got != "x_lazy" {
+		t.Errorf("PromptList: %q", got)
+	}
+	a, _ := r.Lookup("x_lazy")
+	defer func() {
+		if recover() == nil {
+			t.Error("the schema of a channel was made")
+		}
+	}()
+	_ = a.Spec()
+}

@@ -38,6 +38,7 @@ func (p CreateSegmentParams) members() memberSet {
 func init() {
 	Register(Def[CreateSegmentParams]{
 		Name: CreateSegment, Order: 210, Invalidates: []Cache{CacheFlags},
+		Object:      ObjectSegment,
 		Description: "Create a public segment: a named, reusable set of users, groups and other segments in one context.",
 		Canonical:   CreateSegmentParams.canonical,
 		Validate: func(c *Checker, p CreateSegmentParams) error {

@@ -26,6 +26,7 @@ func (p DeleteSegmentParams) canonical() DeleteSegmentParams {
 func init() {
 	Register(Def[DeleteSegmentParams]{
 		Name: DeleteSegment, Order: 230, Destructive: true, Invalidates: []Cache{CacheFlags, CacheExperiments},
+		Object:      ObjectSegment,
 		Description: "Delete a public segment for good; it vanishes from every flag, experiment and segment that uses it.",
 		Canonical:   DeleteSegmentParams.canonical,
 		Validate: func(c *Checker, p DeleteSegmentParams) error {

@@ -51,6 +51,7 @@ func (p UpdateSegmentParams) canonical() UpdateSegmentParams {
 func init() {
 	Register(Def[UpdateSegmentParams]{
 		Name: UpdateSegment, Order: 220, Invalidates: []Cache{CacheFlags, CacheExperiments},
+		Object:      ObjectSegment,
 		Description: "Change a public segment: name, description, tags, and its users, groups and sub-segments (whole lists, or members to add and remove). Every flag and experiment using it changes with it.",
 		Canonical:   UpdateSegmentParams.canonical,
 		Validate:    validateUpdateSegment,

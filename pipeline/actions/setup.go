@@ -12,7 +12,7 @@ import (
 // create_<object>. Setup and the agent so agree on defaults, spellings and
 // validation, and a caller that sets up a backend names no action.
 func BindCreate(object string, raw json.RawMessage) (*Bound, error) {
-	a, ok := Lookup("create_" + object)
+	a, ok := builtins.Lookup("create_" + object)
 	if !ok {
 		return nil, fmt.Errorf("%w: no action creates a %q", ErrUnknownAction, object)
 	}
@@ -22,7 +22,7 @@ func BindCreate(object string, raw json.RawMessage) (*Bound, error) {
 // ResolveBound resolves the references of a bound action that hold a name
 // (ResolveRefs) and binds again when one changed.
 func ResolveBound(ctx context.Context, api CatalogAPI, b *Bound) (*Bound, error) {
-	a, ok := Lookup(b.Name)
+	a, ok := builtins.Lookup(b.Name)
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownAction, b.Name)
 	}

@@ -34,6 +34,7 @@ func (p UpdateExperimentStatusParams) canonical() UpdateExperimentStatusParams {
 func init() {
 	Register(Def[UpdateExperimentStatusParams]{
 		Name: UpdateExperimentStatus, Order: 30, Destructive: true, Invalidates: []Cache{CacheExperiments, CacheEnrollment},
+		Object:      ObjectExperiment,
 		Description: "Start, stop, restart, cancel or archive an experiment.",
 		Note:        "enrolling = start, enrollmentComplete = stop, cancelled, archived",
 		Canonical:   UpdateExperimentStatusParams.canonical,

@@ -95,6 +95,7 @@ func keepGroups(l *[]GroupParam) *[]GroupParam {
 func init() {
 	Register(Def[UpdateExperimentParams]{
 		Name: UpdateExperiment, Order: 20, Invalidates: []Cache{CacheExperiments},
+		Object:      ObjectExperiment,
 		Description: "Change fields of an existing experiment; only the fields given change. Condition and decision point ids are kept.",
 		Canonical:   UpdateExperimentParams.canonical,
 		Validate:    validateUpdate,

@@ -33,6 +33,7 @@ func (p VisitDecisionPointParams) canonical() VisitDecisionPointParams {
 func init() {
 	Register(Def[VisitDecisionPointParams]{
 		Name: VisitDecisionPoint, Order: 80, Destructive: true, Invalidates: []Cache{CacheEnrollment},
+		Object:      ObjectExperiment,
 		Description: "Simulate one user visiting a decision point: init, assign, then mark what was assigned.",
 		Canonical:   VisitDecisionPointParams.canonical,
 		Validate: func(c *Checker, p VisitDecisionPointParams) error {

@@ -53,6 +53,8 @@ type Exec struct {
 type Runner struct {
 	Store *Store
 	Exec  Exec
+	// Actions are the actions a job may be of; nil = the built-in set.
+	Actions *actions.Registry
 	// Spawn launches a worker for job id and returns its process id. nil
 	// launches a detached process as Exec says; tests run Worker.Run in a
 	// goroutine instead.
@@ -123,7 +125,7 @@ func (r *Runner) Start(ctx context.Context, jobID, sessionID, action string, par
 	if err := checkID(jobID); err != nil {
 		return err
 	}
-	b, err := actions.Bind(action, params)
+	b, err := bind(r.Actions, action, params)
 	if err != nil {
 		return fmt.Errorf("job %s: %w", jobID, err)
 	}

@@ -28,6 +28,8 @@ var (
 type Worker struct {
 	Store *Store
 	API   actions.API
+	// Actions are the actions a job may be of; nil = the built-in set.
+	Actions *actions.Registry
 
 	Now       func() time.Time // nil = time.Now
 	Heartbeat time.Duration    // 0 = DefaultHeartbeat
@@ -193,7 +195,7 @@ func owned(r *Record, token string) error {
 // work runs the action and returns its result: a job body from its
 // committed tally, committing after every batch; any other action once.
 func (w *Worker) work(ctx context.Context, rec *Record, token string) (json.RawMessage, error) {
-	b, err := actions.Bind(rec.Action, rec.Params)
+	b, err := bind(w.Actions, rec.Action, rec.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -307,4 +309,12 @@ func newToken() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// bind binds a job's params to its action in reg (nil: the built-in set).
+func bind(reg *actions.Registry, action string, params json.RawMessage) (*actions.Bound, error) {
+	if reg == nil {
+		return actions.Bind(action, params)
+	}
+	return reg.Bind(action, params)
 }

@@ -49,6 +49,9 @@ type RunOptions struct {
 	// it, and not at all otherwise).
 	Jobs func(api actions.API) pipeline.JobRunner
 
+	// Actions are the agent's actions; nil = the built-in set.
+	Actions *actions.Registry
+
 	// StateDir keeps the run's sessions there; "" = a temp dir removed
 	// after the run.
 	StateDir string
@@ -98,7 +101,16 @@ type StepReport struct {
 	// scenarios only): the JSON of the messages plus the JSON of the tools
 	// of each request.
 	PromptChars int
-	Failures    []string
+	// CallChars is PromptChars request by request, with the node that
+	// sent it (scripted scenarios only).
+	CallChars []CallChars
+	Failures  []string
+}
+
+// CallChars is the prompt size of one LLM request.
+type CallChars struct {
+	Node  string
+	Chars int
 }
 
 // FixedTime is the clock of every scenario: step n runs at FixedTime plus n
@@ -371,7 +383,7 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	agent, err := pipeline.New(pipeline.Deps{
-		LLM: r.count, API: agentAPI, Store: store, Jobs: jobs,
+		LLM: r.count, API: agentAPI, Store: store, Jobs: jobs, Actions: r.opts.Actions,
 		Now: r.clk.now, NewID: func() string { return fmt.Sprintf("id-%04d", ids.Add(1)) },
 		Logger: logger,
 	}, pipeline.Settings{
@@ -534,7 +546,9 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 	if r.llmS != nil {
 		reqs := r.llmS.Requests()
 		for _, req := range reqs[min(r.seen, len(reqs)):] {
-			sr.PromptChars += req.PromptChars()
+			n := req.PromptChars()
+			sr.PromptChars += n
+			sr.CallChars = append(sr.CallChars, CallChars{Node: req.Node, Chars: n})
 		}
 		r.seen = len(reqs)
 		if err := r.llmS.Verify(); err != nil {
