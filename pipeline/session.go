@@ -220,6 +220,15 @@ func (s *Session) RetryInput() string { return s.st.RetryInput }
 // Status is the session's status between runs.
 func (s *Session) Status() checkpoint.Status { return s.cp.Status }
 
+// PendingConfirmation is the id of the confirmation the session awaits an
+// answer to ("" when none): a Decision addresses it.
+func (s *Session) PendingConfirmation() string {
+	if ic := s.confirmationRef(); ic != nil {
+		return ic.ID
+	}
+	return ""
+}
+
 // confirmationRef is the pending confirmation as the checkpoint holds it.
 func (s *Session) confirmationRef() *checkpoint.Interrupt {
 	if ic := s.cp.Interrupt; ic != nil && ic.Kind == checkpoint.KindConfirmation && ic.Confirmation != nil {

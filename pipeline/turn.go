@@ -3,11 +3,11 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
 
-	"github.com/upgrade-agent/upgrade-agent/audit"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
@@ -103,44 +103,37 @@ func (t *turn) takeStop() bool {
 	return s
 }
 
-// approve records that p may run in this turn.
-func (t *turn) approve(p *Pending, by string) {
-	t.answer, t.approvedBy, t.approvedP = answerApproved, by, p
-	t.a.audit(t, audit.Approved, p, audit.Entry{Message: "by " + by})
-	if by == "human" {
-		v := true
-		t.st.UserConfirmed = &v
+// errBudget: the turn has spent its LLM calls.
+var errBudget = errors.New("LLM call budget of the turn exhausted")
+
+// chat makes one LLM call on behalf of a node, within the turn's budget.
+func (t *turn) chat(ctx context.Context, node string, req llm.Request) (*llm.Response, error) {
+	if t.llmCalls >= t.a.maxCalls() {
+		return nil, errBudget
 	}
+	t.llmCalls++
+	req.Model = t.a.set.Model
+	req.Node = node
+	if req.Temperature == nil {
+		req.Temperature = t.a.set.Temperature
+	}
+	resp, err := t.a.deps.LLM.Chat(llm.WithNode(ctx, node), req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", node, err)
+	}
+	t.usage.Add(resp.Usage)
+	return resp, nil
 }
 
-// approved is the confirmation approved in this turn, if any.
-func (t *turn) approved() *Pending {
-	if t.answer != answerApproved {
-		return nil
+// respond hands the reply to the caller as soon as it is final.
+func (a *Agent) respond(t *turn, text string) {
+	if t.responded {
+		return
 	}
-	return t.approvedP
-}
-
-// deny drops the pending confirmation. A denial that carries a change
-// keeps the draft for the gatherer.
-func (t *turn) deny(changed bool) {
-	t.answer = answerDenied
-	if changed {
-		t.answer = answerChanged
+	t.responded = true
+	if a.onResponse != nil {
+		a.onResponse(text)
 	}
-	t.denied = t.pending
-	if t.pending != nil {
-		t.a.audit(t, audit.Denied, t.pending, audit.Entry{})
-	}
-	v := false
-	t.st.UserConfirmed = &v
-	t.sess.deny(changed)
-	t.pending = nil
-}
-
-// humanDecided: a person answered a confirmation in this turn.
-func (t *turn) humanDecided() bool {
-	return (t.answer == answerApproved && t.approvedBy == "human") || t.answer == answerDenied || t.answer == answerChanged
 }
 
 func (t *turn) update(fn func(s *State)) {
