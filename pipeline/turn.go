@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
-	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
 )
 
 // turn is everything one turn accumulates while it runs. It never outlives
@@ -193,77 +191,4 @@ func errorType(err error) string {
 		return ErrTypeAuth
 	}
 	return ErrTypeUnknown
-}
-
-// metadata fetches the context metadata at most once per turn.
-func (t *turn) metadata(ctx context.Context) (upgrade.ContextMetadata, error) {
-	t.metaOnce.Do(func() {
-		t.meta, t.metaErr = t.a.deps.API.ContextMetadata(ctx)
-		if t.metaErr == nil {
-			t.update(func(s *State) { s.ContextMetadata = t.meta })
-		}
-	})
-	return t.meta, t.metaErr
-}
-
-func (t *turn) contextInfo(ctx context.Context, name string) (upgrade.ContextInfo, error) {
-	md, err := t.metadata(ctx)
-	if err != nil {
-		return upgrade.ContextInfo{}, err
-	}
-	ci, ok := md[name]
-	if !ok {
-		return ci, inputErrorf("unknown context %q; valid contexts: %s", name, strings.Join(readmodel.ContextNames(md), ", "))
-	}
-	return ci, nil
-}
-
-func (t *turn) experimentNames(ctx context.Context) ([]upgrade.ExperimentName, error) {
-	t.mu.Lock()
-	cached := t.st.ExperimentNames
-	t.mu.Unlock()
-	if cached != nil {
-		return cached, nil
-	}
-	names, err := t.a.deps.API.ExperimentNames(ctx)
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i].Name < names[j].Name })
-	t.update(func(s *State) { s.ExperimentNames = names })
-	return names, nil
-}
-
-func (t *turn) allExperiments(ctx context.Context) ([]readmodel.Summary, error) {
-	t.mu.Lock()
-	cached := t.st.AllExperiments
-	t.mu.Unlock()
-	if cached != nil {
-		return cached, nil
-	}
-	list, err := t.a.deps.API.Experiments(ctx)
-	if err != nil {
-		return nil, err
-	}
-	sums := readmodel.SummarizeAll(list)
-	t.update(func(s *State) { s.AllExperiments = sums })
-	return sums, nil
-}
-
-// resolveID accepts an id or a name (the rules of upgrade.ResolveExperiment:
-// exact id or name, then a unique prefix).
-func (t *turn) resolveID(ctx context.Context, ref string) (string, error) {
-	ref = strings.TrimSpace(ref)
-	if upgrade.IsUUID(ref) {
-		return strings.ToLower(ref), nil // UpGrade's ids are lower case
-	}
-	names, err := t.experimentNames(ctx)
-	if err != nil {
-		return "", err
-	}
-	id, err := upgrade.ResolveExperiment(names, ref)
-	if err != nil {
-		return "", inputErrorf("%v", err)
-	}
-	return id, nil
 }
