@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
@@ -93,7 +91,7 @@ func (t *turn) setProblems(problems []actions.Problem) {
 	}
 	d := t.sess.draft
 	for _, m := range d.missing {
-		if !slices.Contains(missing, m) && !hasParam(d.params, m) && t.declared[m] {
+		if !slices.Contains(missing, m) && t.declared[m] && !hasParam(d.params(), m) {
 			missing = append(missing, m)
 		}
 	}
@@ -104,13 +102,17 @@ func (t *turn) setProblems(problems []actions.Problem) {
 }
 
 // hasParam reports whether the top-level param a path starts with is set.
-func hasParam(params map[string]any, path string) bool {
+func hasParam(params json.RawMessage, path string) bool {
 	key := path
 	if i := strings.IndexAny(key, ".["); i >= 0 {
 		key = key[:i]
 	}
-	v, ok := params[key]
-	return ok && v != nil
+	var top map[string]json.RawMessage
+	if json.Unmarshal(params, &top) != nil {
+		return false
+	}
+	v, ok := top[key]
+	return ok && string(v) != "null"
 }
 
 // draftView is the draft as prompts and the responder see it.
@@ -122,15 +124,15 @@ func (t *turn) draftView() map[string]any {
 	if missing == nil {
 		missing = []string{}
 	}
-	return map[string]any{"action": d.name, "params": d.params, "missing": missing}
+	return map[string]any{"action": d.name, "params": d.params(), "missing": missing}
 }
 
-// setParams binds params to the chosen action, validates them and
-// recomputes what is missing: every change, however small. The tool result
-// tells the model what is still missing or wrong; the state keeps the
-// canonical params (or, when they cannot be bound at all, the last good
-// ones).
-func (t *turn) setParams(ctx context.Context, params map[string]any) (any, error) {
+// setParams binds params (JSON) to the chosen action, validates them
+// and recomputes what is missing: every change, however small, is one
+// bind. The tool result tells the model what is still missing or wrong;
+// the draft keeps the bound params (or, when they cannot be bound at all,
+// the last good ones).
+func (t *turn) setParams(ctx context.Context, params json.RawMessage) (any, error) {
 	name := t.action()
 	if name == "" {
 		return nil, inputErrorf("call set_action_needed first")
@@ -139,7 +141,52 @@ func (t *turn) setParams(ctx context.Context, params map[string]any) (any, error
 	if !ok {
 		return nil, inputErrorf("action %q is no longer available", name)
 	}
-	b, err := act.Bind(json.RawMessage(compactJSON(params)))
+	return t.bindParams(ctx, act, func() (*actions.Bound, error) { return act.Bind(params) })
+}
+
+// patchParams applies update_action_params to the draft: the member at
+// path set to value (nil removes it), as a JSON merge patch of the params
+// as given, then one bind.
+func (t *turn) patchParams(ctx context.Context, path string, value any) (any, error) {
+	name := t.action()
+	if name == "" {
+		return nil, inputErrorf("call set_action_needed first")
+	}
+	act, ok := t.a.action(name)
+	if !ok {
+		return nil, inputErrorf("action %q is no longer available", name)
+	}
+	t.mu.Lock()
+	d := t.sess.draft
+	t.mu.Unlock()
+	doc := d.unbound
+	if d.bound != nil {
+		var err error
+		if doc, err = d.bound.Given(); err != nil {
+			return nil, err
+		}
+	}
+	patch, err := actions.PathPatch(doc, path, value)
+	if err != nil {
+		return nil, inputErrorf("key: got %q: %v", path, err)
+	}
+	return t.bindParams(ctx, act, func() (*actions.Bound, error) {
+		if d.bound != nil && d.bound.Name == name {
+			return d.bound.Patch(patch)
+		}
+		merged, err := actions.MergePatch(doc, patch)
+		if err != nil {
+			return nil, err
+		}
+		return act.Bind(merged)
+	})
+}
+
+// bindParams binds the draft's new params, resolves the references they
+// name and validates them.
+func (t *turn) bindParams(ctx context.Context, act actions.Action, bind func() (*actions.Bound, error)) (any, error) {
+	name := act.Spec().Name
+	b, err := bind()
 	if err != nil {
 		return nil, inputErrorf("%s params: %v", name, err)
 	}
@@ -177,7 +224,19 @@ func (t *turn) setParams(ctx context.Context, params map[string]any) (any, error
 // resolveRefs resolves the params the action declares as references (a
 // `ref` tag on its params type) that hold a name instead of an id.
 func (t *turn) resolveRefs(ctx context.Context, act actions.Action, b *actions.Bound) (*actions.Bound, error) {
-	m := b.Map()
+	if len(act.Spec().Refs) == 0 {
+		return b, nil
+	}
+	// On the params as given: the bind of the resolved params derives its
+	// defaults anew, as any edit does.
+	given, err := b.Given()
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := decodeNumbers(given, &m); err != nil {
+		return nil, err
+	}
 	changed := false
 	for _, ref := range act.Spec().Refs {
 		if ref.Kind != actions.RefExperiment {
@@ -206,114 +265,9 @@ func (t *turn) resolveRefs(ctx context.Context, act actions.Action, b *actions.B
 	return act.Bind(json.RawMessage(compactJSON(m)))
 }
 
-// setPath sets (or, for a nil value, removes) the param at a path such as
-// name, post_experiment_rule.rule or conditions[0].weight.
-func setPath(params map[string]any, path string, value any) error {
-	if path == "" {
-		return errors.New("empty key")
-	}
-	keys, idx, err := splitPath(path)
-	if err != nil {
-		return err
-	}
-	var cur any = params
-	for i := range keys {
-		last := i == len(keys)-1
-		obj, ok := cur.(map[string]any)
-		if !ok {
-			return fmt.Errorf("%s is not an object", strings.Join(keys[:i], "."))
-		}
-		k := existingKey(obj, keys[i])
-		if idx[i] < 0 {
-			if last {
-				if value == nil {
-					delete(obj, k)
-				} else {
-					obj[k] = value
-				}
-				return nil
-			}
-			next, ok := obj[k].(map[string]any)
-			if !ok {
-				next = map[string]any{}
-				obj[k] = next
-			}
-			cur = next
-			continue
-		}
-		list, _ := obj[k].([]any)
-		if idx[i] > len(list) {
-			return fmt.Errorf("%s[%d]: the list has %d items", k, idx[i], len(list))
-		}
-		if idx[i] == len(list) {
-			list = append(list, map[string]any{})
-			obj[k] = list
-		}
-		if last {
-			list[idx[i]] = value
-			return nil
-		}
-		next, ok := list[idx[i]].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			list[idx[i]] = next
-		}
-		cur = next
-	}
-	return nil
-}
-
-// existingKey is the key of obj that k names in another case or spelling
-// (Conditions, experimentId), or k itself.
-func existingKey(obj map[string]any, k string) string {
-	if _, ok := obj[k]; ok {
-		return k
-	}
-	fold := func(s string) string {
-		return strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(s))
-	}
-	for ek := range obj {
-		if fold(ek) == fold(k) {
-			return ek
-		}
-	}
-	return k
-}
-
-// splitPath splits a.b[2].c into keys and list indexes (-1: none).
-func splitPath(path string) ([]string, []int, error) {
-	var keys []string
-	var idx []int
-	for _, part := range strings.Split(path, ".") {
-		k, rest, hasIdx := strings.Cut(part, "[")
-		n := -1
-		if hasIdx {
-			num, ok := strings.CutSuffix(rest, "]")
-			v, err := strconv.Atoi(num)
-			if !ok || err != nil || v < 0 {
-				return nil, nil, fmt.Errorf("bad index in %q", part)
-			}
-			n = v
-		}
-		if k == "" {
-			return nil, nil, fmt.Errorf("empty name in %q", path)
-		}
-		keys = append(keys, k)
-		idx = append(idx, n)
-	}
-	return keys, idx, nil
-}
-
-func deepCopy(m map[string]any) map[string]any {
-	out := map[string]any{}
-	if m == nil {
-		return out
-	}
-	raw, err := json.Marshal(m)
-	if err == nil {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		_ = dec.Decode(&out)
-	}
-	return out
+// decodeNumbers decodes JSON keeping numbers as written.
+func decodeNumbers(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(v)
 }

@@ -225,7 +225,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 			})),
 		newTool("set_action_params", "Set all parameters of the chosen action.", false,
 			func(ctx context.Context, t *turn, a setActionParamsArgs) (any, error) {
-				res, err := t.setParams(ctx, a.ActionParams)
+				res, err := t.setParams(ctx, json.RawMessage(compactJSON(a.ActionParams)))
 				t.update(func(*State) {
 					for _, pr := range t.problems {
 						if !pr.Missing {
@@ -237,18 +237,7 @@ func gathererTools(names []string, extra ...*toolDef) *toolSet {
 			}),
 		newTool("update_action_params", "Set or replace one parameter of the chosen action (a path such as conditions[0].weight works too); null removes it.", false,
 			func(ctx context.Context, t *turn, a updateActionParamArgs) (any, error) {
-				var params map[string]any
-				if b := t.draft(); b != nil {
-					params = b.Essential()
-				} else {
-					t.mu.Lock()
-					params = deepCopy(t.sess.draft.params)
-					t.mu.Unlock()
-				}
-				if err := setPath(params, strings.TrimSpace(a.Key), a.Value); err != nil {
-					return nil, inputErrorf("key: got %q: %v", a.Key, err)
-				}
-				return t.setParams(ctx, params)
+				return t.patchParams(ctx, a.Key, a.Value)
 			}),
 		newTool("set_missing_params", "Name the required parameters only the person can give.", false,
 			func(_ context.Context, t *turn, a setMissingArgs) (any, error) {
