@@ -133,6 +133,15 @@ func (t *turn) draftView() map[string]any {
 // the draft keeps the bound params (or, when they cannot be bound at all,
 // the last good ones).
 func (t *turn) setParams(ctx context.Context, params json.RawMessage) (any, error) {
+	act, err := t.draftAction()
+	if err != nil {
+		return nil, err
+	}
+	return t.bindParams(ctx, act, func() (*actions.Bound, error) { return act.Bind(params) })
+}
+
+// draftAction is the action the draft's params are for.
+func (t *turn) draftAction() (actions.Action, error) {
 	name := t.action()
 	if name == "" {
 		return nil, inputErrorf("call set_action_needed first")
@@ -141,27 +150,23 @@ func (t *turn) setParams(ctx context.Context, params json.RawMessage) (any, erro
 	if !ok {
 		return nil, inputErrorf("action %q is no longer available", name)
 	}
-	return t.bindParams(ctx, act, func() (*actions.Bound, error) { return act.Bind(params) })
+	return act, nil
 }
 
 // patchParams applies update_action_params to the draft: the member at
 // path set to value (nil removes it), as a JSON merge patch of the params
 // as given, then one bind.
 func (t *turn) patchParams(ctx context.Context, path string, value any) (any, error) {
-	name := t.action()
-	if name == "" {
-		return nil, inputErrorf("call set_action_needed first")
+	act, err := t.draftAction()
+	if err != nil {
+		return nil, err
 	}
-	act, ok := t.a.action(name)
-	if !ok {
-		return nil, inputErrorf("action %q is no longer available", name)
-	}
+	name := act.Spec().Name
 	t.mu.Lock()
 	d := t.sess.draft
 	t.mu.Unlock()
 	doc := d.unbound
 	if d.bound != nil {
-		var err error
 		if doc, err = d.bound.Given(); err != nil {
 			return nil, err
 		}

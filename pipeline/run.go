@@ -236,13 +236,10 @@ func (a *Agent) runContinue(ctx context.Context, sess *Session, c Continue) (*Re
 	if sess.jobRef() != nil {
 		return a.runJobCheck(ctx, sess, JobCheck{})
 	}
-	t, err := a.begin(ctx, sess)
+	t, err := a.beginAgain(ctx, sess)
 	if err != nil {
 		return nil, err
 	}
-	t.input = sess.st.UserInput
-	_, t.messages = a.window(t, sess.st.UserInput)
-	t.st.Errors = []ErrorEntry{}
 	if err := a.recover(ctx, t); err != nil {
 		return a.fail(t, err)
 	}
@@ -268,6 +265,20 @@ func (a *Agent) runContinue(ctx context.Context, sess *Session, c Continue) (*Re
 		}
 	}
 	return a.play(ctx, t, routeInterrupted(sess.cp.NextNode, stands), Reply{}, "")
+}
+
+// beginAgain starts a turn that goes on with the session's last message
+// (the rest of a crashed turn, a job's completion): its window of recent
+// exchanges, without the hooks, and no errors yet.
+func (a *Agent) beginAgain(ctx context.Context, sess *Session) (*turn, error) {
+	t, err := a.begin(ctx, sess)
+	if err != nil {
+		return nil, err
+	}
+	t.input = sess.st.UserInput
+	_, t.messages = a.window(t, sess.st.UserInput)
+	t.st.Errors = []ErrorEntry{}
+	return t, nil
 }
 
 // denies reports whether an answer is a clear no.
@@ -310,13 +321,10 @@ func (a *Agent) runJobCheck(ctx context.Context, sess *Session, c JobCheck) (*Re
 	if err != nil {
 		return nil, badInput("session %s: interrupt.job.handle.params: %v", sess.cp.SessionID, err)
 	}
-	t, err := a.begin(ctx, sess)
+	t, err := a.beginAgain(ctx, sess)
 	if err != nil {
 		return nil, err
 	}
-	t.input = sess.st.UserInput
-	_, t.messages = a.window(t, sess.st.UserInput)
-	t.st.Errors = []ErrorEntry{}
 	t.st.TurnActions = nil
 	env := a.env(t.api(), sess.cp.SessionID)
 	st, err := a.pollJob(ctx, ja, env, w, c)

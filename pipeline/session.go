@@ -274,7 +274,7 @@ func (s *Session) bind(lookup func(name string) (actions.Action, bool)) error {
 		if !ok {
 			return badInput("session %s awaits a confirmation of %q, which is no action here (an MCP server that is not configured?)", id, c.Action)
 		}
-		b, err := act.Bind(c.Params)
+		b, err := actions.Restore(act, c.Params)
 		if err != nil {
 			return badInput("session %s: interrupt.confirmation.params: %v", id, err)
 		}
@@ -287,7 +287,7 @@ func (s *Session) bind(lookup func(name string) (actions.Action, bool)) error {
 	st := s.st
 	s.draft = draft{name: st.ActionNeeded, unbound: st.ActionParams, missing: st.MissingParams}
 	if act, ok := lookup(st.ActionNeeded); ok && len(st.ActionParams) > 0 {
-		if b, err := act.Bind(st.ActionParams); err == nil {
+		if b, err := actions.Restore(act, st.ActionParams); err == nil {
 			s.draft.bound, s.draft.unbound = b, nil
 		}
 	}

@@ -85,6 +85,42 @@ func (b *Bound) Given() (json.RawMessage, error) {
 	return json.Marshal(b.given)
 }
 
+// Restore binds canonical params read back from storage (a checkpoint's
+// draft or confirmation). Storage keeps the canonical form only, so the
+// members binding derived are found again: a member is left out of the
+// given form when the params bind to the same action without it. That is a
+// bind per top-level member, once per load, so that the next edit derives
+// them again as it would have in the process that bound them.
+func Restore(act Action, canonical json.RawMessage) (*Bound, error) {
+	b, err := act.Bind(canonical)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := decodeNumbers(b.Params, &m); err != nil {
+		return b, nil // params that are no object have no members to leave out
+	}
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		delete(m, k)
+		raw, err := json.Marshal(m)
+		if err == nil {
+			if again, err := act.Bind(raw); err == nil && again.Hash == b.Hash {
+				continue
+			}
+		}
+		m[k] = v
+	}
+	b.given = m
+	return b, nil
+}
+
+func decodeNumbers(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
 // Patch binds the params that a JSON merge patch (RFC 7386) makes of
 // Given: one bind per change.
 func (b *Bound) Patch(patch json.RawMessage) (*Bound, error) {

@@ -276,6 +276,23 @@ func TestPatchDerivesAgain(t *testing.T) {
 	if got := nb.Typed().(MarkDecisionPointParams).Status; got != "no condition assigned" || nb.Hash == b.Hash {
 		t.Fatalf("after removing the condition: status %q (hash changed: %v)", got, nb.Hash != b.Hash)
 	}
+	// Read back from a checkpoint, which keeps the canonical form only, the
+	// draft derives the status again all the same.
+	act, _ := Lookup("mark_decision_point")
+	stored, err := Restore(act, nb.Params)
+	if err != nil || stored.Hash != nb.Hash {
+		t.Fatalf("restore: %v, %v", stored, err)
+	}
+	again, err := stored.Patch(json.RawMessage(`{"assigned_condition":{"condition_code":"variant","experiment_id":"e"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := again.Typed().(MarkDecisionPointParams).Status; got != "condition applied" {
+		t.Fatalf("restored draft with a condition: status %q", got)
+	}
+	if given, _ := stored.Given(); strings.Contains(string(given), "status") {
+		t.Fatalf("the restored given form keeps the derived status: %s", given)
+	}
 }
 
 // TestMergePatch: RFC 7386's cases, plus a key in another spelling
