@@ -14,6 +14,17 @@ import (
 
 // ---- the draft action ----
 
+// gathering is what the gatherer's tools record about the draft in a turn.
+type gathering struct {
+	toolResults []namedResult     // read results of this turn, for the responder's report
+	problems    []actions.Problem // the latest validation of the draft action (nil: not validated since it changed)
+	declared    map[string]bool   // params the model said only the person can give
+	// stop ends the gatherer's loop after the current round: the model
+	// named params only the person can give, or gave a full set whose
+	// values only the person can correct. A partial set goes on.
+	stop bool
+}
+
 // action is the draft's action ("" when none is chosen).
 func (t *turn) action() string {
 	t.mu.Lock()

@@ -4,10 +4,18 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
 )
+
+// reads is the turn's memoised context metadata.
+type reads struct {
+	metaOnce sync.Once
+	meta     upgrade.ContextMetadata
+	metaErr  error
+}
 
 // The turn's reads of UpGrade, memoised for the turn: nodes, tools and
 // actions read through them, so a turn fetches the context metadata at

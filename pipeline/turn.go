@@ -14,7 +14,11 @@ import (
 
 // turn is everything one turn accumulates while it runs. It never outlives
 // the turn; what must survive is on the Session (interrupt, effects) or in
-// State.
+// State. Its parts are grouped by who uses them: the pending confirmation
+// and what the turn made of it (confirmation, confirm.go), the draft's
+// gathering (gathering, draft.go), the memoised reads (reads, reads.go),
+// the analyzer's hand-over to the gatherer (handoff) and the budget
+// (accounting).
 type turn struct {
 	a    *Agent
 	sess *Session
@@ -25,46 +29,35 @@ type turn struct {
 	messages []llm.Message // recent exchanges after hooks, for prompts
 	extra    []string      // context lines from update_agent_state hooks
 
+	accounting
+	reads
+	gathering
+	confirmation
+	handoff
+
+	recovered []map[string]any // what crash recovery settled
+	job       *JobStatus
+	output    map[string]any
+	responded bool
+
+	end ending
+}
+
+// accounting is what bounds a turn and what its result reports of it.
+type accounting struct {
 	trace       []string
 	llmCalls    int
 	usage       llm.Usage
 	transitions int
+}
 
-	metaOnce sync.Once
-	meta     upgrade.ContextMetadata
-	metaErr  error
-
-	toolResults []namedResult     // read results of this turn, for the responder's report
-	problems    []actions.Problem // the latest validation of the draft action (nil: not validated since it changed)
-	declared    map[string]bool   // params the model said only the person can give
-	// stop ends the gatherer's loop after the current round: the model
-	// named params only the person can give, or gave a full set whose
-	// values only the person can correct. A partial set goes on.
-	stop bool
-
-	// pending is the confirmation an earlier turn left; answer is what this
-	// turn made of it. Only it can be approved in this turn, and only by the
-	// person's own words, --yes, or the never policy.
-	pending    *Pending
-	answer     answerKind
-	approvedBy string   // human, yes-flag, policy
-	approvedP  *Pending // the confirmation approved in this turn
-	reaskOnly  bool     // an interrupted action's outcome is unknown: ask again, never run blindly
-	// showing is the confirmation the responder shows: the turn pauses.
-	showing *Pending
-	notes   []string // said with the confirmation: stale, unclear, interrupted
-	denied  *Pending // the confirmation a denial dropped in this turn
-
+// handoff is what the analyzer hands the gatherer, and the executor the
+// analyzer, within a turn.
+type handoff struct {
 	prefetch     []llm.ToolCall // the analyzer's lookups: the gatherer's first round
 	infoOnly     bool           // the analyzer said the request is a question (needs_action false)
 	continuation bool           // the analyzer runs after the executor for a next step
 	nextStep     string         // the step the analyzer and gatherer work on after an execution
-	recovered    []map[string]any
-	job          *JobStatus
-	output       map[string]any
-	responded    bool
-
-	end ending
 }
 
 // answerKind is what a turn made of a pending confirmation.
