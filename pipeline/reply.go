@@ -83,16 +83,9 @@ func WithReply(name string, trigger Trigger, fn ReplyFunc, position int) Option 
 	}
 }
 
-// HookKind names the three hook points.
-type HookKind string
-
-// Hook kinds, in the order they run.
-const (
-	HookUpdateAgentState      HookKind = "update_agent_state"
-	HookProcessLastReceived   HookKind = "process_last_received_message"
-	HookProcessAllBeforeReply HookKind = "process_all_messages_before_reply"
-)
-
+// hooks are the three hook points of the reply chain, in the order they
+// run: update_agent_state, process_last_received_message,
+// process_all_messages_before_reply.
 type hooks struct {
 	state []func(rc *ReplyContext)
 	last  []func(text string) string
