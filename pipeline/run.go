@@ -106,21 +106,23 @@ type ResumeRequest struct {
 func ResumeInput(sess *Session, req ResumeRequest) (Input, error) {
 	id := sess.PendingConfirmation()
 	var answer Input
-	switch {
-	case req.HasAnswer && req.Answer != "":
+	if req.HasAnswer && req.Answer != "" {
 		answer = Message{Text: req.Answer}
 		if approve, ok := ParseDecision(req.Answer); ok && id != "" {
 			answer = Decision{ConfirmationID: id, Approve: approve, Note: req.Answer}
 		}
-	case req.Yes && id != "":
-		answer = Decision{ConfirmationID: id, Approve: true}
 	}
 	switch {
 	case sess.jobRef() != nil:
 		return JobCheck{Wait: req.Wait, Progress: req.Progress}, nil
 	case sess.Status() == checkpoint.StatusRunning:
+		// An approval does not outlive its process: --yes does not answer a
+		// confirmation a crashed turn left; the person's answer may.
 		return Continue{Answer: answer}, nil
 	case id != "":
+		if answer == nil && req.Yes {
+			answer = Decision{ConfirmationID: id, Approve: true}
+		}
 		if answer == nil {
 			return nil, badInput("session %s %w: pass --answer yes, --answer no, or --answer TEXT", sess.cp.SessionID, ErrAnswerRequired)
 		}
@@ -236,6 +238,7 @@ func (a *Agent) runContinue(ctx context.Context, sess *Session, c Continue) (*Re
 	if sess.jobRef() != nil {
 		return a.runJobCheck(ctx, sess, JobCheck{})
 	}
+	shown := sess.PendingConfirmation()
 	t, err := a.beginAgain(ctx, sess)
 	if err != nil {
 		return nil, err
@@ -255,7 +258,14 @@ func (a *Agent) runContinue(ctx context.Context, sess *Session, c Continue) (*Re
 		// never read the confirmation: that answer was given before they
 		// could read what it answers, and only a no may stand for it.
 		if c.Answer != nil && (!t.reaskOnly || denies(c.Answer)) {
-			return a.Run(ctx, sess, c.Answer)
+			answer := c.Answer
+			if d, ok := answer.(Decision); ok && d.ConfirmationID == shown {
+				// Renewed just now (expired, or an import's stale text): the
+				// answer is to the confirmation that stands.
+				d.ConfirmationID = sess.PendingConfirmation()
+				answer = d
+			}
+			return a.Run(ctx, sess, answer)
 		}
 		if err := a.showAgain(ctx, t); err != nil {
 			return a.fail(t, err)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
@@ -88,6 +89,20 @@ func TestResumeInput(t *testing.T) {
 	}
 	if _, err := h.agent.Run(context.Background(), h.sess, nil); !errors.Is(err, ErrBadInput) {
 		t.Errorf("no input: %v", err)
+	}
+	// A turn a crash stopped: an approval does not outlive its process, so
+	// --yes answers nothing there; the person's own answer may.
+	h.sess.cp.Status = checkpoint.StatusRunning
+	for _, tt := range []struct {
+		req  ResumeRequest
+		want Input
+	}{
+		{ResumeRequest{Yes: true}, Continue{}},
+		{ResumeRequest{Answer: "no", HasAnswer: true, Yes: true}, Continue{Answer: Decision{ConfirmationID: id, Note: "no"}}},
+	} {
+		if got, err := ResumeInput(h.sess, tt.req); err != nil || got != tt.want {
+			t.Errorf("running, ResumeInput(%+v) = %#v, %v; want %#v", tt.req, got, err, tt.want)
+		}
 	}
 }
 
