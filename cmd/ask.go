@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/pipeline"
 )
 
 // AskOptions are the inputs of `ask`.
@@ -112,6 +113,18 @@ func runAsk(ctx context.Context, f *Factory, o *AskOptions) error {
 	if err := env.start(ctx, f, sess, view); err != nil {
 		return err
 	}
-	res, turnErr := env.agent.Ask(ctx, sess, msg)
+	res, turnErr := env.agent.Run(ctx, sess, askInput(sess, msg))
 	return renderTurn(view, res, turnErr, create)
+}
+
+// askInput is the message, or, when it is a clear yes or no and the
+// session awaits a confirmation, the Decision it makes, addressed to the
+// confirmation the session shows.
+func askInput(sess *pipeline.Session, msg string) pipeline.Input {
+	if id := sess.PendingConfirmation(); id != "" {
+		if approve, ok := pipeline.ParseDecision(msg); ok {
+			return pipeline.Decision{ConfirmationID: id, Approve: approve, Note: msg}
+		}
+	}
+	return pipeline.Message{Text: msg}
 }

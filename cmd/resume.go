@@ -115,13 +115,19 @@ func runResume(ctx context.Context, f *Factory, o *ResumeOptions) error {
 	if err := env.start(ctx, f, sess, view); err != nil {
 		return err
 	}
-	req := pipeline.ResumeRequest{Answer: o.Answer, HasAnswer: o.answerSet, Progress: view.Progress}
+	// The input is built here, at the boundary: --answer yes|no and --yes
+	// become a Decision addressed to the confirmation the session shows.
+	req := pipeline.ResumeRequest{Answer: o.Answer, HasAnswer: o.answerSet, Yes: o.Turn.Yes, Progress: view.Progress}
 	if o.Wait {
 		req.Wait = o.Timeout
 	}
-	if sess.RetryInput() != "" && sess.Status() == checkpoint.StatusIdle {
+	in, err := pipeline.ResumeInput(sess, req)
+	if err != nil {
+		return err
+	}
+	if m, ok := in.(pipeline.Message); ok && m.Text == sess.RetryInput() && sess.Status() == checkpoint.StatusIdle {
 		fmt.Fprintf(f.IO.ErrOut, "retrying the failed turn: %s\n", sess.RetryInput())
 	}
-	res, turnErr := env.agent.Resume(ctx, sess, req)
+	res, turnErr := env.agent.Run(ctx, sess, in)
 	return renderTurn(view, res, turnErr, false)
 }

@@ -138,10 +138,12 @@ const (
 	WordingLLM = "llm"
 )
 
-// Agent runs turns. Build it with New; RegisterReply and RegisterHook add
-// to the reply chain before the first turn. Nothing else changes an agent
-// after New: its dependencies, settings, MCP servers and view callbacks
-// are fixed there.
+// Agent runs turns. Build it with New: its dependencies, settings, MCP
+// servers, view callbacks, reply functions and hooks are given there, and
+// everything it derives from them (the reply chain, the tool lists) is
+// built there too. Nothing changes an agent after New, so one agent may
+// run turns of different sessions at the same time; a session is used by
+// one turn at a time (the CLI's session lock sees to that).
 type Agent struct {
 	deps Deps
 	set  Settings
@@ -156,7 +158,10 @@ type Agent struct {
 	// confirmation text Go appends afterwards comes only in onResponse).
 	streamText func(delta string)
 
+	// replies is the reply chain, laid out by New; replyAt holds the
+	// positions WithReply asked for until then.
 	replies []registeredReply
+	replyAt []int
 	hooks   hooks
 	// scopes are the tool lists and gatherer prompts, per scope, made on
 	// first need (action_list.go).
@@ -164,7 +169,7 @@ type Agent struct {
 }
 
 // Option adds to an agent what a front end brings besides Deps and
-// Settings: MCP servers and the view's callbacks.
+// Settings: MCP servers, the view's callbacks, reply functions and hooks.
 type Option func(*Agent)
 
 // WithMCP joins MCP servers' tools to the agent's (nil: none).
@@ -218,6 +223,7 @@ func New(d Deps, s Settings, opts ...Option) (*Agent, error) {
 	for _, o := range opts {
 		o(a)
 	}
+	a.buildChain()
 	return a, nil
 }
 
@@ -310,6 +316,11 @@ func (a *Agent) policy() string {
 		return PolicyAlways
 	}
 	return a.set.Policy
+}
+
+// outputEnabled: the structured-output node runs after the responder.
+func (a *Agent) outputEnabled() bool {
+	return a.set.Output != nil && a.set.Output.Enabled && a.set.Output.Schema != nil && len(a.set.Output.Schema.custom) > 0
 }
 
 // action finds the action of a name: a built-in one first, then an MCP

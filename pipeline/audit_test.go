@@ -61,7 +61,7 @@ var approvals = []answerPath{
 	}},
 	{"decide (flag)", "yes-flag", func(h *harness) (*Result, error) {
 		h.llm.Enqueue(text("Deleted."))
-		return h.agent.Decide(context.Background(), h.sess, Approve, "")
+		return h.agent.Run(context.Background(), h.sess, Decision{ConfirmationID: h.sess.PendingConfirmation(), Approve: true})
 	}},
 	{"resume --yes", "yes-flag", func(h *harness) (*Result, error) {
 		h.agent.set.Yes = true

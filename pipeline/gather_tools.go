@@ -1,15 +1,11 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -239,7 +235,7 @@ func stateTools(names []string) []*toolDef {
 			})),
 		newTool("set_action_params", "Set all parameters of the chosen action.", false,
 			func(ctx context.Context, t *turn, a setActionParamsArgs) (any, error) {
-				res, err := t.setParams(ctx, a.ActionParams)
+				res, err := t.setParams(ctx, json.RawMessage(compactJSON(a.ActionParams)))
 				t.update(func(*State) {
 					for _, pr := range t.problems {
 						if !pr.Missing {
@@ -251,18 +247,7 @@ func stateTools(names []string) []*toolDef {
 			}),
 		newTool("update_action_params", "Set one parameter of the chosen action; null removes it.", false,
 			func(ctx context.Context, t *turn, a updateActionParamArgs) (any, error) {
-				var params map[string]any
-				if b := t.draft(); b != nil {
-					params = b.Essential()
-				} else {
-					t.mu.Lock()
-					params = deepCopy(t.sess.draft.params)
-					t.mu.Unlock()
-				}
-				if err := setPath(params, strings.TrimSpace(a.Key), a.Value); err != nil {
-					return nil, inputErrorf("key: got %q: %v", a.Key, err)
-				}
-				return t.setParams(ctx, params)
+				return t.patchParams(ctx, a.Key, a.Value)
 			}),
 		newTool("set_missing_params", "Name the required parameters only the person can give.", false,
 			func(_ context.Context, t *turn, a setMissingArgs) (any, error) {
@@ -318,199 +303,6 @@ func actionSchemaTool(names []string) *toolDef {
 			t.update(func(s *State) { s.setInfo(spec.Name+"_schema", "", info) })
 			return info, nil
 		}))
-}
-
-// setParams binds params to the chosen action, validates them and
-// recomputes what is missing: every change, however small. The tool result
-// tells the model what is still missing or wrong; the state keeps the
-// canonical params (or, when they cannot be bound at all, the last good
-// ones).
-func (t *turn) setParams(ctx context.Context, params map[string]any) (any, error) {
-	name := t.action()
-	if name == "" {
-		return nil, inputErrorf("call set_action_needed first")
-	}
-	act, ok := t.a.action(name)
-	if !ok {
-		return nil, inputErrorf("action %q is no longer available", name)
-	}
-	b, err := act.Bind(json.RawMessage(compactJSON(params)))
-	if err != nil {
-		return nil, inputErrorf("%s params: %v", name, err)
-	}
-	// Models often name an experiment where its id belongs: resolve it
-	// (exact id or name, any case, or a unique prefix), so the
-	// confirmation shows and the executor uses the real id.
-	if b, err = t.resolveRefs(ctx, act, b); err != nil {
-		return nil, err
-	}
-	problems, err := b.Validate(ctx, t.a.env(t.api(), t.sess.cp.SessionID))
-	if err != nil {
-		return nil, err
-	}
-	var missing []string
-	t.update(func(*State) {
-		t.sess.setDraftParams(b)
-		t.setProblems(problems)
-		missing = t.sess.draft.missing
-	})
-	res := map[string]any{"action": name, "params": json.RawMessage(b.Params)}
-	if len(problems) == 0 && len(missing) == 0 {
-		res["status"] = "complete and valid"
-		return res, nil
-	}
-	res["status"] = "incomplete or invalid: fix with update_action_params, or ask the person"
-	var list []string
-	for _, pr := range problems {
-		list = append(list, pr.String())
-	}
-	res["problems"] = list
-	res["missing"] = missing
-	return res, nil
-}
-
-// resolveRefs resolves the params the action declares as references (a
-// `ref` tag on its params type) that hold a name instead of an id.
-func (t *turn) resolveRefs(ctx context.Context, act actions.Action, b *actions.Bound) (*actions.Bound, error) {
-	m := b.Map()
-	changed := false
-	for _, ref := range act.Spec().Refs {
-		if ref.Kind != actions.RefExperiment {
-			continue
-		}
-		ch, err := ref.Resolve(m, func(v string) (string, error) {
-			if v == "" || upgrade.IsUUID(v) {
-				return v, nil
-			}
-			return t.resolveID(ctx, v)
-		})
-		if err != nil {
-			return nil, inputErrorf("%s: %v", ref.Path, err)
-		}
-		changed = changed || ch
-	}
-	// Flags named by key or name, segments by name (the flag and segment refs).
-	if c, err := actions.ResolveFlagRefs(ctx, t.api(), act.Spec().Refs, m); err != nil {
-		return nil, inputErrorf("%v", err)
-	} else if c {
-		changed = true
-	}
-	if !changed {
-		return b, nil
-	}
-	return act.Bind(json.RawMessage(compactJSON(m)))
-}
-
-// setPath sets (or, for a nil value, removes) the param at a path such as
-// name, post_experiment_rule.rule or conditions[0].weight.
-func setPath(params map[string]any, path string, value any) error {
-	if path == "" {
-		return errors.New("empty key")
-	}
-	keys, idx, err := splitPath(path)
-	if err != nil {
-		return err
-	}
-	var cur any = params
-	for i := range keys {
-		last := i == len(keys)-1
-		obj, ok := cur.(map[string]any)
-		if !ok {
-			return fmt.Errorf("%s is not an object", strings.Join(keys[:i], "."))
-		}
-		k := existingKey(obj, keys[i])
-		if idx[i] < 0 {
-			if last {
-				if value == nil {
-					delete(obj, k)
-				} else {
-					obj[k] = value
-				}
-				return nil
-			}
-			next, ok := obj[k].(map[string]any)
-			if !ok {
-				next = map[string]any{}
-				obj[k] = next
-			}
-			cur = next
-			continue
-		}
-		list, _ := obj[k].([]any)
-		if idx[i] > len(list) {
-			return fmt.Errorf("%s[%d]: the list has %d items", k, idx[i], len(list))
-		}
-		if idx[i] == len(list) {
-			list = append(list, map[string]any{})
-			obj[k] = list
-		}
-		if last {
-			list[idx[i]] = value
-			return nil
-		}
-		next, ok := list[idx[i]].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			list[idx[i]] = next
-		}
-		cur = next
-	}
-	return nil
-}
-
-// existingKey is the key of obj that k names in another case or spelling
-// (Conditions, experimentId), or k itself.
-func existingKey(obj map[string]any, k string) string {
-	if _, ok := obj[k]; ok {
-		return k
-	}
-	fold := func(s string) string {
-		return strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(s))
-	}
-	for ek := range obj {
-		if fold(ek) == fold(k) {
-			return ek
-		}
-	}
-	return k
-}
-
-// splitPath splits a.b[2].c into keys and list indexes (-1: none).
-func splitPath(path string) ([]string, []int, error) {
-	var keys []string
-	var idx []int
-	for _, part := range strings.Split(path, ".") {
-		k, rest, hasIdx := strings.Cut(part, "[")
-		n := -1
-		if hasIdx {
-			num, ok := strings.CutSuffix(rest, "]")
-			v, err := strconv.Atoi(num)
-			if !ok || err != nil || v < 0 {
-				return nil, nil, fmt.Errorf("bad index in %q", part)
-			}
-			n = v
-		}
-		if k == "" {
-			return nil, nil, fmt.Errorf("empty name in %q", path)
-		}
-		keys = append(keys, k)
-		idx = append(idx, n)
-	}
-	return keys, idx, nil
-}
-
-func deepCopy(m map[string]any) map[string]any {
-	out := map[string]any{}
-	if m == nil {
-		return out
-	}
-	raw, err := json.Marshal(m)
-	if err == nil {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		_ = dec.Decode(&out)
-	}
-	return out
 }
 
 func filterExperiments(all []readmodel.Summary, f experimentFilter) []readmodel.Summary {

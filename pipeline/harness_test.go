@@ -29,7 +29,7 @@ type harness struct {
 	sess  *Session
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T, opts ...Option) *harness {
 	t.Helper()
 	srv, err := sim.Start(sim.Options{Seed: 7, Now: fixedNow})
 	if err != nil {
@@ -52,7 +52,7 @@ func newHarness(t *testing.T) *harness {
 	}
 	var n atomic.Int64
 	a, err := New(Deps{LLM: client, API: api, Store: store, Now: fixedNow,
-		NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }}, Settings{Model: "test-model", ReplyWording: WordingLLM})
+		NewID: func() string { return fmt.Sprintf("id%04d", n.Add(1)) }}, Settings{Model: "test-model", ReplyWording: WordingLLM}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -206,7 +206,7 @@ func TestPollJobChecksAtOnceThenEverySecond(t *testing.T) {
 	job := &scriptedJob{now: &now, states: []JobStatus{running(0), running(50), running(200), {ID: "j1", State: actions.JobSucceeded, Done: 300, Total: 300}}}
 	var seen []int
 	st, err := a.pollJob(context.Background(), job, actions.Env{}, &JobWait{Ref: actions.JobRef{ID: "j1"}},
-		ResumeRequest{Wait: time.Minute, Progress: func(s JobStatus) { seen = append(seen, s.Done) }})
+		JobCheck{Wait: time.Minute, Progress: func(s JobStatus) { seen = append(seen, s.Done) }})
 	if err != nil || st.State != actions.JobSucceeded {
 		t.Fatalf("got %+v, %v", st, err)
 	}
@@ -219,7 +219,7 @@ func TestPollJobChecksAtOnceThenEverySecond(t *testing.T) {
 
 	now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	job = &scriptedJob{now: &now, states: []JobStatus{running(10)}}
-	st, err = a.pollJob(context.Background(), job, actions.Env{}, &JobWait{Ref: actions.JobRef{ID: "j1"}}, ResumeRequest{Wait: 2500 * time.Millisecond})
+	st, err = a.pollJob(context.Background(), job, actions.Env{}, &JobWait{Ref: actions.JobRef{ID: "j1"}}, JobCheck{Wait: 2500 * time.Millisecond})
 	if err != nil || st.State != actions.JobRunning {
 		t.Fatalf("got %+v, %v", st, err)
 	}
@@ -284,16 +284,22 @@ func TestKeyByKeyEndsWhenAReplyChangesNothing(t *testing.T) {
 // words are not read again, and the turn counter stays at the turn that
 // asked.
 func TestADecisionResumesTheGraph(t *testing.T) {
-	h := newHarness(t)
-	h.agent.set.ReplyWording = WordingGo
-	h.agent.set.TerminationWords = []string{"yes", "no"}
 	pending := func(rc *ReplyContext) bool { return rc.PendingAction != "" }
-	h.agent.RegisterReply("must-not-run", pending, func(context.Context, *ReplyContext) (Reply, error) {
+	deciding := false
+	h := newHarness(t, WithReply("must-not-run", pending, func(context.Context, *ReplyContext) (Reply, error) {
 		t.Error("a decision went through the reply chain")
 		return Pass(), nil
-	}, 0)
+	}, 0), WithMessageHook(func(s string) string {
+		if deciding {
+			t.Error("a decision went through the hooks")
+		}
+		return s
+	}))
+	h.agent.set.ReplyWording = WordingGo
+	h.agent.set.TerminationWords = []string{"yes", "no"}
 	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
 	proposeDeleteInGo(t, h, e.ID)
+	deciding = true
 	res, err := h.agent.Resume(context.Background(), h.sess, ResumeRequest{Answer: "yes", HasAnswer: true})
 	if err != nil {
 		t.Fatal(err)
@@ -309,17 +315,24 @@ func TestADecisionResumesTheGraph(t *testing.T) {
 		t.Fatalf("experiments left: %v", names)
 	}
 	// Nothing is pending any more: a decision has nothing to answer.
-	if _, err := h.agent.Decide(context.Background(), h.sess, Approve, ""); !errors.Is(err, ErrNothingToResume) {
+	if _, err := h.agent.Run(context.Background(), h.sess, Decision{Approve: true}); !errors.Is(err, ErrNothingToResume) {
 		t.Fatalf("a decision with nothing pending: %v", err)
 	}
 }
 
 func TestParseDecision(t *testing.T) {
-	for text, want := range map[string]Decision{"yes": Approve, "Yes, go ahead please.": Approve, "no thanks": Deny, "nope": Deny,
-		"yes, but what about the students?": 0, "no, use 60/40": 0, "": 0} {
-		got, ok := ParseDecision(text)
-		if got != want || ok != (want != 0) {
-			t.Errorf("ParseDecision(%q) = %v, %v; want %v", text, got, ok, want)
+	const approve, deny, unclear = 1, 2, 0
+	for text, want := range map[string]int{"yes": approve, "Yes, go ahead please.": approve, "no thanks": deny, "nope": deny,
+		"yes, but what about the students?": unclear, "no, use 60/40": unclear, "": unclear} {
+		yes, ok := ParseDecision(text)
+		got := unclear
+		if ok && yes {
+			got = approve
+		} else if ok {
+			got = deny
+		}
+		if got != want {
+			t.Errorf("ParseDecision(%q) = %v, %v; want %v", text, yes, ok, want)
 		}
 	}
 }

@@ -32,7 +32,11 @@ func withMCP(t *testing.T, h *harness, opts mcptest.Options) *mcptest.Server {
 		t.Fatal(errs)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	h.agent.mcp = m
+	a, err := New(h.agent.deps, h.agent.set, WithMCP(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.agent = a
 	return srv
 }
 

@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
-	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
 //go:embed prompts/analyzer.md
@@ -595,127 +593,3 @@ func fallbackText(report map[string]any) string {
 	}
 	return strings.TrimSpace(b.String())
 }
-
-// ---- the draft action ----
-
-// action is the draft's action ("" when none is chosen).
-func (t *turn) action() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.sess.draft.name
-}
-
-// draft is the draft's bound params (nil until they bind): bound and
-// hashed once per change, by setParams.
-func (t *turn) draft() *actions.Bound {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.sess.draft.bound
-}
-
-// draftReady: an action is chosen and its params were validated since they
-// last changed, with no problem left.
-func (t *turn) draftReady() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	d := t.sess.draft
-	return d.name != "" && d.bound != nil && t.problems != nil && len(t.problems) == 0 && len(d.missing) == 0
-}
-
-// validateDraft validates the draft as it stands (once per change).
-func (a *Agent) validateDraft(ctx context.Context, t *turn) error {
-	t.mu.Lock()
-	validated := t.problems != nil
-	t.mu.Unlock()
-	if validated {
-		return nil
-	}
-	name := t.action()
-	act, ok := a.action(name)
-	if !ok {
-		t.update(func(*State) {
-			t.problems = []actions.Problem{{Field: "action", Message: fmt.Sprintf("%q is not an action", name)}}
-		})
-		return nil
-	}
-	b := t.draft()
-	if b == nil {
-		// Chosen, with no params yet: what is missing is what empty
-		// params lack. They are not the draft's params: the model still
-		// sets them.
-		var err error
-		if b, err = act.Bind(json.RawMessage("{}")); err != nil {
-			t.update(func(*State) {
-				t.problems = []actions.Problem{{Field: "action_params", Message: "set the params with set_action_params", Missing: true}}
-			})
-			return nil
-		}
-	}
-	problems, err := b.Validate(ctx, a.env(t.api(), t.sess.cp.SessionID))
-	if err != nil {
-		return err
-	}
-	t.update(func(*State) { t.setProblems(problems) })
-	return nil
-}
-
-// setProblems records the latest validation and recomputes what is missing:
-// what validation finds missing, plus what the model said only the person
-// can give and the params still lack.
-func (t *turn) setProblems(problems []actions.Problem) {
-	if problems == nil {
-		problems = []actions.Problem{}
-	}
-	t.problems = problems
-	var missing []string
-	for _, pr := range problems {
-		if pr.Missing && !slices.Contains(missing, pr.Field) {
-			missing = append(missing, pr.Field)
-		}
-	}
-	d := t.sess.draft
-	for _, m := range d.missing {
-		if !slices.Contains(missing, m) && !hasParam(d.params, m) && t.declared[m] {
-			missing = append(missing, m)
-		}
-	}
-	if missing == nil {
-		missing = []string{}
-	}
-	t.sess.setMissing(missing)
-}
-
-// hasParam reports whether the top-level param a path starts with is set.
-func hasParam(params map[string]any, path string) bool {
-	key := path
-	if i := strings.IndexAny(key, ".["); i >= 0 {
-		key = key[:i]
-	}
-	v, ok := params[key]
-	return ok && v != nil
-}
-
-// draftView is the draft as prompts and the responder see it.
-func (t *turn) draftView() map[string]any {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	d := t.sess.draft
-	missing := d.missing
-	if missing == nil {
-		missing = []string{}
-	}
-	return map[string]any{"action": d.name, "params": d.params, "missing": missing}
-}
-
-// turnAPI gives actions the turn's memoised context metadata, so a turn
-// fetches it at most once.
-type turnAPI struct {
-	Backend
-	t *turn
-}
-
-func (x turnAPI) ContextMetadata(ctx context.Context) (upgrade.ContextMetadata, error) {
-	return x.t.metadata(ctx)
-}
-
-func (t *turn) api() turnAPI { return turnAPI{Backend: t.a.deps.API, t: t} }

@@ -145,10 +145,6 @@ func (s *OutputSchema) toolDef() (llm.Tool, error) {
 	return llm.Tool{Name: OutputToolName, Description: "Set the structured output fields of this turn.", Parameters: b}, nil
 }
 
-func (a *Agent) outputEnabled() bool {
-	return a.set.Output != nil && a.set.Output.Enabled && a.set.Output.Schema != nil && len(a.set.Output.Schema.custom) > 0
-}
-
 // outputNode makes one forced call with only set_conversational_output
 // bound. Its messages and arguments never enter the stored history: the
 // instruction exists only in this request, the result only in Result.Output.

@@ -59,72 +59,55 @@ type ReplyFunc func(ctx context.Context, rc *ReplyContext) (Reply, error)
 // Trigger decides whether a reply function is asked at all (nil: always).
 type Trigger func(rc *ReplyContext) bool
 
+// registeredReply is one function of the chain. A built-in one may route
+// instead of replying: it names the node the graph starts from.
 type registeredReply struct {
 	name    string
 	trigger Trigger
 	fn      ReplyFunc
+	route   func(ctx context.Context, rc *ReplyContext) (start string, ok bool, err error)
 }
 
 // PositionBeforeLLM registers a reply function just before the LLM pipeline,
 // after the built-in termination and human-reply checks.
 const PositionBeforeLLM = -1
 
-// RegisterReply adds a reply function. position 0 is checked first;
-// PositionBeforeLLM (or any position past the end) puts it just before the
-// LLM pipeline, which is always last.
-func (a *Agent) RegisterReply(name string, trigger Trigger, fn ReplyFunc, position int) {
-	a.ensureChain()
-	r := registeredReply{name: name, trigger: trigger, fn: fn}
-	last := len(a.replies) - 1 // the LLM pipeline
-	if position < 0 || position > last {
-		position = last
+// WithReply adds a reply function to the chain. position 0 is checked
+// first; PositionBeforeLLM (or any position past the end) puts it just
+// before the LLM pipeline, which is always last. Functions are placed in
+// the order the options are given.
+func WithReply(name string, trigger Trigger, fn ReplyFunc, position int) Option {
+	return func(a *Agent) {
+		a.replies = append(a.replies, registeredReply{name: name, trigger: trigger, fn: fn})
+		a.replyAt = append(a.replyAt, position)
 	}
-	a.replies = slices.Insert(a.replies, position, r)
 }
 
-// HookKind names the three hook points.
-type HookKind string
-
-// Hook kinds, in the order they run.
-const (
-	HookUpdateAgentState      HookKind = "update_agent_state"
-	HookProcessLastReceived   HookKind = "process_last_received_message"
-	HookProcessAllBeforeReply HookKind = "process_all_messages_before_reply"
-)
-
+// hooks are the three hook points of the reply chain, in the order they
+// run: update_agent_state, process_last_received_message,
+// process_all_messages_before_reply.
 type hooks struct {
 	state []func(rc *ReplyContext)
 	last  []func(text string) string
 	all   []func(msgs []llm.Message) []llm.Message
 }
 
-// RegisterHook adds a hook. fn must be func(*ReplyContext) for
-// update_agent_state, func(string) string for process_last_received_message
-// and func([]llm.Message) []llm.Message for process_all_messages_before_reply.
-func (a *Agent) RegisterHook(kind HookKind, fn any) error {
-	switch kind {
-	case HookUpdateAgentState:
-		f, ok := fn.(func(*ReplyContext))
-		if !ok {
-			return fmt.Errorf("hook %s: want func(*ReplyContext), got %T", kind, fn)
-		}
-		a.hooks.state = append(a.hooks.state, f)
-	case HookProcessLastReceived:
-		f, ok := fn.(func(string) string)
-		if !ok {
-			return fmt.Errorf("hook %s: want func(string) string, got %T", kind, fn)
-		}
-		a.hooks.last = append(a.hooks.last, f)
-	case HookProcessAllBeforeReply:
-		f, ok := fn.(func([]llm.Message) []llm.Message)
-		if !ok {
-			return fmt.Errorf("hook %s: want func([]llm.Message) []llm.Message, got %T", kind, fn)
-		}
-		a.hooks.all = append(a.hooks.all, f)
-	default:
-		return fmt.Errorf("unknown hook kind %q", kind)
-	}
-	return nil
+// WithStateHook adds an update_agent_state hook: it may add context lines
+// (rc.Extra) before the message is read.
+func WithStateHook(fn func(rc *ReplyContext)) Option {
+	return func(a *Agent) { a.hooks.state = append(a.hooks.state, fn) }
+}
+
+// WithMessageHook adds a process_last_received_message hook: it rewrites
+// the incoming text (after the built-in redaction of secrets).
+func WithMessageHook(fn func(text string) string) Option {
+	return func(a *Agent) { a.hooks.last = append(a.hooks.last, fn) }
+}
+
+// WithHistoryHook adds a process_all_messages_before_reply hook: it gets a
+// copy of the recent messages and returns the ones prompts use.
+func WithHistoryHook(fn func(msgs []llm.Message) []llm.Message) Option {
+	return func(a *Agent) { a.hooks.all = append(a.hooks.all, fn) }
 }
 
 // PatternReply is a config-registered fixed reply: when Pattern matches the
@@ -134,31 +117,35 @@ type PatternReply struct {
 	Reply   string
 }
 
-// ensureChain installs the built-in reply functions once: termination check,
-// human reply, config pattern replies, then the LLM pipeline.
-func (a *Agent) ensureChain() {
-	if a.replies != nil {
-		return
-	}
-	a.replies = []registeredReply{
+// buildChain lays out the reply chain once, in New: termination check,
+// human reply, config pattern replies, the functions given with WithReply
+// at their positions, then the LLM pipeline.
+func (a *Agent) buildChain() {
+	given, at := a.replies, a.replyAt
+	chain := []registeredReply{
 		{name: "termination", fn: a.replyTermination},
-		{name: "human_reply", fn: a.replyHuman},
+		{name: "human_reply", route: a.replyHuman},
 	}
 	for _, p := range a.set.PatternReplies {
-		a.replies = append(a.replies, registeredReply{name: "pattern:" + p.Pattern.String(),
+		chain = append(chain, registeredReply{name: "pattern:" + p.Pattern.String(),
 			trigger: func(rc *ReplyContext) bool { return p.Pattern.MatchString(rc.Message) },
 			fn:      func(context.Context, *ReplyContext) (Reply, error) { return ReplyWith(p.Reply), nil }})
 	}
-	a.replies = append(a.replies, registeredReply{name: "llm_pipeline", fn: a.replyLLM})
+	chain = append(chain, registeredReply{name: "llm_pipeline",
+		route: func(context.Context, *ReplyContext) (string, bool, error) { return NodeAnalyzer, true, nil }})
+	for i, r := range given {
+		last := len(chain) - 1 // the LLM pipeline
+		pos := at[i]
+		if pos < 0 || pos > last {
+			pos = last
+		}
+		chain = slices.Insert(chain, pos, r)
+	}
+	a.replies, a.replyAt = chain, nil
 }
 
 // prepare runs the hooks on a copy of the messages.
 func (a *Agent) prepare(t *turn, message string) *ReplyContext {
-	hist := t.st.ConversationHistory
-	msgs := make([]llm.Message, 0, 2*len(hist)+1)
-	for _, ex := range hist {
-		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: ex.User}, llm.Message{Role: llm.RoleAssistant, Content: ex.Assistant})
-	}
 	rc := &ReplyContext{turn: t, ConsecutiveAutoReplies: t.sess.cp.Counters.ConsecutiveAutoReplies}
 	if t.pending != nil {
 		rc.PendingAction = t.pending.Bound.Name
@@ -170,16 +157,33 @@ func (a *Agent) prepare(t *turn, message string) *ReplyContext {
 	for _, h := range a.hooks.last {
 		msg = h(msg)
 	}
-	msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: msg})
-	// The built-in trim keeps a window of recent exchanges: prompts stay the
-	// same size however long the session grows.
-	msgs = windowMessages(msgs, promptWindow)
+	msgs := a.history(t, msg)
 	for _, h := range a.hooks.all {
 		msgs = h(slices.Clone(msgs))
 	}
 	rc.Message = msg
 	rc.Messages = msgs
 	return rc
+}
+
+// window is the built-in part of prepare, for a turn no message starts (a
+// decision, a job's completion, a crashed turn's rest): the redacted text
+// and the window of recent exchanges, without the hooks.
+func (a *Agent) window(t *turn, text string) (string, []llm.Message) {
+	msg := redact.String(text, a.set.Secrets...)
+	return msg, a.history(t, msg)
+}
+
+// history is the window of recent exchanges then msg: prompts stay the
+// same size however long the session grows.
+func (a *Agent) history(t *turn, msg string) []llm.Message {
+	hist := t.st.ConversationHistory
+	msgs := make([]llm.Message, 0, 2*len(hist)+1)
+	for _, ex := range hist {
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: ex.User}, llm.Message{Role: llm.RoleAssistant, Content: ex.Assistant})
+	}
+	msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: msg})
+	return windowMessages(msgs, promptWindow)
 }
 
 // windowMessages keeps the last n exchanges before the final message.
@@ -190,26 +194,34 @@ func windowMessages(msgs []llm.Message, n int) []llm.Message {
 	return slices.Clone(msgs[len(msgs)-(2*n+1):])
 }
 
-// generateReply asks the reply functions in order.
-func (a *Agent) generateReply(ctx context.Context, rc *ReplyContext) (Reply, error) {
-	a.ensureChain()
+// generateReply asks the reply functions in order. The first final answer
+// wins: a reply, or a route into the graph (start, from the human reply or
+// the LLM pipeline).
+func (a *Agent) generateReply(ctx context.Context, rc *ReplyContext) (rep Reply, start string, err error) {
 	for _, r := range a.replies {
 		if r.trigger != nil && !r.trigger(rc) {
 			continue
 		}
+		if r.route != nil {
+			start, ok, err := r.route(ctx, rc)
+			if err != nil || ok {
+				return Reply{}, start, err
+			}
+			continue
+		}
 		rep, err := r.fn(ctx, rc)
 		if err != nil {
-			return Reply{}, err
+			return Reply{}, nodeEnd, err
 		}
 		if rep.Kind != KindPass {
 			if rep.Text == "" && rep.Kind == KindReply {
 				continue
 			}
-			return rep, nil
+			return rep, nodeEnd, nil
 		}
 	}
 	return StopWith("no reply function answered",
-		"I could not produce a reply to that message: no reply function answered. Try rephrasing the request."), nil
+		"I could not produce a reply to that message: no reply function answered. Try rephrasing the request."), nodeEnd, nil
 }
 
 var defaultTerminationWords = []string{"exit", "quit", "bye"}
@@ -236,96 +248,40 @@ func (a *Agent) replyTermination(_ context.Context, rc *ReplyContext) (Reply, er
 	return Pass(), nil
 }
 
-// replyHuman decides what the chat path must not send to the analyzer: a
+// replyHuman routes what the chat path must not send to the analyzer: a
 // confirmation the person has not read is shown again, whatever the words;
 // under --yes, the pending confirmation is approved unless the person's
 // own words begin by refusing it ("no, use 60/40": those go to the
 // analyzer as a denial or a change, and a changed action shown in this run
 // is approved by --yes in its turn); and an answer given while crash
 // recovery settled the interrupted action gets that report. A clear yes
-// or no never comes here: Ask reads it as a Decision first.
-func (a *Agent) replyHuman(ctx context.Context, rc *ReplyContext) (Reply, error) {
+// or no never comes here: Run reads it as a Decision first.
+func (a *Agent) replyHuman(ctx context.Context, rc *ReplyContext) (string, bool, error) {
 	t := rc.turn
-	var next string
 	switch {
 	case t.pending == nil && len(t.recovered) > 0 && clearAnswer(rc.Message) != answerUnclear:
 		// The interrupted action was settled with the server: report it
 		// instead of treating the answer as a new request.
-		next = NodeResponder
+		return NodeResponder, true, nil
 	case t.pending != nil && (t.reaskOnly || a.set.Yes && !startsWithNo(rc.Message)):
 		// An unread confirmation is shown again whatever the words say.
-		var err error
-		if next, err = a.decide(ctx, t, Approve, "yes-flag"); err != nil {
-			return Reply{}, err
-		}
-	default:
-		return Pass(), nil
+		start, err := a.decide(ctx, t, true, "yes-flag")
+		return start, true, err
 	}
-	return a.runGraph(ctx, t, next)
+	return nodeEnd, false, nil
 }
 
-// Decision is a person's clear answer to a pending confirmation: the
-// words of pipeline.md's clear answers, `resume --answer yes|no`, or
-// --yes. It enters the graph at the executor or the responder directly;
-// only free text goes to the analyzer.
-type Decision int
-
-// Decisions.
-const (
-	Approve Decision = iota + 1
-	Deny
-)
-
-// ParseDecision reads a clear yes or no ("yes please", "no thanks"); ok is
-// false for anything else, which is free text for the analyzer.
-func ParseDecision(text string) (d Decision, ok bool) {
+// ParseDecision reads a clear yes or no ("yes please", "no thanks"): ok is
+// false for anything else, which is free text for the analyzer. Front ends
+// make a Decision of it, addressed to the pending confirmation.
+func ParseDecision(text string) (approve, ok bool) {
 	switch clearAnswer(text) {
 	case answerApproved:
-		return Approve, true
+		return true, true
 	case answerDenied:
-		return Deny, true
+		return false, true
 	}
-	return 0, false
-}
-
-// decide applies a decision to the turn's pending confirmation and says
-// which node the graph goes on from: the executor runs an approved action;
-// the responder reports a denial, or shows the confirmation again when the
-// person has not read it yet (only a no may stand for an answer given
-// before that) or when crash recovery already settled it.
-func (a *Agent) decide(ctx context.Context, t *turn, d Decision, by string) (string, error) {
-	switch {
-	case t.pending == nil:
-		return NodeResponder, nil
-	case t.reaskOnly && d != Deny:
-		t.answer = answerReasked
-		return NodeResponder, a.showAgain(ctx, t)
-	case d == Deny:
-		t.deny(false)
-		return NodeResponder, nil
-	}
-	t.approve(t.pending, by)
-	return NodeExecutor, nil
-}
-
-// showAgain makes the turn show the pending confirmation again, with its
-// current text.
-func (a *Agent) showAgain(ctx context.Context, t *turn) error {
-	cur, stale, err := a.currentPending(ctx, t, t.pending)
-	if err != nil {
-		return err
-	}
-	i := &awaitConfirmation{p: cur}
-	if stale {
-		i.note = staleNote
-	}
-	_, _, err = a.pause(t, i)
-	return err
-}
-
-// replyLLM is the LLM pipeline: the graph from the analyzer.
-func (a *Agent) replyLLM(ctx context.Context, rc *ReplyContext) (Reply, error) {
-	return a.runGraph(ctx, rc.turn, NodeAnalyzer)
+	return false, false
 }
 
 // The clear answers of pipeline.md: a yes or no word, or a phrase built

@@ -13,11 +13,9 @@ import (
 )
 
 func TestRegisterReplyOrder(t *testing.T) {
-	a := &Agent{}
 	noop := func(context.Context, *ReplyContext) (Reply, error) { return Pass(), nil }
-	a.RegisterReply("late", nil, noop, PositionBeforeLLM)
-	a.RegisterReply("first", nil, noop, 0)
-	a.RegisterReply("before-llm-2", nil, noop, 99)
+	a := chainAgent(Settings{}, WithReply("late", nil, noop, PositionBeforeLLM), WithReply("first", nil, noop, 0),
+		WithReply("before-llm-2", nil, noop, 99))
 	var got []string
 	for _, r := range a.replies {
 		got = append(got, r.name)
@@ -29,21 +27,20 @@ func TestRegisterReplyOrder(t *testing.T) {
 }
 
 func TestGenerateReplyFirstFinalWins(t *testing.T) {
-	a := &Agent{}
 	var calls []string
 	mk := func(name string, r Reply) ReplyFunc {
 		return func(context.Context, *ReplyContext) (Reply, error) { calls = append(calls, name); return r, nil }
 	}
-	a.RegisterReply("skip", func(*ReplyContext) bool { return false }, mk("skip", ReplyWith("never")), 0)
-	a.RegisterReply("pass", nil, mk("pass", Pass()), PositionBeforeLLM)
-	a.RegisterReply("answer", nil, mk("answer", ReplyWith("from registered")), PositionBeforeLLM)
+	a := chainAgent(Settings{}, WithReply("skip", func(*ReplyContext) bool { return false }, mk("skip", ReplyWith("never")), 0),
+		WithReply("pass", nil, mk("pass", Pass()), PositionBeforeLLM),
+		WithReply("answer", nil, mk("answer", ReplyWith("from registered")), PositionBeforeLLM))
 	tr := &turn{a: a, sess: NewSession("s", fixedNow()), st: NewState()}
 	rc := &ReplyContext{Message: "hello", turn: tr}
-	rep, err := a.generateReply(context.Background(), rc)
+	rep, start, err := a.generateReply(context.Background(), rc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Text != "from registered" || rep.Kind != KindReply {
+	if rep.Text != "from registered" || rep.Kind != KindReply || start != nodeEnd {
 		t.Fatalf("got %+v", rep)
 	}
 	if diff := cmp.Diff([]string{"pass", "answer"}, calls); diff != "" {
@@ -52,12 +49,11 @@ func TestGenerateReplyFirstFinalWins(t *testing.T) {
 }
 
 func TestDefaultReplyWhenNothingAnswers(t *testing.T) {
-	a := &Agent{}
-	a.ensureChain()
+	a := chainAgent(Settings{})
 	// Replace the LLM pipeline by a function that passes.
-	a.replies[len(a.replies)-1].fn = func(context.Context, *ReplyContext) (Reply, error) { return Pass(), nil }
+	a.replies[len(a.replies)-1] = registeredReply{name: "passes", fn: func(context.Context, *ReplyContext) (Reply, error) { return Pass(), nil }}
 	tr := &turn{a: a, sess: NewSession("s", fixedNow()), st: NewState()}
-	rep, err := a.generateReply(context.Background(), &ReplyContext{Message: "hm", turn: tr})
+	rep, _, err := a.generateReply(context.Background(), &ReplyContext{Message: "hm", turn: tr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,22 +63,13 @@ func TestDefaultReplyWhenNothingAnswers(t *testing.T) {
 }
 
 func TestHooksWorkOnACopy(t *testing.T) {
-	a := &Agent{set: Settings{Secrets: []string{"topsecretvalue123"}}}
-	if err := a.RegisterHook(HookProcessLastReceived, func(s string) string { return strings.ToUpper(s) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.RegisterHook(HookProcessAllBeforeReply, func(m []llm.Message) []llm.Message {
-		m[0].Content = "mutated"
-		return m
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.RegisterHook(HookUpdateAgentState, func(rc *ReplyContext) { rc.Extra = append(rc.Extra, "today") }); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.RegisterHook("bogus", func() {}); err == nil {
-		t.Fatal("unknown hook kind accepted")
-	}
+	a := chainAgent(Settings{Secrets: []string{"topsecretvalue123"}},
+		WithMessageHook(func(s string) string { return strings.ToUpper(s) }),
+		WithHistoryHook(func(m []llm.Message) []llm.Message {
+			m[0].Content = "mutated"
+			return m
+		}),
+		WithStateHook(func(rc *ReplyContext) { rc.Extra = append(rc.Extra, "today") }))
 	sess := NewSession("s", fixedNow())
 	sess.st.addExchange("first question", "first answer", fixedNow())
 	tr := &turn{a: a, sess: sess, st: sess.st}
@@ -128,4 +115,14 @@ func TestRedact(t *testing.T) {
 	if strings.Contains(got, "sk-abc") || strings.Contains(got, "abcdefghijklmnopqrstu ") {
 		t.Fatalf("not redacted: %q", got)
 	}
+}
+
+// chainAgent is an agent with only its reply chain laid out, as New does.
+func chainAgent(s Settings, opts ...Option) *Agent {
+	a := &Agent{set: s}
+	for _, o := range opts {
+		o(a)
+	}
+	a.buildChain()
+	return a
 }

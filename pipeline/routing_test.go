@@ -141,7 +141,7 @@ func TestClearAnswer(t *testing.T) {
 func TestResetTurnKeepsProgressiveGathering(t *testing.T) {
 	s := NewState()
 	s.ActionNeeded = "create_experiment"
-	s.ActionParams = map[string]any{"name": "X"}
+	s.ActionParams = json.RawMessage(`{"name":"X"}`)
 	s.MissingParams = []string{"context"}
 	s.IntentType, s.Confidence, s.UserRequestSummary = IntentNeedsInfo, 0.9, "create X"
 	s.addError(ErrTypeValidation, "bad")
@@ -149,7 +149,7 @@ func TestResetTurnKeepsProgressiveGathering(t *testing.T) {
 	if s.IntentType != "" || s.Confidence != 0 || s.UserRequestSummary != "" || len(s.Errors) != 0 {
 		t.Fatalf("per-turn fields not reset: %+v", s)
 	}
-	if s.ActionNeeded != "create_experiment" || s.ActionParams["name"] != "X" || len(s.MissingParams) != 1 {
+	if s.ActionNeeded != "create_experiment" || string(s.ActionParams) != `{"name":"X"}` || len(s.MissingParams) != 1 {
 		t.Fatalf("progressive gathering lost: %+v", s)
 	}
 }
@@ -172,7 +172,7 @@ func TestSessionWritesTheDerivedFields(t *testing.T) {
 	sess.st.NextStep = "then"
 	sess.sync()
 	s := sess.st
-	if s.ActionNeeded != "delete_experiment" || s.ActionParams["experiment_id"] == nil || len(s.MissingParams) != 1 || s.NeedsConfirmation {
+	if s.ActionNeeded != "delete_experiment" || !hasParam(s.ActionParams, "experiment_id") || len(s.MissingParams) != 1 || s.NeedsConfirmation {
 		t.Fatalf("draft not written: %+v", s)
 	}
 	sess.await(&Pending{ID: "c1", Bound: b, Message: "delete?", NeedsHuman: true})

@@ -39,13 +39,23 @@ type Session struct {
 }
 
 // draft is the action the gatherer prepares: its name, and once its
-// params bind, the bound value (canonical params and hash) and their map,
-// computed once per change.
+// params bind, the bound value (typed params, canonical JSON and hash),
+// bound once per change. It has no other form of its params.
 type draft struct {
-	name    string
-	bound   *actions.Bound
-	params  map[string]any // bound's params as a map; or, unbound, the params the checkpoint held
+	name  string
+	bound *actions.Bound
+	// unbound is what the checkpoint held when it does not bind (nil once
+	// the params bind).
+	unbound json.RawMessage
 	missing []string
+}
+
+// params is the draft's params as JSON (canonical once bound; nil: none).
+func (d draft) params() json.RawMessage {
+	if d.bound != nil {
+		return d.bound.Params
+	}
+	return d.unbound
 }
 
 // Pending is the confirmation of one action awaiting a human answer (or,
@@ -220,6 +230,15 @@ func (s *Session) RetryInput() string { return s.st.RetryInput }
 // Status is the session's status between runs.
 func (s *Session) Status() checkpoint.Status { return s.cp.Status }
 
+// PendingConfirmation is the id of the confirmation the session awaits an
+// answer to ("" when none): a Decision addresses it.
+func (s *Session) PendingConfirmation() string {
+	if ic := s.confirmationRef(); ic != nil {
+		return ic.ID
+	}
+	return ""
+}
+
 // confirmationRef is the pending confirmation as the checkpoint holds it.
 func (s *Session) confirmationRef() *checkpoint.Interrupt {
 	if ic := s.cp.Interrupt; ic != nil && ic.Kind == checkpoint.KindConfirmation && ic.Confirmation != nil {
@@ -255,7 +274,7 @@ func (s *Session) bind(lookup func(name string) (actions.Action, bool)) error {
 		if !ok {
 			return badInput("session %s awaits a confirmation of %q, which is no action here (an MCP server that is not configured?)", id, c.Action)
 		}
-		b, err := act.Bind(c.Params)
+		b, err := actions.Restore(act, c.Params)
 		if err != nil {
 			return badInput("session %s: interrupt.confirmation.params: %v", id, err)
 		}
@@ -266,10 +285,10 @@ func (s *Session) bind(lookup func(name string) (actions.Action, bool)) error {
 			ExperimentID: c.ExperimentID, ExperimentVersion: c.ExperimentVersion, CreatedAt: ic.CreatedAt, NeedsHuman: true}
 	}
 	st := s.st
-	s.draft = draft{name: st.ActionNeeded, params: st.ActionParams, missing: st.MissingParams}
-	if act, ok := lookup(st.ActionNeeded); ok && st.ActionParams != nil {
-		if b, err := act.Bind(json.RawMessage(compactJSON(st.ActionParams))); err == nil {
-			s.draft.bound, s.draft.params = b, b.Map()
+	s.draft = draft{name: st.ActionNeeded, unbound: st.ActionParams, missing: st.MissingParams}
+	if act, ok := lookup(st.ActionNeeded); ok && len(st.ActionParams) > 0 {
+		if b, err := actions.Restore(act, st.ActionParams); err == nil {
+			s.draft.bound, s.draft.unbound = b, nil
 		}
 	}
 	s.bound = true
@@ -286,7 +305,7 @@ func (s *Session) chooseAction(name string) {
 
 // setDraftParams records the draft's params, bound and validated.
 func (s *Session) setDraftParams(b *actions.Bound) {
-	s.draft.bound, s.draft.params = b, b.Map()
+	s.draft.bound, s.draft.unbound = b, nil
 }
 
 // setMissing records the params only the person can give.
@@ -295,7 +314,7 @@ func (s *Session) setMissing(missing []string) { s.draft.missing = missing }
 // await records p as the pending confirmation; its action is the draft.
 func (s *Session) await(p *Pending) {
 	s.pending = p
-	s.draft = draft{name: p.Bound.Name, bound: p.Bound, params: p.Bound.Map()}
+	s.draft = draft{name: p.Bound.Name, bound: p.Bound}
 	s.sync()
 }
 
@@ -332,7 +351,7 @@ func (s *Session) sync() {
 		return
 	}
 	st, d := s.st, s.draft
-	st.ActionNeeded, st.ActionParams = d.name, d.params
+	st.ActionNeeded, st.ActionParams = d.name, d.params()
 	st.MissingParams = d.missing
 	if st.MissingParams == nil {
 		st.MissingParams = []string{}

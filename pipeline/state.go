@@ -84,7 +84,7 @@ type State struct {
 	Confidence           float64                  `json:"confidence,omitempty"`
 	UserRequestSummary   string                   `json:"user_request_summary,omitempty"`
 	ActionNeeded         string                   `json:"action_needed,omitempty"`
-	ActionParams         map[string]any           `json:"action_params,omitempty"`
+	ActionParams         json.RawMessage          `json:"action_params,omitempty"`
 	MissingParams        []string                 `json:"missing_params"`
 	ContextMetadata      upgrade.ContextMetadata  `json:"context_metadata,omitempty"`
 	ExperimentNames      []upgrade.ExperimentName `json:"experiment_names,omitempty"`
@@ -139,6 +139,9 @@ func NewState() *State {
 
 // normalize fills nil collections after decoding an older checkpoint.
 func (s *State) normalize() {
+	if string(s.ActionParams) == "null" {
+		s.ActionParams = nil
+	}
 	if s.ConversationHistory == nil {
 		s.ConversationHistory = []Exchange{}
 	}

@@ -3,20 +3,22 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"sort"
+	"fmt"
 	"strings"
 	"sync"
 
-	"github.com/upgrade-agent/upgrade-agent/audit"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
-	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
 )
 
 // turn is everything one turn accumulates while it runs. It never outlives
 // the turn; what must survive is on the Session (interrupt, effects) or in
-// State.
+// State. Its parts are grouped by who uses them: the pending confirmation
+// and what the turn made of it (confirmation, confirm.go), the draft's
+// gathering (gathering, draft.go), the memoised reads (reads, reads.go),
+// the analyzer's hand-over to the gatherer (handoff) and the budget
+// (accounting).
 type turn struct {
 	a    *Agent
 	sess *Session
@@ -27,47 +29,36 @@ type turn struct {
 	messages []llm.Message // recent exchanges after hooks, for prompts
 	extra    []string      // context lines from update_agent_state hooks
 
+	accounting
+	reads
+	gathering
+	confirmation
+	handoff
+
+	recovered []map[string]any // what crash recovery settled
+	job       *JobStatus
+	output    map[string]any
+	responded bool
+
+	end ending
+}
+
+// accounting is what bounds a turn and what its result reports of it.
+type accounting struct {
 	trace       []string
 	llmCalls    int
 	usage       llm.Usage
 	transitions int
+}
 
-	metaOnce sync.Once
-	meta     upgrade.ContextMetadata
-	metaErr  error
-
-	toolResults []namedResult     // read results of this turn, for the responder's report
-	problems    []actions.Problem // the latest validation of the draft action (nil: not validated since it changed)
-	declared    map[string]bool   // params the model said only the person can give
-	// stop ends the gatherer's loop after the current round: the model
-	// named params only the person can give, or gave a full set whose
-	// values only the person can correct. A partial set goes on.
-	stop bool
-
-	// pending is the confirmation an earlier turn left; answer is what this
-	// turn made of it. Only it can be approved in this turn, and only by the
-	// person's own words, --yes, or the never policy.
-	pending    *Pending
-	answer     answerKind
-	approvedBy string   // human, yes-flag, policy
-	approvedP  *Pending // the confirmation approved in this turn
-	reaskOnly  bool     // an interrupted action's outcome is unknown: ask again, never run blindly
-	// showing is the confirmation the responder shows: the turn pauses.
-	showing *Pending
-	notes   []string // said with the confirmation: stale, unclear, interrupted
-	denied  *Pending // the confirmation a denial dropped in this turn
-
+// handoff is what the analyzer hands the gatherer, and the executor the
+// analyzer, within a turn.
+type handoff struct {
 	prefetch     []llm.ToolCall // the analyzer's lookups: the gatherer's first round
 	infoOnly     bool           // the analyzer said the request is a question (needs_action false)
 	object       actions.Object // what the analyzer said the request is about: the gatherer's scope (none: every tool)
 	continuation bool           // the analyzer runs after the executor for a next step
 	nextStep     string         // the step the analyzer and gatherer work on after an execution
-	recovered    []map[string]any
-	job          *JobStatus
-	output       map[string]any
-	responded    bool
-
-	end ending
 }
 
 // answerKind is what a turn made of a pending confirmation.
@@ -104,44 +95,37 @@ func (t *turn) takeStop() bool {
 	return s
 }
 
-// approve records that p may run in this turn.
-func (t *turn) approve(p *Pending, by string) {
-	t.answer, t.approvedBy, t.approvedP = answerApproved, by, p
-	t.a.audit(t, audit.Approved, p, audit.Entry{Message: "by " + by})
-	if by == "human" {
-		v := true
-		t.st.UserConfirmed = &v
+// errBudget: the turn has spent its LLM calls.
+var errBudget = errors.New("LLM call budget of the turn exhausted")
+
+// chat makes one LLM call on behalf of a node, within the turn's budget.
+func (t *turn) chat(ctx context.Context, node string, req llm.Request) (*llm.Response, error) {
+	if t.llmCalls >= t.a.maxCalls() {
+		return nil, errBudget
 	}
+	t.llmCalls++
+	req.Model = t.a.set.Model
+	req.Node = node
+	if req.Temperature == nil {
+		req.Temperature = t.a.set.Temperature
+	}
+	resp, err := t.a.deps.LLM.Chat(llm.WithNode(ctx, node), req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", node, err)
+	}
+	t.usage.Add(resp.Usage)
+	return resp, nil
 }
 
-// approved is the confirmation approved in this turn, if any.
-func (t *turn) approved() *Pending {
-	if t.answer != answerApproved {
-		return nil
+// respond hands the reply to the caller as soon as it is final.
+func (a *Agent) respond(t *turn, text string) {
+	if t.responded {
+		return
 	}
-	return t.approvedP
-}
-
-// deny drops the pending confirmation. A denial that carries a change
-// keeps the draft for the gatherer.
-func (t *turn) deny(changed bool) {
-	t.answer = answerDenied
-	if changed {
-		t.answer = answerChanged
+	t.responded = true
+	if a.onResponse != nil {
+		a.onResponse(text)
 	}
-	t.denied = t.pending
-	if t.pending != nil {
-		t.a.audit(t, audit.Denied, t.pending, audit.Entry{})
-	}
-	v := false
-	t.st.UserConfirmed = &v
-	t.sess.deny(changed)
-	t.pending = nil
-}
-
-// humanDecided: a person answered a confirmation in this turn.
-func (t *turn) humanDecided() bool {
-	return (t.answer == answerApproved && t.approvedBy == "human") || t.answer == answerDenied || t.answer == answerChanged
 }
 
 func (t *turn) update(fn func(s *State)) {
@@ -201,77 +185,4 @@ func errorType(err error) string {
 		return ErrTypeAuth
 	}
 	return ErrTypeUnknown
-}
-
-// metadata fetches the context metadata at most once per turn.
-func (t *turn) metadata(ctx context.Context) (upgrade.ContextMetadata, error) {
-	t.metaOnce.Do(func() {
-		t.meta, t.metaErr = t.a.deps.API.ContextMetadata(ctx)
-		if t.metaErr == nil {
-			t.update(func(s *State) { s.ContextMetadata = t.meta })
-		}
-	})
-	return t.meta, t.metaErr
-}
-
-func (t *turn) contextInfo(ctx context.Context, name string) (upgrade.ContextInfo, error) {
-	md, err := t.metadata(ctx)
-	if err != nil {
-		return upgrade.ContextInfo{}, err
-	}
-	ci, ok := md[name]
-	if !ok {
-		return ci, inputErrorf("unknown context %q; valid contexts: %s", name, strings.Join(readmodel.ContextNames(md), ", "))
-	}
-	return ci, nil
-}
-
-func (t *turn) experimentNames(ctx context.Context) ([]upgrade.ExperimentName, error) {
-	t.mu.Lock()
-	cached := t.st.ExperimentNames
-	t.mu.Unlock()
-	if cached != nil {
-		return cached, nil
-	}
-	names, err := t.a.deps.API.ExperimentNames(ctx)
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i].Name < names[j].Name })
-	t.update(func(s *State) { s.ExperimentNames = names })
-	return names, nil
-}
-
-func (t *turn) allExperiments(ctx context.Context) ([]readmodel.Summary, error) {
-	t.mu.Lock()
-	cached := t.st.AllExperiments
-	t.mu.Unlock()
-	if cached != nil {
-		return cached, nil
-	}
-	list, err := t.a.deps.API.Experiments(ctx)
-	if err != nil {
-		return nil, err
-	}
-	sums := readmodel.SummarizeAll(list)
-	t.update(func(s *State) { s.AllExperiments = sums })
-	return sums, nil
-}
-
-// resolveID accepts an id or a name (the rules of upgrade.ResolveExperiment:
-// exact id or name, then a unique prefix).
-func (t *turn) resolveID(ctx context.Context, ref string) (string, error) {
-	ref = strings.TrimSpace(ref)
-	if upgrade.IsUUID(ref) {
-		return strings.ToLower(ref), nil // UpGrade's ids are lower case
-	}
-	names, err := t.experimentNames(ctx)
-	if err != nil {
-		return "", err
-	}
-	id, err := upgrade.ResolveExperiment(names, ref)
-	if err != nil {
-		return "", inputErrorf("%v", err)
-	}
-	return id, nil
 }

@@ -32,6 +32,9 @@ type Bound struct {
 	// Hash is canonjson.ParamsHash of Name and Params (checkpoint.ParamsHash).
 	Hash  string
 	typed any
+	// given is the typed params as decoded, before the action's canonical
+	// form filled in what it derives (nil: Params is all there is).
+	given any
 }
 
 // NewBound makes the bound value of canonical params. Adapters (MCP) call
@@ -70,36 +73,66 @@ func (b *Bound) Reconcile(ctx context.Context, env Env, key string, startedAt ti
 	return b.act.Reconcile(ctx, env, b, key, startedAt)
 }
 
-// Map returns the canonical params as a JSON object (the session state
-// keeps this form).
-func (b *Bound) Map() map[string]any {
-	m := map[string]any{}
-	dec := json.NewDecoder(bytes.NewReader(b.Params))
-	dec.UseNumber()
-	_ = dec.Decode(&m) // canonical params are always a JSON object
-	return m
+// Given is the params as they were given, in the canonical spelling but
+// without the members binding derives from others (a mark's status from
+// its condition, a post rule's condition): edits patch this form, so that
+// a derived member is derived again from the edited params rather than
+// kept stale from an earlier draft.
+func (b *Bound) Given() (json.RawMessage, error) {
+	if b.given == nil {
+		return b.Params, nil
+	}
+	return json.Marshal(b.given)
 }
 
-// Essential is the canonical params without the members binding fills in
-// by itself: a member is left out when the params bound without it are
-// the same. Edits start from it, so that a default derived from another
-// member (a mark's status from its condition, a post rule from its
-// condition) is derived again from the edited params rather than kept
-// stale from an earlier draft.
-func (b *Bound) Essential() map[string]any {
-	m := b.Map()
+// Restore binds canonical params read back from storage (a checkpoint's
+// draft or confirmation). Storage keeps the canonical form only, so the
+// members binding derived are found again: a member is left out of the
+// given form when the params bind to the same action without it. That is a
+// bind per top-level member, once per load, so that the next edit derives
+// them again as it would have in the process that bound them.
+func Restore(act Action, canonical json.RawMessage) (*Bound, error) {
+	b, err := act.Bind(canonical)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := decodeNumbers(b.Params, &m); err != nil {
+		return b, nil // params that are no object have no members to leave out
+	}
 	for _, k := range sortedKeys(m) {
 		v := m[k]
 		delete(m, k)
 		raw, err := json.Marshal(m)
 		if err == nil {
-			if again, err := b.act.Bind(raw); err == nil && again.Hash == b.Hash {
+			if again, err := act.Bind(raw); err == nil && again.Hash == b.Hash {
 				continue
 			}
 		}
 		m[k] = v
 	}
-	return m
+	b.given = m
+	return b, nil
+}
+
+func decodeNumbers(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+// Patch binds the params that a JSON merge patch (RFC 7386) makes of
+// Given: one bind per change.
+func (b *Bound) Patch(patch json.RawMessage) (*Bound, error) {
+	doc, err := b.Given()
+	if err != nil {
+		return nil, err
+	}
+	merged, err := MergePatch(doc, patch)
+	if err != nil {
+		return nil, err
+	}
+	return b.act.Bind(merged)
 }
 
 // ParseError lists everything wrong with the shape of an action's params:
@@ -141,6 +174,7 @@ func (a *builtin[P]) Bind(raw json.RawMessage) (*Bound, error) {
 	if err != nil {
 		return nil, err
 	}
+	given := p
 	if a.def.Canonical != nil {
 		p = a.def.Canonical(p)
 	}
@@ -148,7 +182,12 @@ func (a *builtin[P]) Bind(raw json.RawMessage) (*Bound, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s params: %w", a.spec.Name, err)
 	}
-	return NewBound(a.self, canon, p)
+	b, err := NewBound(a.self, canon, p)
+	if err != nil {
+		return nil, err
+	}
+	b.given = given
+	return b, nil
 }
 
 func (a *builtin[P]) typed(b *Bound) (P, error) {

@@ -229,20 +229,17 @@ func TestCanonical(t *testing.T) {
 	}
 }
 
-// TestEssential: edits start from the params without what binding fills
-// in, so a default derived from another member is derived again.
-func TestEssential(t *testing.T) {
+// TestGivenBindsAlike: edits start from the params as given, which bind
+// to the same action: the members binding derives are left out.
+func TestGivenBindsAlike(t *testing.T) {
 	tests := []struct {
-		action, raw, want string
+		action, raw string
 	}{
 		{"create_experiment",
-			`{"name":"A","context":"c","assignment_unit":"individual","filter_mode":"includeAll","post_experiment_rule":{"rule":"continue"},"consistency_rule":"group"}`,
-			`{"consistency_rule":"group","context":"c","name":"A"}`},
-		{"mark_decision_point", `{"user_id":"u","decision_point":{"site":"s","target":"t"}}`,
-			`{"decision_point":{"site":"s","target":"t"},"user_id":"u"}`},
-		{"mark_decision_point", `{"user_id":"u","decision_point":{"site":"s","target":"t"},"status":"condition not applied"}`,
-			`{"decision_point":{"site":"s","target":"t"},"status":"condition not applied","user_id":"u"}`},
-		{"update_experiment", `{"experiment_id":"x","tags":[]}`, `{"experiment_id":"x","tags":[]}`},
+			`{"name":"A","context":"c","assignment_unit":"individual","filter_mode":"includeAll","post_experiment_rule":{"rule":"continue"},"consistency_rule":"group"}`},
+		{"mark_decision_point", `{"user_id":"u","decision_point":{"site":"s","target":"t"}}`},
+		{"mark_decision_point", `{"userId":"u","decision_point":{"site":"s","target":"t"},"status":"condition not applied"}`},
+		{"update_experiment", `{"experiment_id":"x","tags":[]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.raw, func(t *testing.T) {
@@ -250,19 +247,107 @@ func TestEssential(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ess := b.Essential()
-			raw, err := json.Marshal(ess)
+			given, err := b.Given()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if string(raw) != tt.want {
-				t.Errorf("Essential = %s, want %s", raw, tt.want)
-			}
-			again, err := Bind(tt.action, raw)
+			again, err := Bind(tt.action, given)
 			if err != nil || again.Hash != b.Hash {
-				t.Errorf("the essential params bind to %v (%v), not to the same params", again, err)
+				t.Errorf("the given params %s bind to %v (%v), not to the same params", given, again, err)
 			}
 		})
+	}
+}
+
+// TestPatchDerivesAgain: a patch binds once, from the params as given, so
+// a member derived from another one follows the edit.
+func TestPatchDerivesAgain(t *testing.T) {
+	b, err := Bind("mark_decision_point", json.RawMessage(`{"user_id":"u","decision_point":{"site":"s","target":"t"},"assigned_condition":{"condition_code":"control","experiment_id":"e"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Typed().(MarkDecisionPointParams).Status; got != "condition applied" {
+		t.Fatalf("status %q", got)
+	}
+	nb, err := b.Patch(json.RawMessage(`{"assigned_condition":null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := nb.Typed().(MarkDecisionPointParams).Status; got != "no condition assigned" || nb.Hash == b.Hash {
+		t.Fatalf("after removing the condition: status %q (hash changed: %v)", got, nb.Hash != b.Hash)
+	}
+	// Read back from a checkpoint, which keeps the canonical form only, the
+	// draft derives the status again all the same.
+	act, _ := Builtin().Lookup("mark_decision_point")
+	stored, err := Restore(act, nb.Params)
+	if err != nil || stored.Hash != nb.Hash {
+		t.Fatalf("restore: %v, %v", stored, err)
+	}
+	again, err := stored.Patch(json.RawMessage(`{"assigned_condition":{"condition_code":"variant","experiment_id":"e"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := again.Typed().(MarkDecisionPointParams).Status; got != "condition applied" {
+		t.Fatalf("restored draft with a condition: status %q", got)
+	}
+	if given, _ := stored.Given(); strings.Contains(string(given), "status") {
+		t.Fatalf("the restored given form keeps the derived status: %s", given)
+	}
+}
+
+// TestMergePatch: RFC 7386's cases, plus a key in another spelling
+// patching the member it names.
+func TestMergePatch(t *testing.T) {
+	for _, tt := range []struct{ doc, patch, want string }{
+		{`{"a":"b"}`, `{"a":"c"}`, `{"a":"c"}`},
+		{`{"a":"b"}`, `{"b":"c"}`, `{"a":"b","b":"c"}`},
+		{`{"a":"b"}`, `{"a":null}`, `{}`},
+		{`{"a":"b","b":"c"}`, `{"a":null}`, `{"b":"c"}`},
+		{`{"a":["b"]}`, `{"a":"c"}`, `{"a":"c"}`},
+		{`{"a":"c"}`, `{"a":["b"]}`, `{"a":["b"]}`},
+		{`{"a":{"b":"c"}}`, `{"a":{"b":"d","c":null}}`, `{"a":{"b":"d"}}`},
+		{`{"a":[{"b":"c"}]}`, `{"a":[1]}`, `{"a":[1]}`},
+		{`{"e":null}`, `{"a":1}`, `{"a":1,"e":null}`},
+		{``, `{"a":{"bb":{"ccc":null}}}`, `{"a":{"bb":{}}}`},
+		{`{"experiment_id":"x","post_experiment_rule":{"rule":"continue"}}`, `{"experimentId":"y","Post_Experiment_Rule":{"Rule":"assign"}}`,
+			`{"experiment_id":"y","post_experiment_rule":{"rule":"assign"}}`},
+	} {
+		got, err := MergePatch(json.RawMessage(tt.doc), json.RawMessage(tt.patch))
+		if err != nil || string(got) != tt.want {
+			t.Errorf("MergePatch(%s, %s) = %s, %v; want %s", tt.doc, tt.patch, got, err, tt.want)
+		}
+	}
+}
+
+// TestPathPatch: update_action_params' key as a merge patch: a key, a
+// dotted path, a list item (the whole list patched), an append, a null.
+func TestPathPatch(t *testing.T) {
+	doc := json.RawMessage(`{"name":"A","conditions":[{"code":"a","weight":50},{"code":"b","weight":50}],"post_experiment_rule":{"rule":"continue"}}`)
+	for _, tt := range []struct {
+		path  string
+		value any
+		want  string
+	}{
+		{"name", "B", `{"name":"B"}`},
+		{" Name ", nil, `{"name":null}`},
+		{"post_experiment_rule.rule", "assign", `{"post_experiment_rule":{"rule":"assign"}}`},
+		{"conditions[1].weight", 40, `{"conditions":[{"code":"a","weight":50},{"code":"b","weight":40}]}`},
+		{"conditions[2]", map[string]any{"code": "c"}, `{"conditions":[{"code":"a","weight":50},{"code":"b","weight":50},{"code":"c"}]}`},
+		{"tags", []string{"x"}, `{"tags":["x"]}`},
+	} {
+		got, err := PathPatch(doc, tt.path, tt.value)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("PathPatch(%q) = %s, %v; want %s", tt.path, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "conditions[5].weight", "conditions[x]", "a..b"} {
+		if _, err := PathPatch(doc, bad, 1); err == nil {
+			t.Errorf("PathPatch(%q) accepted", bad)
+		}
+	}
+	// The document is not changed by building a patch of it.
+	if _, err := PathPatch(doc, "conditions[0].weight", 10); err != nil || !strings.Contains(string(doc), `"weight":50},{"code":"b"`) {
+		t.Errorf("doc changed: %s", doc)
 	}
 }
 

@@ -26,7 +26,14 @@ func ResolveBound(ctx context.Context, api CatalogAPI, b *Bound) (*Bound, error)
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownAction, b.Name)
 	}
-	m := b.Map()
+	given, err := b.Given()
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := decodeNumbers(given, &m); err != nil {
+		return b, nil // params that are no object hold no references
+	}
 	changed, err := ResolveRefs(ctx, api, a.Spec().Refs, m)
 	if err != nil || !changed {
 		return b, err

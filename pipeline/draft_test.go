@@ -1,0 +1,97 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
+
+// TestUpdateActionParamsAsModelsSendThem: update_action_params is a merge
+// patch of the params as given, bound once per call. Models send one key
+// per call, dotted paths, keys in camelCase, numbers as strings, display
+// names, explicit nulls and names where ids belong; each lands in the one
+// member it names, and a member derived from another follows the edit.
+func TestUpdateActionParamsAsModelsSendThem(t *testing.T) {
+	h := newHarness(t)
+	e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
+	ctx := context.Background()
+	tr, err := h.agent.begin(ctx, h.sess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.sess.chooseAction("mark_decision_point")
+	params := func() map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal(tr.sess.draft.params(), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for _, step := range []struct {
+		key   string
+		value any
+	}{
+		{"userId", " student1 "},
+		{"decision_point.site", "SelectSection"},
+		{"Decision_Point.Target", "absolute_value_plot_equality"},
+		{"assigned_condition", map[string]any{"condition_code": "control", "experiment_id": "math hints"}},
+	} {
+		if _, err := tr.patchParams(ctx, step.key, step.value); err != nil {
+			t.Fatalf("update %s: %v", step.key, err)
+		}
+	}
+	m := params()
+	ac, _ := m["assigned_condition"].(map[string]any)
+	if m["user_id"] != "student1" || m["status"] != "condition applied" || ac["experiment_id"] != e.ID || strings.Contains(string(tr.sess.draft.params()), "userId") {
+		t.Fatalf("after the keys: %s", tr.sess.draft.params())
+	}
+	// A null removes the condition; the status derived from it follows.
+	if _, err := tr.patchParams(ctx, "assigned_condition", nil); err != nil {
+		t.Fatal(err)
+	}
+	if m := params(); m["status"] != "no condition assigned" || m["assigned_condition"] != nil {
+		t.Fatalf("after the null: %s", tr.sess.draft.params())
+	}
+	// A key the action does not have is refused, naming it; the draft stays.
+	before := string(tr.sess.draft.params())
+	if _, err := tr.patchParams(ctx, "colour", "red"); err == nil || !strings.Contains(err.Error(), "colour") {
+		t.Fatalf("unknown key: %v", err)
+	}
+	if _, err := tr.patchParams(ctx, "decision_point[1].site", "x"); err == nil {
+		t.Fatal("an index into an object accepted")
+	}
+	if string(tr.sess.draft.params()) != before {
+		t.Fatalf("a refused update changed the draft: %s", tr.sess.draft.params())
+	}
+}
+
+// TestUpdateActionParamsListItems: a path through a list patches that
+// item; a number as a string is a number.
+func TestUpdateActionParamsListItems(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	tr, err := h.agent.begin(ctx, h.sess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.sess.chooseAction("create_experiment")
+	if _, err := tr.setParams(ctx, json.RawMessage(`{"name":"A","context":"assign-prog","conditions":{"control":50,"variant":50},
+		"decision_points":[{"site":"SelectSection","target":"absolute_value_plot_equality"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		key   string
+		value any
+	}{{"conditions[0].weight", "60"}, {"conditions[1].weight", 40}, {"conditions[2]", map[string]any{"code": "third", "weight": "0"}}} {
+		if _, err := tr.patchParams(ctx, step.key, step.value); err != nil {
+			t.Fatalf("update %s: %v", step.key, err)
+		}
+	}
+	got := string(tr.sess.draft.params())
+	if !strings.Contains(got, `"conditions":[{"code":"control","weight":60},{"code":"variant","weight":40},{"code":"third","weight":0}]`) {
+		t.Fatalf("conditions: %s", got)
+	}
+}
