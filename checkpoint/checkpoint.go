@@ -125,9 +125,13 @@ type Checkpoint struct {
 
 // Interrupt is why a turn stopped before its end: a confirmation to ask or a job to wait for.
 type Interrupt struct {
-	ID           string        `json:"id"`
-	Kind         string        `json:"kind"` // KindConfirmation or KindJob
-	CreatedAt    time.Time     `json:"created_at"`
+	ID        string    `json:"id"`
+	Kind      string    `json:"kind"` // KindConfirmation or KindJob
+	CreatedAt time.Time `json:"created_at"`
+	// ExpiresAt is fixed when a confirmation is proposed, from the
+	// proposing machine's approval_ttl; every machine honours it (nil:
+	// never expires, or written before expires_at existed).
+	ExpiresAt    *time.Time    `json:"expires_at,omitempty"`
 	Confirmation *Confirmation `json:"confirmation,omitempty"`
 	Job          *JobRef       `json:"job,omitempty"`
 }
@@ -164,7 +168,11 @@ type Effect struct {
 	Result     json.RawMessage `json:"result,omitempty"`
 	Error      string          `json:"error,omitempty"`
 	StartedAt  time.Time       `json:"started_at"`
-	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+	// Deadline bounds the write's call to UpGrade (the shared store sets
+	// it when it saves the started effect and leases the session until
+	// the write can no longer land: docs/teams.md, "Fencing").
+	Deadline   *time.Time `json:"deadline,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
 // Counters persist across turns.

@@ -65,6 +65,8 @@ type Pending struct {
 	ExperimentID, ExperimentVersion string
 	Warnings, Facts                 []string
 	CreatedAt                       time.Time
+	// ExpiresAt is fixed at proposal (fixExpiry); nil never expires.
+	ExpiresAt *time.Time
 	// NeedsHuman is false for an action the policy (or --yes) approved.
 	NeedsHuman bool
 }
@@ -263,7 +265,7 @@ func (s *Session) bind(lookup func(name string) (actions.Action, bool)) error {
 			return badInput("session %s: interrupt.confirmation.params_hash does not match its params: the checkpoint was altered", id)
 		}
 		s.pending = &Pending{ID: ic.ID, Bound: b, Message: c.Message, Destructive: b.Spec().Destructive,
-			ExperimentID: c.ExperimentID, ExperimentVersion: c.ExperimentVersion, CreatedAt: ic.CreatedAt, NeedsHuman: true}
+			ExperimentID: c.ExperimentID, ExperimentVersion: c.ExperimentVersion, CreatedAt: ic.CreatedAt, ExpiresAt: ic.ExpiresAt, NeedsHuman: true}
 	}
 	st := s.st
 	s.draft = draft{name: st.ActionNeeded, params: st.ActionParams, missing: st.MissingParams}
@@ -347,7 +349,7 @@ func (s *Session) sync() {
 	}
 	st.NeedsConfirmation, st.ConfirmationMessage = p.NeedsHuman, p.Message
 	s.cp.Interrupt = &checkpoint.Interrupt{
-		ID: p.ID, Kind: checkpoint.KindConfirmation, CreatedAt: p.CreatedAt,
+		ID: p.ID, Kind: checkpoint.KindConfirmation, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 		Confirmation: &checkpoint.Confirmation{Action: p.Bound.Name, Params: p.Bound.Params, ParamsHash: p.Bound.Hash,
 			Message: p.Message, Destructive: p.Destructive,
 			ExperimentID: p.ExperimentID, ExperimentVersion: p.ExperimentVersion},

@@ -47,6 +47,6 @@ func TestFileStoreConformance(t *testing.T) {
 			}
 			return s
 		},
-		Audit: func(t *testing.T, dir string) audit.Log { return audit.OpenFileLog(dir) },
+		Audit: func(t *testing.T, dir string) audit.Log { return audit.OpenFileLog(dir, nil) },
 	})
 }

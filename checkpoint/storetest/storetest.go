@@ -479,7 +479,7 @@ func testAudit(t *testing.T, h Harness) {
 		{Event: audit.Denied, Actor: "bob@desk", SessionID: "s2", ConfirmationID: "c2", Action: "create_experiment"},
 	}
 	for i, e := range events {
-		e.Time = t0.Add(time.Duration(i) * time.Millisecond)
+		e.Time = t0.Add(time.Duration(i) * time.Millisecond) // the file trail keeps it; the database stamps its own
 		l := a
 		if i%2 == 1 {
 			l = b
@@ -498,7 +498,7 @@ func testAudit(t *testing.T, h Harness) {
 	for i, e := range got {
 		w := events[i]
 		if e.Event != w.Event || e.Actor != w.Actor || e.SessionID != w.SessionID || e.ConfirmationID != w.ConfirmationID ||
-			e.Target != w.Target || e.Outcome != w.Outcome || !e.Time.Equal(t0.Add(time.Duration(i)*time.Millisecond)) {
+			e.Target != w.Target || e.Outcome != w.Outcome || e.Time.Before(t0.Add(-time.Minute)) || (i > 0 && e.Time.Before(got[i-1].Time)) {
 			t.Errorf("entry %d = %+v, want %+v (oldest first)", i, e, w)
 		}
 		if w.Answer != nil {
@@ -514,7 +514,7 @@ func testAudit(t *testing.T, h Harness) {
 	if al, _ := b.Read(audit.Filter{Actor: "alice@laptop"}); len(al) != 2 {
 		t.Errorf("--actor alice: %d entries, want 2", len(al))
 	}
-	if late, _ := b.Read(audit.Filter{Since: t0.Add(2 * time.Millisecond)}); len(late) != 2 {
-		t.Errorf("--since: %d entries, want 2", len(late))
+	if late, _ := b.Read(audit.Filter{Since: got[2].Time}); len(late) < 2 || late[0].Event != audit.Executed {
+		t.Errorf("--since: %d entries from the third, want it and the fourth", len(late))
 	}
 }
