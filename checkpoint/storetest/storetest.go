@@ -40,6 +40,17 @@ type Harness struct {
 	// Jobs is a job store on the store; Audit its audit trail.
 	Jobs  func(t *testing.T, spec string) *jobs.Store
 	Audit func(t *testing.T, spec string) audit.Log
+	// Ahead is the trail whose held-back entries s's saves store.
+	Ahead func(t *testing.T, s checkpoint.SessionStore) audit.Ahead
+	// Tamper changes the trail behind its back (TamperEdit, ...) as a
+	// role that may; it reports whether the store prevented the change.
+	Tamper func(t *testing.T, spec, op string) (prevented bool)
+	// BreakAudit makes every later append to the trail fail.
+	BreakAudit func(t *testing.T, spec string)
+	// LoseLocks gives a store and a function that makes every lock
+	// holder's connection drop (LoseRestart, LoseIdleTimeout); nil when
+	// the store's lock cannot be lost while its process lives.
+	LoseLocks func(t *testing.T, variant string) (spec string, lose func())
 }
 
 // holdEnv makes a test binary hold a session lock for the suite (MaybeHold).
@@ -89,6 +100,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ListLatestRemove", func(t *testing.T) { testListRemove(t, h) })
 	t.Run("JobClaimHeartbeatTakeover", func(t *testing.T) { testJobs(t, h) })
 	t.Run("AuditOrderAndContents", func(t *testing.T) { testAudit(t, h) })
+	runFaults(t, h)
 }
 
 func testLoadSave(t *testing.T, h Harness) {

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -88,7 +89,13 @@ func TestPostgresStoreConformance(t *testing.T) {
 			return url
 		},
 		Open: func(t *testing.T, url string, secrets ...string) checkpoint.SessionStore {
-			return open(t, url, secrets...)
+			s, err := pgstore.Open(context.Background(), url, pgstore.Options{Secrets: secrets,
+				WriteDeadline: time.Second, LeaseMargin: 500 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			return s
 		},
 		Raw: raw,
 		Corrupt: func(t *testing.T, url, id string, data []byte) {
@@ -103,7 +110,83 @@ func TestPostgresStoreConformance(t *testing.T) {
 			return s
 		},
 		Audit: func(t *testing.T, url string) audit.Log { return open(t, url).Audit() },
+		Ahead: func(t *testing.T, s checkpoint.SessionStore) audit.Ahead { return s.(*pgstore.Store).Audit() },
+		Tamper: func(t *testing.T, url, op string) bool {
+			second := `(SELECT n FROM upgrade_agent_audit ORDER BY n OFFSET 1 LIMIT 1)`
+			switch op {
+			case storetest.TamperEdit:
+				exec(t, url, `UPDATE upgrade_agent_audit SET entry = jsonb_set(entry, '{actor}', '"mallory"') WHERE n = `+second)
+			case storetest.TamperRemove:
+				exec(t, url, `DELETE FROM upgrade_agent_audit WHERE n = `+second)
+			case storetest.TamperBackdated:
+				// As the app role, every column given: the trigger restamps them.
+				app := appRole(t, c, url)
+				exec(t, app, `INSERT INTO upgrade_agent_audit (n, at, db_user, prev, hash, entry)
+					VALUES (2, '2020-01-01', 'someone_else', '', '', '{"event":"approved","actor":"mallory","session_id":"s1"}')`)
+				return true
+			}
+			return false
+		},
+		BreakAudit: func(t *testing.T, url string) {
+			exec(t, url, `ALTER TABLE upgrade_agent_audit ADD CONSTRAINT broken_for_test CHECK (false) NOT VALID`)
+		},
+		LoseLocks: func(t *testing.T, variant string) (string, func()) {
+			if variant == storetest.LoseRestart {
+				dc := pgtest.Dedicated(t)
+				url, err := dc.NewDatabase()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return url, func() {
+					if err := dc.Restart(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			url, err := c.NewDatabase()
+			if err != nil {
+				t.Fatal(err)
+			}
+			app := "lockloss" + strings.ToLower(rand.Text()[:6])
+			url += "&idle_session_timeout=700&application_name=" + app
+			return url, func() {
+				// Until the server has ended every idle connection of the
+				// holder (its lock's among them).
+				deadline := time.Now().Add(20 * time.Second)
+				for {
+					var n int
+					ac := connect(t, c.URL("postgres", pgtest.Admin, c.Password))
+					err := ac.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
+					_ = ac.Close(context.Background())
+					if err != nil {
+						t.Fatal(err)
+					}
+					if n == 0 {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%d connections outlived idle_session_timeout", n)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		},
 	})
+}
+
+// appRole creates a least-privilege role for url's database and returns
+// its URL there.
+func appRole(t *testing.T, c *pgtest.Cluster, url string) string {
+	t.Helper()
+	role := "app_" + strings.ToLower(rand.Text()[:8])
+	for _, q := range LeastPrivilegeGrants(role, c.Password) {
+		exec(t, url, q)
+	}
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.URL(cfg.Database, role, c.Password)
 }
 
 // TestSchemaNewerIsRefused: a database migrated by a newer binary is refused
