@@ -200,7 +200,9 @@ func TestTeamProposeOnOneMachineApproveOnAnother(t *testing.T) {
 }
 
 // A denial and an expiry are recorded; a yes to an expired confirmation
-// re-plans and asks again (exit 10) and writes nothing.
+// re-plans and asks again (exit 10) and writes nothing. The expiry is the
+// proposing machine's: an approver whose own approval_ttl is 0 (never)
+// cannot approve what the inbox shows expired.
 func TestTeamDenialAndExpiry(t *testing.T) {
 	_, tp, c := simTap(t, 1)
 	mkExperiment(t, c, "Doomed", upgrade.StateEnrolling)
@@ -214,9 +216,14 @@ func TestTeamDenialAndExpiry(t *testing.T) {
 		t.Errorf("after a no: %s, want proposed,denied", got)
 	}
 
-	cfg := writeTestFile(t, t.TempDir(), "config.yaml", "approval_ttl: 1ms\n")
-	late := tm.machine(t, "carol@home", "UPGRADE_AGENT_CONFIG="+cfg)
-	id2 := proposeDoomed(t, ci)
+	short := writeTestFile(t, t.TempDir(), "config.yaml", "approval_ttl: 1ms\n")
+	never := writeTestFile(t, t.TempDir(), "config.yaml", "approval_ttl: 0s\n")
+	hasty := tm.machine(t, "ci@hasty", "UPGRADE_AGENT_CONFIG="+short)
+	late := tm.machine(t, "carol@home", "UPGRADE_AGENT_CONFIG="+never)
+	id2 := proposeDoomed(t, hasty)
+	if rows := ci.pending(t); len(rows) != 1 || !rows[0].Expired || rows[0].ExpiresAt == nil {
+		t.Errorf("inbox of a machine with the default ttl: %+v, want the confirmation shown expired (its expiry is fixed at proposal)", rows)
+	}
 	if rows := late.pending(t); len(rows) != 1 || !rows[0].Expired {
 		t.Errorf("inbox under approval_ttl 1ms: %+v, want the confirmation shown expired", rows)
 	}
