@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/upgrade-agent/upgrade-agent/audit"
 	"github.com/upgrade-agent/upgrade-agent/internal/pgtest"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
@@ -500,4 +502,90 @@ func TestAuditJobCancelledFileStore(t *testing.T) {
 	if code, _, e := agentIn(t, env, "audit", "--since", "-1h"); code != 2 {
 		t.Errorf("--since -1h: exit %d %s, want 2", code, e)
 	}
+}
+
+// The lock connection of a machine executing an approved write drops (the
+// database restarts, or idle_session_timeout ends it) while UpGrade holds
+// the write; a second machine answers the same session meanwhile, yes or
+// no. It waits until the first machine's write can no longer land, and the
+// end is one write and an audit trail that says what happened: one
+// approval, the write executed, no denial of a write that ran.
+func TestTeamLockLostDuringHeldWrite(t *testing.T) {
+	for _, variant := range []string{"restart", "idle"} {
+		for _, answer := range []string{"yes", "no"} {
+			t.Run(variant+"/"+answer, func(t *testing.T) {
+				_, tp, c := simTap(t, 1)
+				mkExperiment(t, c, "Doomed", upgrade.StateEnrolling)
+				var tm *team
+				var lose func()
+				admin := ""
+				if variant == "restart" {
+					dc := pgtest.Dedicated(t)
+					url, err := dc.NewDatabase()
+					if err != nil {
+						t.Fatal(err)
+					}
+					tm = &team{url: url, password: dc.Password, upgrade: tp.URL() + "/api"}
+					admin = url
+					lose = func() {
+						if err := dc.Restart(); err != nil {
+							t.Fatal(err)
+						}
+					}
+				} else {
+					tm = newTeam(t, tp.URL()+"/api")
+					admin = tm.url
+					tm.url += "&idle_session_timeout=1000"
+					lose = func() {
+						poll(t, "the holder's idle connections to end", func() bool {
+							return countRows(t, admin, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`) == 0
+						})
+					}
+				}
+				cfg := writeTestFile(t, t.TempDir(), "config.yaml", "upgrade_timeout: 3s\n")
+				a := tm.machine(t, "ci@runner", "UPGRADE_AGENT_CONFIG="+cfg)
+				b := tm.machine(t, "alice@laptop", "UPGRADE_AGENT_CONFIG="+cfg)
+				id := proposeDoomed(t, a)
+				done := writeTestFile(t, t.TempDir(), "done.yaml", "- reply: Done.\n")
+
+				at := tp.stopAt(is(http.MethodDelete, ""), onArrival, 0)
+				p := startAgent(t, a.env, "resume", id, "--answer", "yes", "--llm", "script:"+done)
+				waitClosed(t, at.hit, "the write to reach UpGrade")
+				lose()
+				q := startAgent(t, b.env, "resume", id, "--answer", answer, "--llm", "script:"+done)
+				poll(t, "the second machine to hold the session's lock", func() bool {
+					return countRows(t, admin, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted`) > 0
+				})
+				at.release()
+				p.wait(t)
+				q.wait(t)
+				tm.outs = append(tm.outs, p.out.String(), q.out.String())
+				if n := tp.countServed(http.MethodDelete, ""); n != 1 {
+					t.Fatalf("the delete reached UpGrade %d times, want once\nfirst machine:\n%s\nsecond machine:\n%s", n, p.out.String(), q.out.String())
+				}
+				resumeUntilDone(t, b.env, id, "--llm", "script:"+done)
+				es := b.audit(t, id)
+				got := events(es)
+				if strings.Count(got, "approved") != 1 || !strings.Contains(got, "executed") || strings.Contains(got, "denied") {
+					t.Errorf("audit %s: want one approval, the write executed, no denial\nfirst machine:\n%s\nsecond machine:\n%s", got, p.out.String(), q.out.String())
+				}
+				tm.checkNoPassword(t)
+			})
+		}
+	}
+}
+
+// countRows runs a count query as the admin.
+func countRows(t *testing.T, url, q string) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
