@@ -589,3 +589,63 @@ func countRows(t *testing.T, url, q string) int {
 	}
 	return n
 }
+
+// PostgreSQL restarts in the middle of a job: the worker that was running
+// rides it out (a reconnect, not the process) and finishes its own job,
+// from where it was, with exact counts; no other worker takes it over.
+func TestTeamJobWorkerRidesOutRestart(t *testing.T) {
+	s, g, url, expID := gatedSim(t)
+	dc := pgtest.Dedicated(t)
+	dbURL, err := dc.NewDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := &team{url: dbURL, password: dc.Password, upgrade: url}
+	a := tm.machine(t, "ci@runner")
+	askScript, resumeScript := balanceScripts(t, expID, 300)
+
+	session, jobID := askBalance(t, a.env, askScript)
+	waitClosed(t, g.blocked, "the worker to reach the gate")
+	js, err := jobs.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js.Backend = openPG(t, tm.url).Jobs()
+	var rec *jobs.Record
+	poll(t, "the first batch to be committed", func() bool {
+		rec, err = js.Load(jobID)
+		return err == nil && rec.Progress.Done == 50 && rec.PID > 0
+	})
+	pid := rec.PID
+	t.Cleanup(func() {
+		if r, err := js.Load(jobID); err == nil && r.PID > 0 && !pidGone(r.PID) {
+			_ = syscall.Kill(r.PID, syscall.SIGKILL)
+		}
+	})
+	if err := dc.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	close(g.open)
+	poll(t, "the worker to finish the job", func() bool {
+		rec, err = js.Load(jobID)
+		return err == nil && rec.State == actions.JobSucceeded
+	})
+	if rec.PID != pid || rec.Attempts != 1 || pidGone(pid) && rec.Progress.Done != 300 {
+		t.Errorf("after the restart: worker pid %d (was %d), attempts %d, done %d; want the same worker, one attempt, 300", rec.PID, pid, rec.Attempts, rec.Progress.Done)
+	}
+	users := 0
+	for _, u := range s.Users() {
+		if strings.HasPrefix(u.ID, jobs.Key(jobID)+"-") {
+			users++
+		}
+	}
+	if users != 300 {
+		t.Errorf("the simulator knows %d users of the job, want 300", users)
+	}
+	resumeBalance(t, a.env, resumeScript, session, 300)
+	poll(t, "the worker to exit", func() bool { return pidGone(pid) })
+	if log, err := os.ReadFile(filepath.Join(a.state, "jobs", jobID+".log")); err == nil && bytes.Contains(log, []byte("conn closed")) {
+		t.Errorf("the worker's log shows a closed connection:\n%s", log)
+	}
+	tm.checkNoPassword(t)
+}

@@ -274,3 +274,34 @@ func TestAuditDBUserFilledByDatabase(t *testing.T) {
 		}
 	}
 }
+
+// TestReconnectAcrossRestart: a restart of PostgreSQL between two
+// statements costs a reconnect, not the handle: the next save, load and
+// audit append succeed.
+func TestReconnectAcrossRestart(t *testing.T) {
+	dc := pgtest.Dedicated(t)
+	url, err := dc.NewDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, url)
+	cp := &checkpoint.Checkpoint{SessionID: "rc1", Status: checkpoint.StatusIdle, State: []byte(`{"turn":1}`)}
+	if err := s.Save(cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := dc.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(cp); err != nil {
+		t.Fatalf("save after a restart: %v", err)
+	}
+	if err := dc.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load("rc1"); err != nil || got.Seq != 2 {
+		t.Fatalf("load after a restart: %v, %v", got, err)
+	}
+	if err := s.Audit().Append(audit.Entry{Event: audit.Proposed, SessionID: "rc1"}); err != nil {
+		t.Fatalf("append after a restart: %v", err)
+	}
+}
