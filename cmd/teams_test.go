@@ -649,3 +649,95 @@ func TestTeamJobWorkerRidesOutRestart(t *testing.T) {
 	}
 	tm.checkNoPassword(t)
 }
+
+// An actor and an experiment name carrying a NUL and an ESC sequence make
+// no entry vanish: the create... delete's proposal, approval and execution
+// are all in the trail, escaped; the chain verifies; --actor takes the
+// text as audit shows it, and raw NUL or non-UTF-8 text there is exit 2.
+func TestTeamHostileTextInTheTrail(t *testing.T) {
+	_, tp, c := simTap(t, 1)
+	name := "NulName\x00X \x1b[2K"
+	id := mkExperiment(t, c, name, upgrade.StateEnrolling)
+	tm := newTeam(t, tp.URL()+"/api")
+	cfg := writeTestFile(t, t.TempDir(), "config.yaml", `actor: "mallory\0evil\e[2K"`+"\n")
+	ci := tm.machine(t, "ci@runner", "UPGRADE_AGENT_CONFIG="+cfg)
+	ci.env = slicesWithout(ci.env, "UPGRADE_AGENT_ACTOR=")
+	script := writeTestFile(t, t.TempDir(), "propose.yaml", strings.ReplaceAll(proposeDelete, "experiment_id: Doomed", "experiment_id: "+id))
+	session := decodeResult(t, ci.must(t, 10, "ask", "-o", "json", "--llm", "script:"+script, "delete it")).SessionID
+	done := writeTestFile(t, t.TempDir(), "done.yaml", "- reply: Done.\n")
+	ci.must(t, 0, "resume", session, "--answer", "yes", "--llm", "script:"+done)
+	if n := tp.countServed(http.MethodDelete, ""); n != 1 {
+		t.Fatalf("deletes %d, want 1", n)
+	}
+	es := ci.audit(t, session)
+	if got := events(es); got != "proposed,approved,executed" {
+		t.Fatalf("audit %s, want proposed,approved,executed", got)
+	}
+	wantActor, wantTarget := audit.Escape("mallory\x00evil\x1b[2K"), audit.Escape(name)
+	for _, e := range es {
+		if e.Actor != wantActor || e.Target != wantTarget || e.TargetID != id {
+			t.Errorf("%s entry: actor %q target %q (%s), want %q %q (%s)", e.Event, e.Actor, e.Target, e.TargetID, wantActor, wantTarget, id)
+		}
+	}
+	if out := ci.must(t, 0, "audit", "verify"); !strings.Contains(out, "verified: 3 entries") {
+		t.Errorf("audit verify: %s", out)
+	}
+	var byActor []audit.Entry
+	if err := json.Unmarshal([]byte(ci.must(t, 0, "audit", "--actor", wantActor, "-o", "json")), &byActor); err != nil || len(byActor) != 3 {
+		t.Errorf("--actor as audit shows it: %d entries, %v", len(byActor), err)
+	}
+	for _, bad := range []string{"mallory\x00evil", "mallory\xffevil"} {
+		code, _, e := ci.run(t, "audit", "--actor", bad)
+		if code != 2 || !strings.Contains(e, "--actor") || strings.Contains(e, "SQLSTATE") {
+			t.Errorf("--actor %q: exit %d, want 2 naming the flag\n%s", bad, code, e)
+		}
+	}
+	tm.checkNoPassword(t)
+}
+
+// audit --session takes a unique prefix like every id; an unknown id is
+// exit 2 (as for resume), never an empty trail; audit verify finds an
+// edited line of the file trail and exits 2 naming it.
+func TestAuditSessionPrefixAndVerify(t *testing.T) {
+	_, tp, c := simTap(t, 1)
+	mkExperiment(t, c, "Doomed", upgrade.StateEnrolling)
+	root := t.TempDir()
+	state := filepath.Join(root, "state")
+	m := &machine{tm: &team{}, state: state, env: agentEnv(t, "HOME="+root, "UPGRADE_AGENT_HOME="+state,
+		"UPGRADE_API_URL="+tp.URL()+"/api", "UPGRADE_AGENT_ACTOR=ci@runner", "OPENAI_API_KEY=sk-team-test-key-0123456789")}
+	id := proposeDoomed(t, m)
+	if got := events(m.audit(t, id[:4])); got != "proposed" {
+		t.Errorf("audit --session %s (a prefix): %s, want proposed", id[:4], got)
+	}
+	for _, ref := range []string{"3f2a9c1b7d0e", "zz"} {
+		if code, _, e := m.run(t, "audit", "--session", ref); code != 2 || !strings.Contains(e, "sessions list") {
+			t.Errorf("audit --session %s: exit %d, want 2 pointing at sessions list\n%s", ref, code, e)
+		}
+	}
+	if out := m.must(t, 0, "audit", "verify"); !strings.Contains(out, "verified: 1 entries") {
+		t.Errorf("audit verify: %s", out)
+	}
+	path := filepath.Join(state, audit.FileName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Replace(data, []byte(`"actor":"ci@runner"`), []byte(`"actor":"someone"`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, e := m.run(t, "audit", "verify")
+	if code != 2 || !strings.Contains(e, path+":1") || !strings.Contains(e, "changed") {
+		t.Errorf("audit verify of an edited trail: exit %d, want 2 naming %s:1\n%s", code, path, e)
+	}
+}
+
+// slicesWithout drops the entries of env that start with prefix.
+func slicesWithout(env []string, prefix string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, prefix) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
