@@ -149,6 +149,11 @@ type Confirmation struct {
 	// the version seen when the confirmation was shown (its updatedAt or versionNumber).
 	ExperimentID      string `json:"experiment_id,omitempty"`
 	ExperimentVersion string `json:"experiment_version,omitempty"`
+	// Target names what the action acts on as it was when proposed (an
+	// experiment or segment by name, a flag by key); TargetID is its id
+	// when the params named it by id. For the inbox and the trail.
+	Target   string `json:"target,omitempty"`
+	TargetID string `json:"target_id,omitempty"`
 }
 
 // JobRef points at a long-running job the turn waits for.

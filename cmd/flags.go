@@ -162,9 +162,9 @@ type FlagsExplainOptions struct {
 	Output  string
 	Upgrade UpgradeFunc
 
-	Ref     string
-	User    string
-	Groups  []string // TYPE=ID
+	Ref    string
+	User   string
+	Groups []string // TYPE=ID
 	// WorkingGroups are TYPE=ID, or the one value "none"; empty: the first
 	// group of each type is the working group.
 	WorkingGroups []string

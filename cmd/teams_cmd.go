@@ -113,7 +113,10 @@ func runSessionsPending(_ context.Context, f *Factory) error {
 			r.Confirm.ParamsYAML = p
 		}
 		r.Answering = cp.Status == checkpoint.StatusRunning
-		r.Target = audit.TargetOf(c.Params)
+		r.Target, r.TargetID = c.Target, c.TargetID
+		if r.Target == "" { // proposed before targets were kept
+			r.Target = audit.TargetOf(c.Params)
+		}
 		if e, ok := proposals[ic.ID]; ok {
 			r.ProposedBy, r.ProposedByDBUser = e.Actor, e.DBUser
 			if e.Target != "" {
@@ -159,6 +162,51 @@ func runSessionsPending(_ context.Context, f *Factory) error {
 			r.ProposedAt.Local().Format("2006-01-02 15:04"), exp})
 	}
 	return t.Write(f.IO.Out, f.opts().Output, f.IO.Width)
+}
+
+// ProposalRef is a confirmation as its proposed entry in the trail names
+// it: the target by name (a flag by key) as it was then, and who proposed.
+type ProposalRef struct {
+	Target     string `json:"target,omitempty" yaml:"target,omitempty"`
+	TargetID   string `json:"target_id,omitempty" yaml:"target_id,omitempty"`
+	ProposedBy string `json:"proposed_by,omitempty" yaml:"proposed_by,omitempty"`
+}
+
+// proposalOf reads the trail's proposed entry of ic (nil when the trail
+// has none: an imported session, or no trail).
+func proposalOf(f *Factory, sessionID string, ic *checkpoint.Interrupt) *ProposalRef {
+	p := &ProposalRef{Target: ic.Confirmation.Target, TargetID: ic.Confirmation.TargetID}
+	if log, err := f.AuditLog(); err == nil {
+		if entries, err := log.Read(audit.Filter{SessionID: sessionID}); err == nil {
+			for _, e := range entries {
+				if e.Event == audit.Proposed && e.ConfirmationID == ic.ID {
+					p.ProposedBy = e.Actor
+					if p.Target == "" {
+						p.Target, p.TargetID = e.Target, e.TargetID
+					}
+				}
+			}
+		}
+	}
+	if *p == (ProposalRef{}) {
+		return nil
+	}
+	return p
+}
+
+// describe is the " on TARGET, proposed by X, expires T" of sessions show.
+func (p *ProposalRef) describe(ic *checkpoint.Interrupt) string {
+	var s string
+	if p != nil && p.Target != "" {
+		s += " on " + p.Target
+	}
+	if p != nil && p.ProposedBy != "" {
+		s += ", proposed by " + p.ProposedBy
+	}
+	if ic.ExpiresAt != nil {
+		s += ", expires " + ic.ExpiresAt.Local().Format("2006-01-02 15:04")
+	}
+	return s
 }
 
 func yesNo(b bool) string {

@@ -741,3 +741,49 @@ func slicesWithout(env []string, prefix string) []string {
 	}
 	return out
 }
+
+// The inbox, sessions show and audit name a flag by its key, as it was when
+// the confirmation was proposed, whatever the params hold (the model sent
+// the flag's id); the id is in -o wide and JSON only.
+func TestNamesWhereAPersonReads(t *testing.T) {
+	_, tp, c := simTap(t, 1)
+	mkFlag(t, c)
+	flagID := crashFlag(t, c).ID
+	root := t.TempDir()
+	state := filepath.Join(root, "state")
+	m := &machine{tm: &team{}, state: state, env: agentEnv(t, "HOME="+root, "UPGRADE_AGENT_HOME="+state,
+		"UPGRADE_API_URL="+tp.URL()+"/api", "UPGRADE_AGENT_ACTOR=ci@runner", "OPENAI_API_KEY=sk-team-test-key-0123456789")}
+	script := writeTestFile(t, t.TempDir(), "propose.yaml", `- call:
+    analyze_user_request: {intent_type: needs_info, confidence: 0.9, user_request_summary: add a list, reasoning: action}
+- call:
+    set_action_needed: {action: add_feature_flag_list, reasoning: asked}
+    set_action_params: {action_params: {flag_id: "`+flagID+`", kind: include, users: [u1]}}
+- reply: About to add the list.
+`)
+	id := decodeResult(t, m.must(t, 10, "ask", "-o", "json", "--llm", "script:"+script, "add u1 to CRASH_FLAG")).SessionID
+
+	rows := m.pending(t)
+	if len(rows) != 1 || rows[0].Target != "CRASH_FLAG" || rows[0].TargetID != flagID || rows[0].ProposedBy != "ci@runner" {
+		t.Fatalf("inbox JSON: %+v, want target CRASH_FLAG (%s) proposed by ci@runner", rows, flagID)
+	}
+	if tbl := m.must(t, 0, "sessions", "list", "--pending"); !strings.Contains(tbl, "CRASH_FLAG") || strings.Contains(tbl, flagID) {
+		t.Errorf("inbox table names the flag by id or not by key:\n%s", tbl)
+	}
+	if wide := m.must(t, 0, "sessions", "list", "--pending", "-o", "wide"); !strings.Contains(wide, flagID) {
+		t.Errorf("inbox -o wide lacks the flag's id:\n%s", wide)
+	}
+	if show := m.must(t, 0, "sessions", "show", id); !strings.Contains(show, "on CRASH_FLAG, proposed by ci@runner") {
+		t.Errorf("sessions show does not name the flag and the proposer:\n%s", show)
+	}
+	es := m.audit(t, id)
+	if len(es) != 1 || es[0].Target != "CRASH_FLAG" || es[0].TargetID != flagID {
+		t.Fatalf("audit: %+v", es)
+	}
+	tbl := m.must(t, 0, "audit", "--session", id)
+	if !strings.Contains(tbl, "CRASH_FLAG") || strings.Contains(tbl, flagID) {
+		t.Errorf("audit table names the flag by id or not by key:\n%s", tbl)
+	}
+	if wide := m.must(t, 0, "audit", "--session", id, "-o", "wide"); !strings.Contains(wide, flagID) {
+		t.Errorf("audit -o wide lacks the flag's id:\n%s", wide)
+	}
+}

@@ -53,6 +53,9 @@ type auditTarget struct{ Name, ID string }
 // per confirmation, so that the executed entry of a delete names what it
 // removed.
 func (a *Agent) targetName(t *turn, p *Pending) auditTarget {
+	if p.Target != "" {
+		return auditTarget{Name: p.Target, ID: p.TargetID}
+	}
 	field, target := audit.TargetField(p.Bound.Params)
 	if !upgrade.IsUUID(target) {
 		return auditTarget{Name: target}
@@ -97,6 +100,16 @@ func (a *Agent) lookupName(t *turn, field, id string) string {
 		}
 	}
 	return ""
+}
+
+// proposing fixes what a new confirmation keeps from the moment it is
+// proposed: its expiry and its target's name.
+func (a *Agent) proposing(t *turn, p *Pending) {
+	a.fixExpiry(p)
+	if p.Target == "" {
+		tg := a.targetName(t, p)
+		p.Target, p.TargetID = tg.Name, tg.ID
+	}
 }
 
 // fixExpiry gives a newly proposed confirmation its expiry, from this
@@ -169,7 +182,7 @@ func (a *Agent) expire(ctx context.Context, t *turn) error {
 	if cur.ExpiresAt == old.ExpiresAt {
 		cur.ExpiresAt = nil // a new confirmation, a new expiry
 	}
-	a.fixExpiry(cur)
+	a.proposing(t, cur)
 	a.audit(t, audit.Expired, old, audit.Entry{Message: expiryMessage(old)})
 	t.sess.await(cur)
 	t.pending = cur

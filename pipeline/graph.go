@@ -106,7 +106,7 @@ func (a *Agent) pause(t *turn, err error) (next string, paused bool, ferr error)
 	switch {
 	case errors.As(err, &await):
 		if await.p.NeedsHuman && (t.pending == nil || t.pending.ID != await.p.ID) {
-			a.fixExpiry(await.p)
+			a.proposing(t, await.p)
 			a.audit(t, audit.Proposed, await.p, audit.Entry{})
 		}
 		t.sess.await(await.p)
