@@ -97,4 +97,3 @@ func (j *Jobs) List() (map[string][]byte, error) {
 	})
 	return out, j.s.wrap("list jobs", err)
 }
-
