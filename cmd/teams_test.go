@@ -22,6 +22,7 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/pipeline/jobs"
 	"github.com/upgrade-agent/upgrade-agent/store/pgstore"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
 )
 
 // stopPostgresAfter stops the test binary's PostgreSQL cluster, if a test
@@ -304,23 +305,9 @@ func TestTeamJobTakenOverByAnotherMachine(t *testing.T) {
 
 	session, jobID := askBalance(t, a.env, askScript)
 	waitClosed(t, g.blocked, "the worker to reach the gate")
-	st := openPG(t, tm.url)
-	js, err := jobs.OpenStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	js.Backend = st.Jobs()
+	js, pid := firstBatch(t, tm.url, jobID)
 	var rec *jobs.Record
-	poll(t, "the first batch to be committed", func() bool {
-		rec, err = js.Load(jobID)
-		return err == nil && rec.Progress.Done == 50 && rec.PID > 0
-	})
-	pid := rec.PID
-	t.Cleanup(func() {
-		if r, err := js.Load(jobID); err == nil && r.PID > 0 && !pidGone(r.PID) {
-			_ = syscall.Kill(r.PID, syscall.SIGKILL)
-		}
-	})
+	var err error
 	if environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil && !bytes.Contains(environ, []byte("UPGRADE_AGENT_STORE=")) {
 		t.Errorf("the worker did not get the store in its environment")
 	}
@@ -334,13 +321,7 @@ func TestTeamJobTakenOverByAnotherMachine(t *testing.T) {
 	close(g.open)
 
 	resumeBalance(t, b.env, resumeScript, session, 300)
-	users := 0
-	for _, u := range s.Users() {
-		if strings.HasPrefix(u.ID, jobs.Key(jobID)+"-") {
-			users++
-		}
-	}
-	if users != 300 {
+	if users := simUsersOfJob(s, jobID); users != 300 {
 		t.Errorf("the simulator knows %d users of the job, want 300", users)
 	}
 	for i := 0; i < 50; i++ {
@@ -606,22 +587,8 @@ func TestTeamJobWorkerRidesOutRestart(t *testing.T) {
 
 	session, jobID := askBalance(t, a.env, askScript)
 	waitClosed(t, g.blocked, "the worker to reach the gate")
-	js, err := jobs.OpenStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	js.Backend = openPG(t, tm.url).Jobs()
+	js, pid := firstBatch(t, tm.url, jobID)
 	var rec *jobs.Record
-	poll(t, "the first batch to be committed", func() bool {
-		rec, err = js.Load(jobID)
-		return err == nil && rec.Progress.Done == 50 && rec.PID > 0
-	})
-	pid := rec.PID
-	t.Cleanup(func() {
-		if r, err := js.Load(jobID); err == nil && r.PID > 0 && !pidGone(r.PID) {
-			_ = syscall.Kill(r.PID, syscall.SIGKILL)
-		}
-	})
 	if err := dc.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -633,13 +600,7 @@ func TestTeamJobWorkerRidesOutRestart(t *testing.T) {
 	if rec.PID != pid || rec.Attempts != 1 || pidGone(pid) && rec.Progress.Done != 300 {
 		t.Errorf("after the restart: worker pid %d (was %d), attempts %d, done %d; want the same worker, one attempt, 300", rec.PID, pid, rec.Attempts, rec.Progress.Done)
 	}
-	users := 0
-	for _, u := range s.Users() {
-		if strings.HasPrefix(u.ID, jobs.Key(jobID)+"-") {
-			users++
-		}
-	}
-	if users != 300 {
+	if users := simUsersOfJob(s, jobID); users != 300 {
 		t.Errorf("the simulator knows %d users of the job, want 300", users)
 	}
 	resumeBalance(t, a.env, resumeScript, session, 300)
@@ -786,4 +747,38 @@ func TestNamesWhereAPersonReads(t *testing.T) {
 	if wide := m.must(t, 0, "audit", "--session", id, "-o", "wide"); !strings.Contains(wide, flagID) {
 		t.Errorf("audit -o wide lacks the flag's id:\n%s", wide)
 	}
+}
+
+// firstBatch waits until the job's worker has committed its first batch
+// and returns the job records of the store at url and the worker's pid
+// (killed at the end of the test if still running).
+func firstBatch(t *testing.T, url, jobID string) (*jobs.Store, int) {
+	t.Helper()
+	js, err := jobs.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js.Backend = openPG(t, url).Jobs()
+	var rec *jobs.Record
+	poll(t, "the first batch to be committed", func() bool {
+		rec, err = js.Load(jobID)
+		return err == nil && rec.Progress.Done == 50 && rec.PID > 0
+	})
+	t.Cleanup(func() {
+		if r, err := js.Load(jobID); err == nil && r.PID > 0 && !pidGone(r.PID) {
+			_ = syscall.Kill(r.PID, syscall.SIGKILL)
+		}
+	})
+	return js, rec.PID
+}
+
+// simUsersOfJob counts the simulator's users of the job.
+func simUsersOfJob(s *sim.Sim, jobID string) int {
+	n := 0
+	for _, u := range s.Users() {
+		if strings.HasPrefix(u.ID, jobs.Key(jobID)+"-") {
+			n++
+		}
+	}
+	return n
 }
