@@ -267,7 +267,11 @@ func TestTeamLockAcrossMachinesAndCrashInsideWrite(t *testing.T) {
 			_, tp, c := simTap(t, 1)
 			mkExperiment(t, c, "Doomed", upgrade.StateEnrolling)
 			tm := newTeam(t, tp.URL()+"/api")
-			a, b := tm.machine(t, "ci@runner"), tm.machine(t, "alice@laptop")
+			// A short UpGrade timeout: after the SIGKILL inside the write,
+			// the other machine waits for the write's lease (2 x 3s + 3s)
+			// before it reconciles (docs/teams.md, fencing).
+			cfg := writeTestFile(t, t.TempDir(), "config.yaml", "upgrade_timeout: 3s\n")
+			a, b := tm.machine(t, "ci@runner", "UPGRADE_AGENT_CONFIG="+cfg), tm.machine(t, "alice@laptop", "UPGRADE_AGENT_CONFIG="+cfg)
 			id := proposeDoomed(t, a)
 			done := writeTestFile(t, t.TempDir(), "done.yaml", "- reply: Done.\n")
 

@@ -140,29 +140,45 @@ func (a *Agent) expired(p *Pending) bool {
 // writeFence is a session store that leases a session while a write may be
 // in flight (the shared store: docs/teams.md, "Fencing").
 type writeFence interface {
+	// AnnounceWrite leases the session for a write that no save announced
+	// (a repeat after reconciliation), checking the fencing token; it
+	// returns the write's deadline.
+	AnnounceWrite(sessionID string) (time.Time, error)
 	WriteReturned(sessionID string, failed bool) error
 }
 
-// writeWindow bounds the write of effectID by the deadline its save gave
-// it, if any (the shared store gives one and leases the session until the
-// write can no longer land); returned tells the store the call is over.
-func (a *Agent) writeWindow(ctx context.Context, t *turn, effectID string) (context.Context, func(error)) {
-	var deadline *time.Time
+// writeWindow bounds the write of effectID by its deadline: the one its
+// save gave it (the shared store does, and leases the session until the
+// write can no longer land), or, for a write no save of this process
+// announced (a repeat after reconciliation), a new one from the store.
+// returned tells the store the call is over. An error: the session was
+// lost, and nothing may run.
+func (a *Agent) writeWindow(ctx context.Context, t *turn, effectID string) (context.Context, func(error), error) {
+	fence, ok := a.deps.Store.(writeFence)
+	if !ok {
+		return ctx, func(error) {}, nil
+	}
+	id := t.sess.cp.SessionID
+	var deadline time.Time
 	for _, e := range t.sess.cp.Effects {
-		if e.EffectID == effectID {
-			deadline = e.Deadline
+		if e.EffectID == effectID && e.Deadline != nil {
+			deadline = *e.Deadline
 		}
 	}
-	if deadline == nil {
-		return ctx, func(error) {}
+	// A deadline still ahead was given by this process's own save: another
+	// process's has passed before this one could hold the session.
+	if !deadline.After(time.Now()) {
+		d, err := fence.AnnounceWrite(id)
+		if err != nil {
+			return ctx, nil, err
+		}
+		deadline = d
 	}
-	wctx, cancel := context.WithDeadline(ctx, *deadline)
+	wctx, cancel := context.WithDeadline(ctx, deadline)
 	return wctx, func(err error) {
 		cancel()
-		if f, ok := a.deps.Store.(writeFence); ok {
-			_ = f.WriteReturned(t.sess.cp.SessionID, err != nil) // the lease ends by itself at worst
-		}
-	}
+		_ = fence.WriteReturned(id, err != nil) // at worst the lease ends by itself
+	}, nil
 }
 
 // expire replaces an expired pending confirmation with the same action

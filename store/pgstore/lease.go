@@ -139,6 +139,31 @@ func (s *Store) fence(ctx context.Context, tx pgx.Tx, id string, announced, star
 	return s.wrap("save session "+id, err)
 }
 
+// AnnounceWrite leases the session for a write that no save announced (a
+// repeat after reconciliation), if this process still holds its token, and
+// returns the write's deadline. ErrLockLost when it does not.
+func (s *Store) AnnounceWrite(id string) (time.Time, error) {
+	v, held := s.tokens.Load(id)
+	deadline := time.Now().Add(s.write)
+	if !held {
+		return deadline, nil
+	}
+	var n int64
+	err := s.with(func(ctx context.Context, c *pgx.Conn) error {
+		tag, err := c.Exec(ctx, `UPDATE upgrade_agent_locks SET lease_until = now() + make_interval(secs => $3)
+			WHERE session_id = $1 AND token = $2`, id, v.(int64), (s.write + s.margin).Seconds())
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return time.Time{}, s.wrap("lease session "+id, err)
+	}
+	if n == 0 {
+		return time.Time{}, fmt.Errorf("write of session %s: %w (another process took the session after this one's connection to the store dropped); nothing was run", id, ErrLockLost)
+	}
+	return deadline, nil
+}
+
 // WriteReturned ends the lease of the session's write once the call to
 // UpGrade has returned: at once when it succeeded (it landed), after the
 // margin when it failed (a request already sent may still land). Only the

@@ -305,3 +305,46 @@ func TestReconnectAcrossRestart(t *testing.T) {
 		t.Fatalf("append after a restart: %v", err)
 	}
 }
+
+// TestFencedByToken: once another process has raised the session's token,
+// neither a save nor a write that no save announced (a repeat after
+// reconciliation) goes ahead; before that, AnnounceWrite leases the session
+// and gives the write its deadline.
+func TestFencedByToken(t *testing.T) {
+	_, url := newDatabase(t)
+	s, err := pgstore.Open(context.Background(), url, pgstore.Options{WriteDeadline: 2 * time.Second, LeaseMargin: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	unlock, err := s.Lock("ft1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	cp := &checkpoint.Checkpoint{SessionID: "ft1", Status: checkpoint.StatusIdle, State: []byte(`{"turn":1}`)}
+	if err := s.Save(cp); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	d, err := s.AnnounceWrite("ft1")
+	if err != nil || d.Before(before.Add(2*time.Second)) || d.After(time.Now().Add(2*time.Second)) {
+		t.Fatalf("AnnounceWrite: deadline %v (%v), want 2s from now", d, err)
+	}
+	var live bool
+	c := connect(t, url)
+	defer c.Close(context.Background())
+	if err := c.QueryRow(context.Background(), `SELECT lease_until > now() + interval '2 seconds' FROM upgrade_agent_locks WHERE session_id = 'ft1'`).Scan(&live); err != nil || !live {
+		t.Fatalf("lease after AnnounceWrite: live past the deadline %v (%v), want deadline + margin", live, err)
+	}
+	if err := s.WriteReturned("ft1", false); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, url, `UPDATE upgrade_agent_locks SET token = token + 1 WHERE session_id = 'ft1'`)
+	if _, err := s.AnnounceWrite("ft1"); !errors.Is(err, checkpoint.ErrLocked) {
+		t.Errorf("AnnounceWrite after the token moved on: %v, want ErrLocked", err)
+	}
+	if err := s.Save(cp); !errors.Is(err, checkpoint.ErrLocked) {
+		t.Errorf("save after the token moved on: %v, want ErrLocked", err)
+	}
+}
