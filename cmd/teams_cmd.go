@@ -428,7 +428,7 @@ func runAudit(_ context.Context, f *Factory, flt audit.Filter) error {
 		fmt.Fprintln(f.IO.ErrOut, "no audit entries")
 		return nil
 	}
-	t := Table{Columns: []Column{{Header: "TIME"}, {Header: "EVENT"}, {Header: "ACTOR", Shrink: true}, {Header: "DB USER", Shrink: true, Wide: true},
+	t := Table{Columns: []Column{{Header: "TIME"}, {Header: "EVENT"}, {Header: "ACTOR", Shrink: true}, {Header: "DB USER", Shrink: true},
 		{Header: "SESSION"}, {Header: "CONFIRMATION", Wide: true}, {Header: "ACTION"}, {Header: "TARGET", Shrink: true},
 		{Header: "TARGET ID", Wide: true}, {Header: "DETAIL", Shrink: true}}}
 	for _, e := range entries {

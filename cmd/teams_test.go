@@ -527,7 +527,10 @@ func TestTeamLockLostDuringHeldWrite(t *testing.T) {
 						})
 					}
 				}
-				cfg := writeTestFile(t, t.TempDir(), "config.yaml", "upgrade_timeout: 3s\n")
+				// Long enough for the held write to outlast the restart and
+				// the second machine's start on a loaded machine; nobody
+				// waits for it unless the write's end goes unrecorded.
+				cfg := writeTestFile(t, t.TempDir(), "config.yaml", "upgrade_timeout: 20s\n")
 				a := tm.machine(t, "ci@runner", "UPGRADE_AGENT_CONFIG="+cfg)
 				b := tm.machine(t, "alice@laptop", "UPGRADE_AGENT_CONFIG="+cfg)
 				id := proposeDoomed(t, a)
