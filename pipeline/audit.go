@@ -199,7 +199,7 @@ func (a *Agent) expire(ctx context.Context, t *turn) error {
 		cur.ExpiresAt = nil // a new confirmation, a new expiry
 	}
 	a.proposing(t, cur)
-	a.audit(t, audit.Expired, old, audit.Entry{Message: expiryMessage(old)})
+	a.audit(t, audit.Expired, old, audit.Entry{Message: a.expiryMessage(old)})
 	t.sess.await(cur)
 	t.pending = cur
 	t.reaskOnly = true
@@ -209,11 +209,11 @@ func (a *Agent) expire(ctx context.Context, t *turn) error {
 }
 
 // expiryMessage says why old expired.
-func expiryMessage(old *Pending) string {
+func (a *Agent) expiryMessage(old *Pending) string {
 	if old.ExpiresAt != nil {
-		return "expired at " + old.ExpiresAt.UTC().Format(time.RFC3339)
+		return "expired at " + old.ExpiresAt.UTC().Format(time.RFC3339) + " (fixed at its proposal)"
 	}
-	return "older than approval_ttl"
+	return "older than approval_ttl " + a.set.ApprovalTTL.String()
 }
 
 // auditExecuted records a write's outcome and what the server answered.
