@@ -44,14 +44,14 @@ func TestFileLogConcurrentAppendsAndBadLine(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l := OpenFileLog(dir) // a handle each, as processes have
+			l := OpenFileLog(dir, nil) // a handle each, as processes have
 			if err := l.Append(Entry{Time: time.Now().UTC(), Event: Proposed, Actor: "a", SessionID: "s", Message: strings.Repeat("x", 3000+i)}); err != nil {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
-	l := OpenFileLog(dir)
+	l := OpenFileLog(dir, nil)
 	es, err := l.Read(Filter{})
 	if err != nil || len(es) != 40 {
 		t.Fatalf("read %d entries, %v; want 40", len(es), err)

@@ -125,9 +125,13 @@ type Checkpoint struct {
 
 // Interrupt is why a turn stopped before its end: a confirmation to ask or a job to wait for.
 type Interrupt struct {
-	ID           string        `json:"id"`
-	Kind         string        `json:"kind"` // KindConfirmation or KindJob
-	CreatedAt    time.Time     `json:"created_at"`
+	ID        string    `json:"id"`
+	Kind      string    `json:"kind"` // KindConfirmation or KindJob
+	CreatedAt time.Time `json:"created_at"`
+	// ExpiresAt is fixed when a confirmation is proposed, from the
+	// proposing machine's approval_ttl; every machine honours it (nil:
+	// never expires, or written before expires_at existed).
+	ExpiresAt    *time.Time    `json:"expires_at,omitempty"`
 	Confirmation *Confirmation `json:"confirmation,omitempty"`
 	Job          *JobRef       `json:"job,omitempty"`
 }
@@ -145,6 +149,11 @@ type Confirmation struct {
 	// the version seen when the confirmation was shown (its updatedAt or versionNumber).
 	ExperimentID      string `json:"experiment_id,omitempty"`
 	ExperimentVersion string `json:"experiment_version,omitempty"`
+	// Target names what the action acts on as it was when proposed (an
+	// experiment or segment by name, a flag by key); TargetID is its id
+	// when the params named it by id. For the inbox and the trail.
+	Target   string `json:"target,omitempty"`
+	TargetID string `json:"target_id,omitempty"`
 }
 
 // JobRef points at a long-running job the turn waits for.
@@ -164,7 +173,11 @@ type Effect struct {
 	Result     json.RawMessage `json:"result,omitempty"`
 	Error      string          `json:"error,omitempty"`
 	StartedAt  time.Time       `json:"started_at"`
-	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+	// Deadline bounds the write's call to UpGrade (the shared store sets
+	// it when it saves the started effect and leases the session until
+	// the write can no longer land: docs/teams.md, "Fencing").
+	Deadline   *time.Time `json:"deadline,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
 // Counters persist across turns.

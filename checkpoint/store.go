@@ -54,6 +54,11 @@ type FileStore struct {
 	// Server, when not empty, is recorded as upgrade_server by Save in a checkpoint
 	// that names no server yet: the UpGrade this process works against.
 	Server string
+	// Ahead, when set, runs in each save after its seq check and before
+	// the checkpoint is written: the file audit trail stores there the
+	// entries held back for the session (the approval of the write the
+	// save announces: docs/teams.md). When it fails, nothing is saved.
+	Ahead func(sessionID string) error
 
 	dir string
 
@@ -231,6 +236,11 @@ func (s *FileStore) Save(cp *Checkpoint) error {
 			return fmt.Errorf("%w: session %s has no checkpoint on disk, but this one follows seq %d", ErrConflict, id, expect)
 		case exists && diskSeq != expect:
 			return fmt.Errorf("%w: session %s is at seq %d on disk, but this checkpoint follows seq %d (written by someone else meanwhile?)", ErrConflict, id, diskSeq, expect)
+		}
+		if s.Ahead != nil {
+			if err := s.Ahead(id); err != nil {
+				return fmt.Errorf("save checkpoint of session %s: store its audit entries first: %w; nothing was written", id, err)
+			}
 		}
 		return nil
 	})

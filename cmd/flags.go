@@ -162,10 +162,13 @@ type FlagsExplainOptions struct {
 	Output  string
 	Upgrade UpgradeFunc
 
-	Ref     string
-	User    string
-	Groups  []string // TYPE=ID
-	Context string   // "" = the flag's first context
+	Ref    string
+	User   string
+	Groups []string // TYPE=ID
+	// WorkingGroups are TYPE=ID, or the one value "none"; empty: the first
+	// group of each type is the working group.
+	WorkingGroups []string
+	Context       string // "" = the flag's first context
 }
 
 // NewCmdFlagsExplain builds "flags explain REF USER".
@@ -181,14 +184,20 @@ the context; the context's global exclusion comes first; then, over enabled
 lists only (sub-segments at any depth), the user id excluded, the user id
 included, a group excluded and (filter mode excludeAll) a group included
 decide in that order; otherwise includeAll serves and excludeAll does not.
-Groups are matched on type and id against every --group given (the first
-group of each type is the working group, for the global exclusion).
+Groups are matched on type and id against every --group given. The working
+group matters only for the context's global exclusion: a group on it
+excludes a user whose working group of that type is that group, and a user
+initialised with no working group is excluded by any group on it (UpGrade's
+rule). --working-group TYPE=ID says what the user was initialised with
+(repeatable, one per type), --working-group none that they have none;
+without it, the first --group of each type is the working group.
 
 It reads the flag through the admin API only and never calls the client API,
 so no exposure is recorded.` + flagRefHelp,
 		Example: `  upgrade-agent flags explain MATH_HINTS u12
   upgrade-agent flags explain MATH_HINTS u12 --group classId=c7 --group schoolId=s1
-  upgrade-agent flags explain 6c31 u12 --context mathstream -o json`,
+  upgrade-agent flags explain 6c31 u12 --context mathstream -o json
+  upgrade-agent flags explain MATH_HINTS u12 --group classId=c7 --working-group none`,
 		Args: exactArgs("REF", "USER"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Output = f.opts().Output
@@ -200,6 +209,7 @@ so no exposure is recorded.` + flagRefHelp,
 		},
 	}
 	c.Flags().StringArrayVar(&opts.Groups, "group", nil, "a group of the user, `TYPE=ID` (repeatable), e.g. classId=c7")
+	c.Flags().StringArrayVar(&opts.WorkingGroups, "working-group", nil, "the user's working group, `TYPE=ID` (repeatable, one per type), or none (default: the first --group of each type)")
 	c.Flags().StringVar(&opts.Context, "context", "", "the app `context` asked for (default: the flag's first context)")
 	return withOutputs(c, "json", "yaml")
 }
@@ -217,6 +227,10 @@ func runFlagsExplain(ctx context.Context, opts *FlagsExplainOptions) error {
 		}
 		groups = append(groups, ref)
 	}
+	working, err := parseWorkingGroups(opts.WorkingGroups)
+	if err != nil {
+		return err
+	}
 	client, done, err := opts.Upgrade(ctx)
 	if err != nil {
 		return err
@@ -230,6 +244,38 @@ func runFlagsExplain(ctx context.Context, opts *FlagsExplainOptions) error {
 	if err != nil {
 		return err
 	}
-	res := flageval.Evaluate(flageval.FromSnapshot(snap, strings.TrimSpace(opts.Context), flageval.UserWithGroups(user, groups)))
+	u := flageval.UserWithGroups(user, groups)
+	if working != nil {
+		u.WorkingGroup = working
+	}
+	res := flageval.Evaluate(flageval.FromSnapshot(snap, strings.TrimSpace(opts.Context), u))
 	return renderExplain(opts.Output, opts.IO, res)
+}
+
+// parseWorkingGroups reads --working-group: nil when none was given (the
+// default applies), an empty map for "none", else one id per type.
+func parseWorkingGroups(values []string) (map[string]string, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	none := false
+	for _, v := range values {
+		if strings.EqualFold(strings.TrimSpace(v), "none") {
+			none = true
+			continue
+		}
+		ref, err := flageval.ParseGroup(v)
+		if err != nil {
+			return nil, Usagef("invalid --working-group: %v, or none", err)
+		}
+		if prev, ok := out[ref.Type]; ok && prev != ref.GroupID {
+			return nil, Usagef("invalid --working-group: two working groups of type %s (%s and %s); a user has one per type", ref.Type, prev, ref.GroupID)
+		}
+		out[ref.Type] = ref.GroupID
+	}
+	if none && len(out) > 0 {
+		return nil, Usagef("invalid --working-group: none cannot be given with a TYPE=ID")
+	}
+	return out, nil
 }

@@ -190,6 +190,7 @@ func runFlagActions(t *testing.T, apiURL string) {
 	d.act("update_feature_flag_status", map[string]any{"flag_id": keyOne, "status": "enabled"}, "disabled -> enabled")
 	d.explain(keyOne, map[string]bool{"u1": false, "u6": true, "zz": true, "zz schoolId=s1": false, "zz schoolId=s3": true,
 		"u9 schoolId=s2": true, "zz classId=c7 schoolId=s2": false, "u2 classId=c7": false})
+	d.explainWorkingGroups(keyOne)
 
 	// update_segment: the add_/remove_ forms, then a whole replacement.
 	d.act("update_segment", map[string]any{"segment_id": segA, "add_users": []string{"u3"}, "remove_users": []string{"u1"},
@@ -426,6 +427,66 @@ func analyzeAction(action string) llmtest.Reply {
 func setAction(action string, params map[string]any) llmtest.Reply {
 	return llmtest.CallReply(llmtest.NewCall("set_action_needed", map[string]any{"action": action, "reasoning": "asked"}),
 		llmtest.NewCall("set_action_params", map[string]any{"action_params": params}))
+}
+
+// explainWorkingGroups puts a group on the context's global exclusion for
+// the time of the check (and restores it), initialises users with and
+// without working groups, and compares flags explain --working-group with
+// what /v6/featureflag serves each of them with their stored groups.
+func (d *flagDriver) explainWorkingGroups(key string) {
+	t := d.t
+	t.Helper()
+	globals, err := d.api.GlobalSegments(d.ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(globals, func(g upgrade.SegmentRecord) bool { return g.Context == "assign-prog" })
+	if i < 0 {
+		t.Fatalf("no global exclusion segment for assign-prog among %d", len(globals))
+	}
+	g := globals[i]
+	in := upgrade.SegmentInput{ID: g.ID, Name: g.Name, Description: g.Description, Context: g.Context, Type: g.Type,
+		UserIDs: g.UserIDs(), Groups: g.GroupRefs(), SubSegmentIDs: g.SubSegmentIDs()}
+	restore := in
+	defer func() {
+		if _, err := d.api.UpsertSegment(d.ctx(), restore); err != nil {
+			t.Errorf("restore the global exclusion: %v", err)
+		}
+	}()
+	gx := realName + "gx"
+	in.Groups = append(slices.Clone(in.Groups), upgrade.GroupRef{Type: "classId", GroupID: gx})
+	if _, err := d.api.UpsertSegment(d.ctx(), in); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		user    string
+		group   map[string][]string
+		working map[string]string
+		args    []string
+		want    bool
+	}{
+		{"w-other", map[string][]string{"classId": {gx, "c9"}}, map[string]string{"classId": "c9"},
+			[]string{"--group", "classId=" + gx, "--group", "classId=c9", "--working-group", "classId=c9"}, true},
+		{"w-none", map[string][]string{"classId": {"c9"}}, nil, []string{"--group", "classId=c9", "--working-group", "none"}, false},
+		{"w-same", map[string][]string{"classId": {gx}}, map[string]string{"classId": gx}, []string{"--group", "classId=" + gx}, false},
+		{"w-type", map[string][]string{"schoolId": {"s3"}}, map[string]string{"schoolId": "s3"},
+			[]string{"--group", "schoolId=s3", "--working-group", "schoolId=s3"}, true},
+	} {
+		user := realName + c.user
+		if _, err := d.api.Init(d.ctx(), user, upgrade.InitRequest{Group: c.group, WorkingGroup: c.working}); err != nil {
+			t.Fatalf("init %s: %v", user, err)
+		}
+		var got flageval.Result
+		d.readJSON(&got, append([]string{"flags", "explain", key, user}, c.args...)...)
+		keys, err := d.api.FeatureFlagKeys(d.ctx(), user, upgrade.FeatureFlagRequest{Context: "assign-prog"})
+		if err != nil {
+			t.Fatalf("featureflag %s: %v", user, err)
+		}
+		served := slices.Contains(keys, key)
+		if got.Served != served || served != c.want {
+			t.Errorf("%s for %s %v: flags explain says served=%t (%s), the server served=%t, want %t", key, user, c.args, got.Served, got.Rule, served, c.want)
+		}
+	}
 }
 
 // readJSON runs a read command with -o json and decodes its output.

@@ -93,6 +93,9 @@ type SessionDetail struct {
 	Path          string                `json:"path" yaml:"path"`
 	// UpgradeServer is the UpGrade the session belongs to ("" = not recorded).
 	UpgradeServer string `json:"upgrade_server,omitempty" yaml:"upgrade_server,omitempty"`
+	// Proposal is what the audit trail recorded when the awaited
+	// confirmation was proposed: who, and the target by name.
+	Proposal *ProposalRef `json:"proposal,omitempty" yaml:"proposal,omitempty"`
 }
 
 func runSessionsShow(_ context.Context, f *Factory, id string) error {
@@ -117,6 +120,9 @@ func runSessionsShow(_ context.Context, f *Factory, id string) error {
 	d := SessionDetail{ID: cp.SessionID, Status: string(cp.Status), Turns: cp.Counters.Turns, CreatedAt: cp.CreatedAt,
 		UpdatedAt: cp.UpdatedAt, Usage: cp.Usage, Interrupt: cp.Interrupt, PendingAction: st.ActionNeeded,
 		History: st.ConversationHistory, Actions: st.ExecutionLog, Path: store.Where(id), UpgradeServer: cp.UpgradeServer}
+	if ic := cp.Interrupt; ic != nil && ic.Confirmation != nil {
+		d.Proposal = proposalOf(f, cp.SessionID, ic)
+	}
 	if out := f.opts().Output; out == "json" || out == "yaml" {
 		return WriteData(f.IO.Out, out, d)
 	}
@@ -130,7 +136,7 @@ func runSessionsShow(_ context.Context, f *Factory, id string) error {
 	if ic := d.Interrupt; ic != nil {
 		switch {
 		case ic.Confirmation != nil:
-			fmt.Fprintf(w, "Awaiting: confirmation of %s\n%s\n", ic.Confirmation.Action, ic.Confirmation.Message)
+			fmt.Fprintf(w, "Awaiting: confirmation of %s%s\n%s\n", ic.Confirmation.Action, d.Proposal.describe(ic), ic.Confirmation.Message)
 		case ic.Job != nil:
 			fmt.Fprintf(w, "Awaiting: job %s (%s)\n", ic.Job.ID, ic.Job.Action)
 		}

@@ -76,9 +76,11 @@ func storePassword(o *GlobalOptions) string {
 	return pgstore.Password(o.Team.Store)
 }
 
-// teamState is the store this process opened, once.
+// teamState is the store and trail this process opened, once.
 type teamState struct {
-	pg *pgstore.Store
+	pg      *pgstore.Store
+	fileLog *audit.FileLog
+	files   *checkpoint.FileStore
 }
 
 // pgStore opens the PostgreSQL store (once per process); nil without one.
@@ -90,7 +92,13 @@ func (f *Factory) pgStore() (*pgstore.Store, error) {
 	if f.team.pg != nil {
 		return f.team.pg, nil
 	}
-	s, err := pgstore.Open(context.Background(), o.Team.Store, pgstore.Options{Secrets: f.Secrets(), Now: f.Now})
+	write, margin := writeWindow(o.UpgradeTimeout)
+	s, err := pgstore.Open(context.Background(), o.Team.Store, pgstore.Options{Secrets: f.Secrets(), Now: f.Now,
+		WriteDeadline: write, LeaseMargin: margin,
+		OnWait: func(holder string, until time.Time) {
+			fmt.Fprintf(f.IO.ErrOut, "waiting until %s: a write to UpGrade announced by %s may still land; the session is taken over once it no longer can\n",
+				until.Local().Format("15:04:05"), holder)
+		}})
 	if err != nil {
 		if errors.Is(err, pgstore.ErrSchemaNewer) || errors.Is(err, pgstore.ErrURL) {
 			return nil, &UsageError{Err: err}
@@ -101,8 +109,29 @@ func (f *Factory) pgStore() (*pgstore.Store, error) {
 	return s, nil
 }
 
-// closeTeam ends the store's connection.
+// writeWindow is the deadline of a write to UpGrade and the margin after it
+// in which a request already sent may still land, from the per-request
+// timeout: two attempts' worth, and one more timeout (docs/teams.md).
+func writeWindow(timeout time.Duration) (write, margin time.Duration) {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	return 2 * timeout, timeout
+}
+
+// closeTeam stores what the trail still holds back and ends the store's
+// connection.
 func (f *Factory) closeTeam() {
+	var staged error
+	if f.team.fileLog != nil {
+		staged = f.team.fileLog.Flush()
+	}
+	if f.team.pg != nil {
+		staged = f.team.pg.Audit().Flush()
+	}
+	if staged != nil {
+		fmt.Fprintf(f.IO.ErrOut, "warning: audit trail: %s\n", redact.String(staged.Error(), f.Secrets()...))
+	}
 	if f.team.pg != nil {
 		_ = f.team.pg.Close()
 		f.team.pg = nil
@@ -124,6 +153,9 @@ func (f *Factory) Sessions() (checkpoint.SessionStore, error) {
 }
 
 func (f *Factory) fileSessions() (*checkpoint.FileStore, error) {
+	if f.team.files != nil {
+		return f.team.files, nil
+	}
 	dir, err := f.StateDir()
 	if err != nil {
 		return nil, err
@@ -136,7 +168,18 @@ func (f *Factory) fileSessions() (*checkpoint.FileStore, error) {
 	if f.Now != nil {
 		s.Now = f.Now
 	}
+	s.Ahead = f.fileTrail(dir).FlushSession
+	f.team.files = s
 	return s, nil
+}
+
+// fileTrail is the file store's trail, one per process: the session store
+// stores what it holds back (Ahead).
+func (f *Factory) fileTrail(dir string) *audit.FileLog {
+	if f.team.fileLog == nil {
+		f.team.fileLog = audit.OpenFileLog(dir, f.Now)
+	}
+	return f.team.fileLog
 }
 
 // AuditLog is the audit trail of the configured store.
@@ -152,7 +195,7 @@ func (f *Factory) AuditLog() (audit.Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	return audit.OpenFileLog(dir), nil
+	return f.fileTrail(dir), nil
 }
 
 // auditor stamps entries with the time and the actor and appends them; a
@@ -171,12 +214,21 @@ func (f *Factory) Auditor() (*auditor, error) {
 	return &auditor{f: f, log: l}, nil
 }
 
+// Audit records e. An approval is held back and stored by the checkpoint
+// save that follows it, before the approved write starts (in the same
+// transaction, with PostgreSQL): when it cannot be stored, the save fails
+// and nothing runs.
 func (a *auditor) Audit(e audit.Entry) {
+	if ah, ok := a.log.(audit.Ahead); ok && e.Event == audit.Approved && e.SessionID != "" {
+		ah.Stage(a.stamp(e))
+		return
+	}
 	a.Append(e)
 }
 
-// Append records e, stamped, and warns when it cannot.
-func (a *auditor) Append(e audit.Entry) {
+// stamp fills in the time (the database restamps it), the actor, and
+// redacts the message.
+func (a *auditor) stamp(e audit.Entry) audit.Entry {
 	now := time.Now
 	if a.f.Now != nil {
 		now = a.f.Now
@@ -184,6 +236,12 @@ func (a *auditor) Append(e audit.Entry) {
 	e.Time = now().UTC()
 	e.Actor = a.f.opts().Team.Actor
 	e.Message = redact.String(e.Message, a.f.Secrets()...)
+	return e
+}
+
+// Append records e, stamped, and warns when it cannot.
+func (a *auditor) Append(e audit.Entry) {
+	e = a.stamp(e)
 	if err := a.log.Append(e); err != nil {
 		fmt.Fprintf(a.f.IO.ErrOut, "warning: audit trail: %s\n", redact.String(err.Error(), a.f.Secrets()...))
 	}

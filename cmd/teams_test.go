@@ -14,12 +14,15 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/upgrade-agent/upgrade-agent/audit"
 	"github.com/upgrade-agent/upgrade-agent/internal/pgtest"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/jobs"
 	"github.com/upgrade-agent/upgrade-agent/store/pgstore"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
 )
 
 // stopPostgresAfter stops the test binary's PostgreSQL cluster, if a test
@@ -200,7 +203,9 @@ func TestTeamProposeOnOneMachineApproveOnAnother(t *testing.T) {
 }
 
 // A denial and an expiry are recorded; a yes to an expired confirmation
-// re-plans and asks again (exit 10) and writes nothing.
+// re-plans and asks again (exit 10) and writes nothing. The expiry is the
+// proposing machine's: an approver whose own approval_ttl is 0 (never)
+// cannot approve what the inbox shows expired.
 func TestTeamDenialAndExpiry(t *testing.T) {
 	_, tp, c := simTap(t, 1)
 	mkExperiment(t, c, "Doomed", upgrade.StateEnrolling)
@@ -214,9 +219,14 @@ func TestTeamDenialAndExpiry(t *testing.T) {
 		t.Errorf("after a no: %s, want proposed,denied", got)
 	}
 
-	cfg := writeTestFile(t, t.TempDir(), "config.yaml", "approval_ttl: 1ms\n")
-	late := tm.machine(t, "carol@home", "UPGRADE_AGENT_CONFIG="+cfg)
-	id2 := proposeDoomed(t, ci)
+	short := writeTestFile(t, t.TempDir(), "config.yaml", "approval_ttl: 1ms\n")
+	never := writeTestFile(t, t.TempDir(), "config.yaml", "approval_ttl: 0s\n")
+	hasty := tm.machine(t, "ci@hasty", "UPGRADE_AGENT_CONFIG="+short)
+	late := tm.machine(t, "carol@home", "UPGRADE_AGENT_CONFIG="+never)
+	id2 := proposeDoomed(t, hasty)
+	if rows := ci.pending(t); len(rows) != 1 || !rows[0].Expired || rows[0].ExpiresAt == nil {
+		t.Errorf("inbox of a machine with the default ttl: %+v, want the confirmation shown expired (its expiry is fixed at proposal)", rows)
+	}
 	if rows := late.pending(t); len(rows) != 1 || !rows[0].Expired {
 		t.Errorf("inbox under approval_ttl 1ms: %+v, want the confirmation shown expired", rows)
 	}
@@ -257,7 +267,11 @@ func TestTeamLockAcrossMachinesAndCrashInsideWrite(t *testing.T) {
 			_, tp, c := simTap(t, 1)
 			mkExperiment(t, c, "Doomed", upgrade.StateEnrolling)
 			tm := newTeam(t, tp.URL()+"/api")
-			a, b := tm.machine(t, "ci@runner"), tm.machine(t, "alice@laptop")
+			// A short UpGrade timeout: after the SIGKILL inside the write,
+			// the other machine waits for the write's lease (2 x 3s + 3s)
+			// before it reconciles (docs/teams.md, fencing).
+			cfg := writeTestFile(t, t.TempDir(), "config.yaml", "upgrade_timeout: 3s\n")
+			a, b := tm.machine(t, "ci@runner", "UPGRADE_AGENT_CONFIG="+cfg), tm.machine(t, "alice@laptop", "UPGRADE_AGENT_CONFIG="+cfg)
 			id := proposeDoomed(t, a)
 			done := writeTestFile(t, t.TempDir(), "done.yaml", "- reply: Done.\n")
 
@@ -295,23 +309,9 @@ func TestTeamJobTakenOverByAnotherMachine(t *testing.T) {
 
 	session, jobID := askBalance(t, a.env, askScript)
 	waitClosed(t, g.blocked, "the worker to reach the gate")
-	st := openPG(t, tm.url)
-	js, err := jobs.OpenStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	js.Backend = st.Jobs()
+	js, pid := firstBatch(t, tm.url, jobID)
 	var rec *jobs.Record
-	poll(t, "the first batch to be committed", func() bool {
-		rec, err = js.Load(jobID)
-		return err == nil && rec.Progress.Done == 50 && rec.PID > 0
-	})
-	pid := rec.PID
-	t.Cleanup(func() {
-		if r, err := js.Load(jobID); err == nil && r.PID > 0 && !pidGone(r.PID) {
-			_ = syscall.Kill(r.PID, syscall.SIGKILL)
-		}
-	})
+	var err error
 	if environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); err == nil && !bytes.Contains(environ, []byte("UPGRADE_AGENT_STORE=")) {
 		t.Errorf("the worker did not get the store in its environment")
 	}
@@ -325,13 +325,7 @@ func TestTeamJobTakenOverByAnotherMachine(t *testing.T) {
 	close(g.open)
 
 	resumeBalance(t, b.env, resumeScript, session, 300)
-	users := 0
-	for _, u := range s.Users() {
-		if strings.HasPrefix(u.ID, jobs.Key(jobID)+"-") {
-			users++
-		}
-	}
-	if users != 300 {
+	if users := simUsersOfJob(s, jobID); users != 300 {
 		t.Errorf("the simulator knows %d users of the job, want 300", users)
 	}
 	for i := 0; i < 50; i++ {
@@ -493,4 +487,305 @@ func TestAuditJobCancelledFileStore(t *testing.T) {
 	if code, _, e := agentIn(t, env, "audit", "--since", "-1h"); code != 2 {
 		t.Errorf("--since -1h: exit %d %s, want 2", code, e)
 	}
+}
+
+// The lock connection of a machine executing an approved write drops (the
+// database restarts, or idle_session_timeout ends it) while UpGrade holds
+// the write; a second machine answers the same session meanwhile, yes or
+// no. It waits until the first machine's write can no longer land, and the
+// end is one write and an audit trail that says what happened: one
+// approval, the write executed, no denial of a write that ran.
+func TestTeamLockLostDuringHeldWrite(t *testing.T) {
+	for _, variant := range []string{"restart", "idle"} {
+		for _, answer := range []string{"yes", "no"} {
+			t.Run(variant+"/"+answer, func(t *testing.T) {
+				_, tp, c := simTap(t, 1)
+				mkExperiment(t, c, "Doomed", upgrade.StateEnrolling)
+				var tm *team
+				var lose func()
+				admin := ""
+				if variant == "restart" {
+					dc := pgtest.Dedicated(t)
+					url, err := dc.NewDatabase()
+					if err != nil {
+						t.Fatal(err)
+					}
+					tm = &team{url: url, password: dc.Password, upgrade: tp.URL() + "/api"}
+					admin = url
+					lose = func() {
+						if err := dc.Restart(); err != nil {
+							t.Fatal(err)
+						}
+					}
+				} else {
+					tm = newTeam(t, tp.URL()+"/api")
+					admin = tm.url
+					tm.url += "&idle_session_timeout=1000"
+					lose = func() {
+						poll(t, "the holder's idle connections to end", func() bool {
+							return countRows(t, admin, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`) == 0
+						})
+					}
+				}
+				// Long enough for the held write to outlast the restart and
+				// the second machine's start on a loaded machine; nobody
+				// waits for it unless the write's end goes unrecorded.
+				cfg := writeTestFile(t, t.TempDir(), "config.yaml", "upgrade_timeout: 20s\n")
+				a := tm.machine(t, "ci@runner", "UPGRADE_AGENT_CONFIG="+cfg)
+				b := tm.machine(t, "alice@laptop", "UPGRADE_AGENT_CONFIG="+cfg)
+				id := proposeDoomed(t, a)
+				done := writeTestFile(t, t.TempDir(), "done.yaml", "- reply: Done.\n")
+
+				at := tp.stopAt(is(http.MethodDelete, ""), onArrival, 0)
+				p := startAgent(t, a.env, "resume", id, "--answer", "yes", "--llm", "script:"+done)
+				waitClosed(t, at.hit, "the write to reach UpGrade")
+				lose()
+				q := startAgent(t, b.env, "resume", id, "--answer", answer, "--llm", "script:"+done)
+				poll(t, "the second machine to hold the session's lock", func() bool {
+					return countRows(t, admin, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted`) > 0
+				})
+				at.release()
+				p.wait(t)
+				q.wait(t)
+				tm.outs = append(tm.outs, p.out.String(), q.out.String())
+				if n := tp.countServed(http.MethodDelete, ""); n != 1 {
+					t.Fatalf("the delete reached UpGrade %d times, want once\nfirst machine:\n%s\nsecond machine:\n%s", n, p.out.String(), q.out.String())
+				}
+				resumeUntilDone(t, b.env, id, "--llm", "script:"+done)
+				es := b.audit(t, id)
+				got := events(es)
+				if strings.Count(got, "approved") != 1 || !strings.Contains(got, "executed") || strings.Contains(got, "denied") {
+					t.Errorf("audit %s: want one approval, the write executed, no denial\nfirst machine:\n%s\nsecond machine:\n%s", got, p.out.String(), q.out.String())
+				}
+				tm.checkNoPassword(t)
+			})
+		}
+	}
+}
+
+// countRows runs a count query as the admin.
+func countRows(t *testing.T, url, q string) int {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(context.Background(), q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// PostgreSQL restarts in the middle of a job: the worker that was running
+// rides it out (a reconnect, not the process) and finishes its own job,
+// from where it was, with exact counts; no other worker takes it over.
+func TestTeamJobWorkerRidesOutRestart(t *testing.T) {
+	s, g, url, expID := gatedSim(t)
+	dc := pgtest.Dedicated(t)
+	dbURL, err := dc.NewDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := &team{url: dbURL, password: dc.Password, upgrade: url}
+	a := tm.machine(t, "ci@runner")
+	askScript, resumeScript := balanceScripts(t, expID, 300)
+
+	session, jobID := askBalance(t, a.env, askScript)
+	waitClosed(t, g.blocked, "the worker to reach the gate")
+	js, pid := firstBatch(t, tm.url, jobID)
+	var rec *jobs.Record
+	if err := dc.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	close(g.open)
+	poll(t, "the worker to finish the job", func() bool {
+		rec, err = js.Load(jobID)
+		return err == nil && rec.State == actions.JobSucceeded
+	})
+	if rec.PID != pid || rec.Attempts != 1 || pidGone(pid) && rec.Progress.Done != 300 {
+		t.Errorf("after the restart: worker pid %d (was %d), attempts %d, done %d; want the same worker, one attempt, 300", rec.PID, pid, rec.Attempts, rec.Progress.Done)
+	}
+	if users := simUsersOfJob(s, jobID); users != 300 {
+		t.Errorf("the simulator knows %d users of the job, want 300", users)
+	}
+	resumeBalance(t, a.env, resumeScript, session, 300)
+	poll(t, "the worker to exit", func() bool { return pidGone(pid) })
+	if log, err := os.ReadFile(filepath.Join(a.state, "jobs", jobID+".log")); err == nil && bytes.Contains(log, []byte("conn closed")) {
+		t.Errorf("the worker's log shows a closed connection:\n%s", log)
+	}
+	tm.checkNoPassword(t)
+}
+
+// An actor and an experiment name carrying a NUL and an ESC sequence make
+// no entry vanish: the create... delete's proposal, approval and execution
+// are all in the trail, escaped; the chain verifies; --actor takes the
+// text as audit shows it, and raw NUL or non-UTF-8 text there is exit 2.
+func TestTeamHostileTextInTheTrail(t *testing.T) {
+	_, tp, c := simTap(t, 1)
+	name := "NulName\x00X \x1b[2K"
+	id := mkExperiment(t, c, name, upgrade.StateEnrolling)
+	tm := newTeam(t, tp.URL()+"/api")
+	cfg := writeTestFile(t, t.TempDir(), "config.yaml", `actor: "mallory\0evil\e[2K"`+"\n")
+	ci := tm.machine(t, "ci@runner", "UPGRADE_AGENT_CONFIG="+cfg)
+	ci.env = slicesWithout(ci.env, "UPGRADE_AGENT_ACTOR=")
+	script := writeTestFile(t, t.TempDir(), "propose.yaml", strings.ReplaceAll(proposeDelete, "experiment_id: Doomed", "experiment_id: "+id))
+	session := decodeResult(t, ci.must(t, 10, "ask", "-o", "json", "--llm", "script:"+script, "delete it")).SessionID
+	done := writeTestFile(t, t.TempDir(), "done.yaml", "- reply: Done.\n")
+	ci.must(t, 0, "resume", session, "--answer", "yes", "--llm", "script:"+done)
+	if n := tp.countServed(http.MethodDelete, ""); n != 1 {
+		t.Fatalf("deletes %d, want 1", n)
+	}
+	es := ci.audit(t, session)
+	if got := events(es); got != "proposed,approved,executed" {
+		t.Fatalf("audit %s, want proposed,approved,executed", got)
+	}
+	wantActor, wantTarget := audit.Escape("mallory\x00evil\x1b[2K"), audit.Escape(name)
+	for _, e := range es {
+		if e.Actor != wantActor || e.Target != wantTarget || e.TargetID != id {
+			t.Errorf("%s entry: actor %q target %q (%s), want %q %q (%s)", e.Event, e.Actor, e.Target, e.TargetID, wantActor, wantTarget, id)
+		}
+	}
+	if out := ci.must(t, 0, "audit", "verify"); !strings.Contains(out, "verified: 3 entries") {
+		t.Errorf("audit verify: %s", out)
+	}
+	var byActor []audit.Entry
+	if err := json.Unmarshal([]byte(ci.must(t, 0, "audit", "--actor", wantActor, "-o", "json")), &byActor); err != nil || len(byActor) != 3 {
+		t.Errorf("--actor as audit shows it: %d entries, %v", len(byActor), err)
+	}
+	for _, bad := range []string{"mallory\x00evil", "mallory\xffevil"} {
+		code, _, e := ci.run(t, "audit", "--actor", bad)
+		if code != 2 || !strings.Contains(e, "--actor") || strings.Contains(e, "SQLSTATE") {
+			t.Errorf("--actor %q: exit %d, want 2 naming the flag\n%s", bad, code, e)
+		}
+	}
+	tm.checkNoPassword(t)
+}
+
+// audit --session takes a unique prefix like every id; an unknown id is
+// exit 2 (as for resume), never an empty trail; audit verify finds an
+// edited line of the file trail and exits 2 naming it.
+func TestAuditSessionPrefixAndVerify(t *testing.T) {
+	_, tp, c := simTap(t, 1)
+	mkExperiment(t, c, "Doomed", upgrade.StateEnrolling)
+	root := t.TempDir()
+	state := filepath.Join(root, "state")
+	m := &machine{tm: &team{}, state: state, env: agentEnv(t, "HOME="+root, "UPGRADE_AGENT_HOME="+state,
+		"UPGRADE_API_URL="+tp.URL()+"/api", "UPGRADE_AGENT_ACTOR=ci@runner", "OPENAI_API_KEY=sk-team-test-key-0123456789")}
+	id := proposeDoomed(t, m)
+	if got := events(m.audit(t, id[:4])); got != "proposed" {
+		t.Errorf("audit --session %s (a prefix): %s, want proposed", id[:4], got)
+	}
+	for _, ref := range []string{"3f2a9c1b7d0e", "zz"} {
+		if code, _, e := m.run(t, "audit", "--session", ref); code != 2 || !strings.Contains(e, "sessions list") {
+			t.Errorf("audit --session %s: exit %d, want 2 pointing at sessions list\n%s", ref, code, e)
+		}
+	}
+	if out := m.must(t, 0, "audit", "verify"); !strings.Contains(out, "verified: 1 entries") {
+		t.Errorf("audit verify: %s", out)
+	}
+	path := filepath.Join(state, audit.FileName)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Replace(data, []byte(`"actor":"ci@runner"`), []byte(`"actor":"someone"`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, e := m.run(t, "audit", "verify")
+	if code != 2 || !strings.Contains(e, path+":1") || !strings.Contains(e, "changed") {
+		t.Errorf("audit verify of an edited trail: exit %d, want 2 naming %s:1\n%s", code, path, e)
+	}
+}
+
+// slicesWithout drops the entries of env that start with prefix.
+func slicesWithout(env []string, prefix string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, prefix) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// The inbox, sessions show and audit name a flag by its key, as it was when
+// the confirmation was proposed, whatever the params hold (the model sent
+// the flag's id); the id is in -o wide and JSON only.
+func TestNamesWhereAPersonReads(t *testing.T) {
+	_, tp, c := simTap(t, 1)
+	mkFlag(t, c)
+	flagID := crashFlag(t, c).ID
+	root := t.TempDir()
+	state := filepath.Join(root, "state")
+	m := &machine{tm: &team{}, state: state, env: agentEnv(t, "HOME="+root, "UPGRADE_AGENT_HOME="+state,
+		"UPGRADE_API_URL="+tp.URL()+"/api", "UPGRADE_AGENT_ACTOR=ci@runner", "OPENAI_API_KEY=sk-team-test-key-0123456789")}
+	script := writeTestFile(t, t.TempDir(), "propose.yaml", `- call:
+    analyze_user_request: {intent_type: needs_info, confidence: 0.9, user_request_summary: add a list, reasoning: action}
+- call:
+    set_action_needed: {action: add_feature_flag_list, reasoning: asked}
+    set_action_params: {action_params: {flag_id: "`+flagID+`", kind: include, users: [u1]}}
+- reply: About to add the list.
+`)
+	id := decodeResult(t, m.must(t, 10, "ask", "-o", "json", "--llm", "script:"+script, "add u1 to CRASH_FLAG")).SessionID
+
+	rows := m.pending(t)
+	if len(rows) != 1 || rows[0].Target != "CRASH_FLAG" || rows[0].TargetID != flagID || rows[0].ProposedBy != "ci@runner" {
+		t.Fatalf("inbox JSON: %+v, want target CRASH_FLAG (%s) proposed by ci@runner", rows, flagID)
+	}
+	if tbl := m.must(t, 0, "sessions", "list", "--pending"); !strings.Contains(tbl, "CRASH_FLAG") || strings.Contains(tbl, flagID) {
+		t.Errorf("inbox table names the flag by id or not by key:\n%s", tbl)
+	}
+	if wide := m.must(t, 0, "sessions", "list", "--pending", "-o", "wide"); !strings.Contains(wide, flagID) {
+		t.Errorf("inbox -o wide lacks the flag's id:\n%s", wide)
+	}
+	if show := m.must(t, 0, "sessions", "show", id); !strings.Contains(show, "on CRASH_FLAG, proposed by ci@runner") {
+		t.Errorf("sessions show does not name the flag and the proposer:\n%s", show)
+	}
+	es := m.audit(t, id)
+	if len(es) != 1 || es[0].Target != "CRASH_FLAG" || es[0].TargetID != flagID {
+		t.Fatalf("audit: %+v", es)
+	}
+	tbl := m.must(t, 0, "audit", "--session", id)
+	if !strings.Contains(tbl, "CRASH_FLAG") || strings.Contains(tbl, flagID) {
+		t.Errorf("audit table names the flag by id or not by key:\n%s", tbl)
+	}
+	if wide := m.must(t, 0, "audit", "--session", id, "-o", "wide"); !strings.Contains(wide, flagID) {
+		t.Errorf("audit -o wide lacks the flag's id:\n%s", wide)
+	}
+}
+
+// firstBatch waits until the job's worker has committed its first batch
+// and returns the job records of the store at url and the worker's pid
+// (killed at the end of the test if still running).
+func firstBatch(t *testing.T, url, jobID string) (*jobs.Store, int) {
+	t.Helper()
+	js, err := jobs.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js.Backend = openPG(t, url).Jobs()
+	var rec *jobs.Record
+	poll(t, "the first batch to be committed", func() bool {
+		rec, err = js.Load(jobID)
+		return err == nil && rec.Progress.Done == 50 && rec.PID > 0
+	})
+	t.Cleanup(func() {
+		if r, err := js.Load(jobID); err == nil && r.PID > 0 && !pidGone(r.PID) {
+			_ = syscall.Kill(r.PID, syscall.SIGKILL)
+		}
+	})
+	return js, rec.PID
+}
+
+// simUsersOfJob counts the simulator's users of the job.
+func simUsersOfJob(s *sim.Sim, jobID string) int {
+	n := 0
+	for _, u := range s.Users() {
+		if strings.HasPrefix(u.ID, jobs.Key(jobID)+"-") {
+			n++
+		}
+	}
+	return n
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
@@ -150,6 +151,10 @@ type Agent struct {
 	mcp  MCP // nil: no MCP servers
 	// auditor receives the turn's decisions (WithAuditor); nil: no trail.
 	auditor Auditor
+	// targets remembers the name audit entries give a confirmation's
+	// target (audit.go), so that the executed entry of a delete names
+	// what the delete removed.
+	targets sync.Map // confirmation id -> auditTarget
 
 	// onResponse receives the person's reply as soon as it is final,
 	// before the optional output node runs.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/audit"
@@ -39,50 +38,147 @@ func (a *Agent) audit(t *turn, event string, p *Pending, e audit.Entry) {
 		e.Action = p.Bound.Name
 		e.ParamsHash = p.Bound.Hash
 		e.Destructive = p.Destructive
-		e.Target = a.targetName(t, p)
+		tg := a.targetName(t, p)
+		e.Target, e.TargetID = tg.Name, tg.ID
 	}
 	a.auditor.Audit(e)
 }
 
-// targets remembers the target named for a confirmation, so that its
-// executed entry names the experiment a delete has just removed.
-var targets sync.Map // confirmation id -> name
+// auditTarget is what an entry names: the target's name (a flag's key),
+// and its id when the params named it by id.
+type auditTarget struct{ Name, ID string }
 
 // targetName names what p acts on: the name in its params, else the
-// experiment it names by id, looked up by name.
-func (a *Agent) targetName(t *turn, p *Pending) string {
-	target := audit.TargetOf(p.Bound.Params)
+// experiment (flag: its key; segment) its params name by id, looked up once
+// per confirmation, so that the executed entry of a delete names what it
+// removed.
+func (a *Agent) targetName(t *turn, p *Pending) auditTarget {
+	if p.Target != "" {
+		return auditTarget{Name: p.Target, ID: p.TargetID}
+	}
+	field, target := audit.TargetField(p.Bound.Params)
 	if !upgrade.IsUUID(target) {
-		return target
+		return auditTarget{Name: target}
 	}
-	if v, ok := targets.Load(p.ID); ok && p.ID != "" {
-		return v.(string)
+	if v, ok := a.targets.Load(p.ID); ok && p.ID != "" {
+		return v.(auditTarget)
 	}
-	if name := a.lookupName(t, target); name != target {
-		targets.Store(p.ID, name)
-		return name
+	tg := auditTarget{Name: target}
+	if name := a.lookupName(t, field, target); name != "" && name != target {
+		tg = auditTarget{Name: name, ID: target}
+		if p.ID != "" {
+			a.targets.Store(p.ID, tg)
+		}
 	}
-	return target
+	return tg
 }
 
-func (a *Agent) lookupName(t *turn, target string) string {
+// lookupName is the name of the object id names ("" when it cannot be
+// read): a flag by its key, a segment or an experiment by its name.
+func (a *Agent) lookupName(t *turn, field, id string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	switch field {
+	case "flag_id":
+		if f, err := a.deps.API.Flag(ctx, id); err == nil && f != nil {
+			return f.Key
+		}
+		return ""
+	case "segment_id":
+		if s, err := a.deps.API.Segment(ctx, id); err == nil && s != nil {
+			return s.Name
+		}
+		return ""
+	}
 	names, err := t.experimentNames(ctx)
 	if err != nil {
-		return target
+		return ""
 	}
 	for _, n := range names {
-		if n.ID == target {
+		if n.ID == id {
 			return n.Name
 		}
 	}
-	return target
+	return ""
 }
 
-// expired reports whether p may no longer be approved (approval_ttl).
+// proposing fixes what a new confirmation keeps from the moment it is
+// proposed: its expiry and its target's name.
+func (a *Agent) proposing(t *turn, p *Pending) {
+	a.fixExpiry(p)
+	if p.Target == "" {
+		tg := a.targetName(t, p)
+		p.Target, p.TargetID = tg.Name, tg.ID
+	}
+}
+
+// fixExpiry gives a newly proposed confirmation its expiry, from this
+// machine's approval_ttl: fixed here, stored with the confirmation, and
+// honoured by every machine whatever its own setting.
+func (a *Agent) fixExpiry(p *Pending) {
+	if p.ExpiresAt != nil || a.set.ApprovalTTL <= 0 {
+		return
+	}
+	at := p.CreatedAt
+	if at.IsZero() {
+		at = a.now()
+	}
+	exp := at.Add(a.set.ApprovalTTL).UTC()
+	p.ExpiresAt = &exp
+}
+
+// expired reports whether p may no longer be approved: past the expires_at
+// fixed at its proposal; a confirmation stored before expires_at existed
+// is measured against this machine's approval_ttl.
 func (a *Agent) expired(p *Pending) bool {
+	if p.ExpiresAt != nil {
+		return a.now().After(*p.ExpiresAt)
+	}
 	return a.set.ApprovalTTL > 0 && !p.CreatedAt.IsZero() && a.now().Sub(p.CreatedAt) > a.set.ApprovalTTL
+}
+
+// writeFence is a session store that leases a session while a write may be
+// in flight (the shared store: docs/teams.md, "Fencing").
+type writeFence interface {
+	// AnnounceWrite leases the session for a write that no save announced
+	// (a repeat after reconciliation), checking the fencing token; it
+	// returns the write's deadline.
+	AnnounceWrite(sessionID string) (time.Time, error)
+	WriteReturned(sessionID string, failed bool) error
+}
+
+// writeWindow bounds the write of effectID by its deadline: the one its
+// save gave it (the shared store does, and leases the session until the
+// write can no longer land), or, for a write no save of this process
+// announced (a repeat after reconciliation), a new one from the store.
+// returned tells the store the call is over. An error: the session was
+// lost, and nothing may run.
+func (a *Agent) writeWindow(ctx context.Context, t *turn, effectID string) (context.Context, func(error), error) {
+	fence, ok := a.deps.Store.(writeFence)
+	if !ok {
+		return ctx, func(error) {}, nil
+	}
+	id := t.sess.cp.SessionID
+	var deadline time.Time
+	for _, e := range t.sess.cp.Effects {
+		if e.EffectID == effectID && e.Deadline != nil {
+			deadline = *e.Deadline
+		}
+	}
+	// A deadline still ahead was given by this process's own save: another
+	// process's has passed before this one could hold the session.
+	if !deadline.After(time.Now()) {
+		d, err := fence.AnnounceWrite(id)
+		if err != nil {
+			return ctx, nil, err
+		}
+		deadline = d
+	}
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	return wctx, func(err error) {
+		cancel()
+		_ = fence.WriteReturned(id, err != nil) // at worst the lease ends by itself
+	}, nil
 }
 
 // expire replaces an expired pending confirmation with the same action
@@ -99,13 +195,25 @@ func (a *Agent) expire(ctx context.Context, t *turn) error {
 		renewed.ID, renewed.CreatedAt, renewed.NeedsHuman = a.newID(), a.now(), true
 		cur = &renewed
 	}
-	a.audit(t, audit.Expired, old, audit.Entry{Message: "older than approval_ttl " + a.set.ApprovalTTL.String()})
+	if cur.ExpiresAt == old.ExpiresAt {
+		cur.ExpiresAt = nil // a new confirmation, a new expiry
+	}
+	a.proposing(t, cur)
+	a.audit(t, audit.Expired, old, audit.Entry{Message: a.expiryMessage(old)})
 	t.sess.await(cur)
 	t.pending = cur
 	t.reaskOnly = true
 	t.notes = append(t.notes, expiredNote)
 	a.audit(t, audit.Proposed, cur, audit.Entry{Message: "replaces expired confirmation " + old.ID})
 	return nil
+}
+
+// expiryMessage says why old expired.
+func (a *Agent) expiryMessage(old *Pending) string {
+	if old.ExpiresAt != nil {
+		return "expired at " + old.ExpiresAt.UTC().Format(time.RFC3339) + " (fixed at its proposal)"
+	}
+	return "older than approval_ttl " + a.set.ApprovalTTL.String()
 }
 
 // auditExecuted records a write's outcome and what the server answered.

@@ -51,7 +51,12 @@ func (a *Agent) executor(ctx context.Context, t *turn) (string, error) {
 func (a *Agent) execute(ctx context.Context, t *turn, p *Pending, effectID string) (string, error) {
 	b := p.Bound
 	nextStep := t.st.NextStep
-	out, err := b.Execute(ctx, a.env(t.api(), t.sess.cp.SessionID), p.ID)
+	wctx, returned, err := a.writeWindow(ctx, t, effectID)
+	if err != nil {
+		return nodeEnd, err // the session was lost: nothing runs
+	}
+	out, err := b.Execute(wctx, a.env(t.api(), t.sess.cp.SessionID), p.ID)
+	returned(err)
 	if err == nil && out.Job != nil {
 		if p == t.approvedP {
 			a.audit(t, audit.JobStarted, p, audit.Entry{JobID: out.Job.ID})

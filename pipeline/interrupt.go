@@ -43,6 +43,7 @@ func (a *Agent) pause(t *turn, err error) (next string, paused bool, ferr error)
 	switch {
 	case errors.As(err, &await):
 		if await.p.NeedsHuman && (t.pending == nil || t.pending.ID != await.p.ID) {
+			a.proposing(t, await.p)
 			a.audit(t, audit.Proposed, await.p, audit.Entry{})
 		}
 		t.sess.await(await.p)

@@ -75,6 +75,11 @@ type Pending struct {
 	ExperimentID, ExperimentVersion string
 	Warnings, Facts                 []string
 	CreatedAt                       time.Time
+	// ExpiresAt is fixed at proposal (fixExpiry); nil never expires.
+	ExpiresAt *time.Time
+	// Target and TargetID name what the action acts on, as it was when
+	// proposed (audit.go).
+	Target, TargetID string
 	// NeedsHuman is false for an action the policy (or --yes) approved.
 	NeedsHuman bool
 }
@@ -282,7 +287,7 @@ func (s *Session) bind(lookup func(name string) (actions.Action, bool)) error {
 			return badInput("session %s: interrupt.confirmation.params_hash does not match its params: the checkpoint was altered", id)
 		}
 		s.pending = &Pending{ID: ic.ID, Bound: b, Message: c.Message, Destructive: b.Spec().Destructive,
-			ExperimentID: c.ExperimentID, ExperimentVersion: c.ExperimentVersion, CreatedAt: ic.CreatedAt, NeedsHuman: true}
+			ExperimentID: c.ExperimentID, ExperimentVersion: c.ExperimentVersion, CreatedAt: ic.CreatedAt, ExpiresAt: ic.ExpiresAt, Target: c.Target, TargetID: c.TargetID, NeedsHuman: true}
 	}
 	st := s.st
 	s.draft = draft{name: st.ActionNeeded, unbound: st.ActionParams, missing: st.MissingParams}
@@ -366,10 +371,10 @@ func (s *Session) sync() {
 	}
 	st.NeedsConfirmation, st.ConfirmationMessage = p.NeedsHuman, p.Message
 	s.cp.Interrupt = &checkpoint.Interrupt{
-		ID: p.ID, Kind: checkpoint.KindConfirmation, CreatedAt: p.CreatedAt,
+		ID: p.ID, Kind: checkpoint.KindConfirmation, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
 		Confirmation: &checkpoint.Confirmation{Action: p.Bound.Name, Params: p.Bound.Params, ParamsHash: p.Bound.Hash,
 			Message: p.Message, Destructive: p.Destructive,
-			ExperimentID: p.ExperimentID, ExperimentVersion: p.ExperimentVersion},
+			ExperimentID: p.ExperimentID, ExperimentVersion: p.ExperimentVersion, Target: p.Target, TargetID: p.TargetID},
 	}
 }
 

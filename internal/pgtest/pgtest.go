@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,7 +47,10 @@ type Cluster struct {
 	Port     int
 	Password string // the admin's, also used for roles the tests create
 
-	cmd *exec.Cmd
+	cmd  *exec.Cmd
+	bin  string
+	args []string
+	cred *syscall.Credential
 }
 
 // Options of Start.
@@ -123,17 +127,27 @@ func Start(o Options) (*Cluster, error) {
 	if !o.Durable {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
-	srv := exec.Command(filepath.Join(bin, "postgres"), args...)
-	srv.Dir = dir
-	logf, err := os.Create(filepath.Join(dir, "server.log"))
-	if err != nil {
+	c.bin, c.args, c.cred = bin, args, cred
+	if err := c.serve(); err != nil {
 		return fail(err)
 	}
+	return c, nil
+}
+
+// serve starts the server on the cluster's port and waits until it takes
+// connections.
+func (c *Cluster) serve() error {
+	srv := exec.Command(filepath.Join(c.bin, "postgres"), c.args...)
+	srv.Dir = c.Dir
+	logf, err := os.OpenFile(filepath.Join(c.Dir, "server.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
 	srv.Stdout, srv.Stderr = logf, logf
-	asUser(srv, cred)
+	asUser(srv, c.cred)
 	if err := srv.Start(); err != nil {
 		_ = logf.Close()
-		return fail(fmt.Errorf("start postgres: %w", err))
+		return fmt.Errorf("start postgres: %w", err)
 	}
 	_ = logf.Close()
 	c.cmd = srv
@@ -144,14 +158,36 @@ func Start(o Options) (*Cluster, error) {
 		cancel()
 		if err == nil {
 			_ = conn.Close(context.Background())
-			return c, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
-			return fail(fmt.Errorf("postgres did not accept connections within 60s: %v\n%s", err, log))
+			log, _ := os.ReadFile(filepath.Join(c.Dir, "server.log"))
+			return fmt.Errorf("postgres did not accept connections within 60s: %v\n%s", err, log)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Restart stops the server (fast shutdown: every connection ends) and
+// starts it again on the same port, as an operator's restart does.
+func (c *Cluster) Restart() error {
+	c.shutdown()
+	return c.serve()
+}
+
+// Dedicated starts a cluster of the test's own (for a test that restarts
+// it), stopped when the test ends; skipped as Need skips.
+func Dedicated(t testing.TB) *Cluster {
+	t.Helper()
+	c, err := Start(Options{})
+	if err != nil {
+		if errors.Is(err, ErrNoBinaries) && os.Getenv(EnvRequire) != "require" {
+			t.Skip(InstallHint)
+		}
+		t.Fatalf("PostgreSQL for tests: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	return c
 }
 
 // URL is a loopback URL for db as user.
@@ -194,6 +230,12 @@ func (c *Cluster) Stop() {
 	if c == nil {
 		return
 	}
+	c.shutdown()
+	_ = os.RemoveAll(c.Dir)
+}
+
+// shutdown stops the server process (SIGINT: fast shutdown).
+func (c *Cluster) shutdown() {
 	if c.cmd != nil && c.cmd.Process != nil {
 		_ = c.cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
@@ -205,7 +247,7 @@ func (c *Cluster) Stop() {
 			<-done
 		}
 	}
-	_ = os.RemoveAll(c.Dir)
+	c.cmd = nil
 }
 
 func freePort() (int, error) {

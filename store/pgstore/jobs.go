@@ -6,8 +6,6 @@ import (
 	"io/fs"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/upgrade-agent/upgrade-agent/audit"
 )
 
 // Jobs is the job records of the store (jobs.RecordBackend): one row per
@@ -98,55 +96,4 @@ func (j *Jobs) List() (map[string][]byte, error) {
 		return rs.Err()
 	})
 	return out, j.s.wrap("list jobs", err)
-}
-
-// Audit is the store's audit trail (audit.Log): an append-only table whose
-// db_user column the database fills with session_user.
-type Audit struct{ s *Store }
-
-var _ audit.Log = (*Audit)(nil)
-
-// Audit returns the store's audit trail.
-func (s *Store) Audit() *Audit { return &Audit{s: s} }
-
-// Append inserts an entry; db_user is set by the database (a trigger), not
-// from the entry.
-func (a *Audit) Append(e audit.Entry) error {
-	e.DBUser = ""
-	err := a.s.with(func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, `INSERT INTO upgrade_agent_audit (at, entry) VALUES ($1, $2)`, e.Time, e)
-		return err
-	})
-	return a.s.wrap("append to the audit trail", err)
-}
-
-// Read returns the matching entries, oldest first (in the order written).
-func (a *Audit) Read(f audit.Filter) ([]audit.Entry, error) {
-	var out []audit.Entry
-	err := a.s.with(func(ctx context.Context, c *pgx.Conn) error {
-		rs, err := c.Query(ctx, `SELECT db_user, entry FROM upgrade_agent_audit
-			WHERE ($1 = '' OR entry->>'session_id' = $1) AND ($2 = '' OR entry->>'actor' = $2) AND ($3::timestamptz IS NULL OR at >= $3)
-			ORDER BY n`, f.SessionID, f.Actor, sinceArg(f))
-		if err != nil {
-			return err
-		}
-		for rs.Next() {
-			var e audit.Entry
-			var user string
-			if err := rs.Scan(&user, &e); err != nil {
-				return err
-			}
-			e.DBUser = user
-			out = append(out, e)
-		}
-		return rs.Err()
-	})
-	return out, a.s.wrap("read the audit trail", err)
-}
-
-func sinceArg(f audit.Filter) any {
-	if f.Since.IsZero() {
-		return nil
-	}
-	return f.Since
 }

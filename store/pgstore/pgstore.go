@@ -6,18 +6,26 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/upgrade-agent/upgrade-agent/audit"
 	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 )
 
-// SchemaVersion is the schema this binary creates and reads.
-const SchemaVersion = 1
+// SchemaVersion is the schema this binary creates and reads: 1 the tables
+// of issue 22; 2 the session leases (fencing) and the chained audit trail
+// stamped by the database.
+const SchemaVersion = 2
 
 // ErrSchemaNewer: the database was migrated by a newer binary; nothing is
 // written to it.
@@ -70,7 +78,24 @@ type Options struct {
 	Now func() time.Time
 	// Timeout bounds each statement; 0 = 30s.
 	Timeout time.Duration
+	// WriteDeadline bounds a write to UpGrade that a save of a started
+	// effect announces (the effect's deadline); 0 = DefaultWriteDeadline.
+	// The session's lease lasts WriteDeadline + LeaseMargin from that save
+	// (docs/teams.md, "Fencing").
+	WriteDeadline time.Duration
+	// LeaseMargin is how long after a write's deadline it may still land
+	// on UpGrade (a request already sent); 0 = DefaultLeaseMargin.
+	LeaseMargin time.Duration
+	// OnWait is told when Lock waits for another machine's write to land
+	// or expire; nil says nothing.
+	OnWait func(holder string, until time.Time)
 }
+
+// Defaults of Options.
+const (
+	DefaultWriteDeadline = 90 * time.Second
+	DefaultLeaseMargin   = 15 * time.Second
+)
 
 // Store is one process's connection to the team store. Its methods are
 // safe for concurrent use: statements go one at a time over one connection.
@@ -80,12 +105,21 @@ type Store struct {
 	red     redact.Redactor
 	now     func() time.Time
 	timeout time.Duration
+	write   time.Duration // Options.WriteDeadline
+	margin  time.Duration // Options.LeaseMargin
+	onWait  func(holder string, until time.Time)
+	holder  string // names this process in the lease row
 
 	mu            sync.Mutex
-	conn          *pgx.Conn
+	conn          *pgx.Conn // nil after a lost connection: the next statement reconnects
+	closed        bool
 	upgradeServer atomic.Value // string: SetServer's value
 
-	known sync.Map // session id -> knownRow: the row this process last read or wrote
+	known  sync.Map // session id -> knownRow: the row this process last read or wrote
+	tokens sync.Map // session id -> int64: the fencing token of a lock this process holds
+
+	stageMu sync.Mutex
+	staged  []audit.Entry // approved entries held for their session's next save
 }
 
 type knownRow struct {
@@ -101,20 +135,29 @@ func Open(ctx context.Context, rawURL string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %s", ErrURL, Redacted(rawURL), red.String(err.Error()))
 	}
-	s := &Store{cfg: cfg, secrets: o.Secrets, red: red, now: o.Now, timeout: o.Timeout}
+	s := &Store{cfg: cfg, secrets: o.Secrets, red: red, now: o.Now, timeout: o.Timeout,
+		write: o.WriteDeadline, margin: o.LeaseMargin, onWait: o.OnWait}
 	if s.now == nil {
 		s.now = time.Now
 	}
 	if s.timeout <= 0 {
 		s.timeout = 30 * time.Second
 	}
+	if s.write <= 0 {
+		s.write = DefaultWriteDeadline
+	}
+	if s.margin <= 0 {
+		s.margin = DefaultLeaseMargin
+	}
+	host, _ := os.Hostname()
+	s.holder = fmt.Sprintf("%s pid %d", host, os.Getpid())
 	conn, err := s.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	s.conn = conn
 	if err := s.migrate(ctx); err != nil {
-		_ = conn.Close(context.Background())
+		_ = s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -134,6 +177,7 @@ func (s *Store) connect(ctx context.Context) (*pgx.Conn, error) {
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	if s.conn == nil {
 		return nil
 	}
@@ -160,15 +204,85 @@ func (e *dbError) Error() string { return e.msg }
 func (e *dbError) Unwrap() error { return e.err }
 
 // with runs fn on the connection, one caller at a time, under the timeout.
+// A connection that was lost (a restarted PostgreSQL, idle_session_timeout,
+// a network cut) costs a reconnect and one more try of fn, not the process:
+// fn is a statement or a whole transaction, which the server rolled back
+// when the connection ended before its commit. The one ambiguous case, a
+// commit whose answer was lost, is for fn to recognise (Save does: the
+// stored row is already the one it writes).
 func (s *Store) with(fn func(ctx context.Context, c *pgx.Conn) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.conn == nil {
+	if s.closed {
 		return errors.New("postgres store: closed")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	return fn(ctx, s.conn)
+	for attempt := 0; ; attempt++ {
+		if s.conn == nil || s.conn.IsClosed() {
+			if s.conn != nil {
+				_ = s.conn.Close(context.Background())
+				s.conn = nil
+			}
+			conn, err := s.reconnect(ctx)
+			if err != nil {
+				return err
+			}
+			s.conn = conn
+		}
+		err := fn(ctx, s.conn)
+		if err == nil || attempt > 0 || !connectionLost(err, s.conn) {
+			return err
+		}
+		_ = s.conn.Close(context.Background())
+		s.conn = nil
+	}
+}
+
+// reconnect connects again, retrying while the server restarts (refused
+// connections, "the database system is starting up") until ctx ends.
+func (s *Store) reconnect(ctx context.Context) (*pgx.Conn, error) {
+	wait := 50 * time.Millisecond
+	for {
+		conn, err := pgx.ConnectConfig(ctx, s.cfg.Copy())
+		if err == nil {
+			return conn, nil
+		}
+		if ctx.Err() != nil || !transient(err) {
+			return nil, s.wrap("reconnect to the store", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, s.wrap("reconnect to the store", err)
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, time.Second)
+	}
+}
+
+// connectionLost reports whether err ended the connection (or is the
+// server going away), so that the statement may be tried again on a new one.
+func connectionLost(err error, c *pgx.Conn) bool {
+	if c != nil && c.IsClosed() {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// admin_shutdown, crash_shutdown, cannot_connect_now, idle session
+		// timeout, and the connection exceptions of class 08.
+		return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03" || pe.Code == "57P05" || strings.HasPrefix(pe.Code, "08")
+	}
+	return pgconn.SafeToRetry(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// transient reports whether a failed connect may succeed in a moment.
+func transient(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "57P03"
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // readData scans the one column of the one row query selects: a data
@@ -254,8 +368,8 @@ func schemaVersion(ctx context.Context, q interface {
 
 // migrate brings the schema to SchemaVersion. The common case, a current
 // schema, costs one read and writes nothing (a least-privilege role gets
-// here); creation runs under an advisory lock so two machines starting at
-// once do not both create it.
+// here); creation and upgrades run under an advisory lock so two machines
+// starting at once do not both make them.
 func (s *Store) migrate(ctx context.Context) error {
 	err := s.with(func(ctx context.Context, c *pgx.Conn) error {
 		v, err := schemaVersion(ctx, c)
@@ -268,7 +382,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if v == SchemaVersion {
 			return nil
 		}
-		return s.wrap("create the schema", pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
+		return s.wrap(fmt.Sprintf("migrate the schema from version %d to %d (run any command once with the owner's URL)", v, SchemaVersion), pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
 				return err
 			}
@@ -276,13 +390,22 @@ func (s *Store) migrate(ctx context.Context) error {
 			if err != nil || v >= SchemaVersion {
 				return err // another machine made it meanwhile
 			}
-			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS upgrade_agent_schema (version integer NOT NULL)`); err != nil {
+			if v == 0 {
+				if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS upgrade_agent_schema (version integer NOT NULL)`); err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, schemaV1); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.Exec(ctx, schemaV2); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, schemaV1); err != nil {
-				return err
+			if v == 0 {
+				_, err = tx.Exec(ctx, `INSERT INTO upgrade_agent_schema (version) VALUES ($1)`, SchemaVersion)
+			} else {
+				_, err = tx.Exec(ctx, `UPDATE upgrade_agent_schema SET version = $1`, SchemaVersion)
 			}
-			_, err = tx.Exec(ctx, `INSERT INTO upgrade_agent_schema (version) VALUES ($1)`, SchemaVersion)
 			return err
 		}))
 	})

@@ -2,7 +2,9 @@ package pgstore_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -88,13 +90,80 @@ func TestPostgresStoreConformance(t *testing.T) {
 			return url
 		},
 		Open: func(t *testing.T, url string, secrets ...string) checkpoint.SessionStore {
-			return open(t, url, secrets...)
+			s, err := pgstore.Open(context.Background(), url, pgstore.Options{Secrets: secrets,
+				WriteDeadline: time.Second, LeaseMargin: 500 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			return s
 		},
 		Raw: raw,
 		Corrupt: func(t *testing.T, url, id string, data []byte) {
 			exec(t, url, `UPDATE upgrade_agent_sessions SET data = $2 WHERE id = $1`, id, data)
 		},
 		Audit: func(t *testing.T, url string) audit.Log { return open(t, url).Audit() },
+		Ahead: func(t *testing.T, s checkpoint.SessionStore) audit.Ahead { return s.(*pgstore.Store).Audit() },
+		Tamper: func(t *testing.T, url, op string) bool {
+			second := `(SELECT n FROM upgrade_agent_audit ORDER BY n OFFSET 1 LIMIT 1)`
+			switch op {
+			case storetest.TamperEdit:
+				exec(t, url, `UPDATE upgrade_agent_audit SET entry = jsonb_set(entry, '{actor}', '"mallory"') WHERE n = `+second)
+			case storetest.TamperRemove:
+				exec(t, url, `DELETE FROM upgrade_agent_audit WHERE n = `+second)
+			case storetest.TamperBackdated:
+				// As the app role, every column given: the trigger restamps them.
+				app := appRole(t, c, url)
+				exec(t, app, `INSERT INTO upgrade_agent_audit (n, at, db_user, prev, hash, entry)
+					VALUES (2, '2020-01-01', 'someone_else', '', '', '{"event":"approved","actor":"mallory","session_id":"s1"}')`)
+				return true
+			}
+			return false
+		},
+		BreakAudit: func(t *testing.T, url string) {
+			exec(t, url, `ALTER TABLE upgrade_agent_audit ADD CONSTRAINT broken_for_test CHECK (false) NOT VALID`)
+		},
+		LoseLocks: func(t *testing.T, variant string) (string, func()) {
+			if variant == storetest.LoseRestart {
+				dc := pgtest.Dedicated(t)
+				url, err := dc.NewDatabase()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return url, func() {
+					if err := dc.Restart(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			url, err := c.NewDatabase()
+			if err != nil {
+				t.Fatal(err)
+			}
+			app := "lockloss" + strings.ToLower(rand.Text()[:6])
+			url += "&idle_session_timeout=700&application_name=" + app
+			return url, func() {
+				// Until the server has ended every idle connection of the
+				// holder (its lock's among them).
+				deadline := time.Now().Add(20 * time.Second)
+				for {
+					var n int
+					ac := connect(t, c.URL("postgres", pgtest.Admin, c.Password))
+					err := ac.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
+					_ = ac.Close(context.Background())
+					if err != nil {
+						t.Fatal(err)
+					}
+					if n == 0 {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%d connections outlived idle_session_timeout", n)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+		},
 	})
 }
 
@@ -122,6 +191,21 @@ func TestPostgresJobConformance(t *testing.T) {
 	})
 }
 
+// appRole creates a least-privilege role for url's database and returns
+// its URL there.
+func appRole(t *testing.T, c *pgtest.Cluster, url string) string {
+	t.Helper()
+	role := "app_" + strings.ToLower(rand.Text()[:8])
+	for _, q := range LeastPrivilegeGrants(role, c.Password) {
+		exec(t, url, q)
+	}
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.URL(cfg.Database, role, c.Password)
+}
+
 // TestSchemaNewerIsRefused: a database migrated by a newer binary is refused
 // with both versions named, and nothing is written to it.
 func TestSchemaNewerIsRefused(t *testing.T) {
@@ -129,7 +213,7 @@ func TestSchemaNewerIsRefused(t *testing.T) {
 	open(t, url)
 	exec(t, url, `UPDATE upgrade_agent_schema SET version = 99`)
 	_, err := pgstore.Open(context.Background(), url, pgstore.Options{})
-	if !errors.Is(err, pgstore.ErrSchemaNewer) || !strings.Contains(err.Error(), "99") || !strings.Contains(err.Error(), "version 1") {
+	if !errors.Is(err, pgstore.ErrSchemaNewer) || !strings.Contains(err.Error(), "99") || !strings.Contains(err.Error(), fmt.Sprintf("version %d", pgstore.SchemaVersion)) {
 		t.Fatalf("open of a newer schema: %v", err)
 	}
 }
@@ -205,5 +289,79 @@ func TestAuditDBUserFilledByDatabase(t *testing.T) {
 		if _, err := conn.Exec(context.Background(), q); err == nil || !strings.Contains(err.Error(), "permission denied") {
 			t.Errorf("%s as the app role: %v, want permission denied", q, err)
 		}
+	}
+}
+
+// TestReconnectAcrossRestart: a restart of PostgreSQL between two
+// statements costs a reconnect, not the handle: the next save, load and
+// audit append succeed.
+func TestReconnectAcrossRestart(t *testing.T) {
+	dc := pgtest.Dedicated(t)
+	url, err := dc.NewDatabase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, url)
+	cp := &checkpoint.Checkpoint{SessionID: "rc1", Status: checkpoint.StatusIdle, State: []byte(`{"turn":1}`)}
+	if err := s.Save(cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := dc.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(cp); err != nil {
+		t.Fatalf("save after a restart: %v", err)
+	}
+	if err := dc.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load("rc1"); err != nil || got.Seq != 2 {
+		t.Fatalf("load after a restart: %v, %v", got, err)
+	}
+	if err := s.Audit().Append(audit.Entry{Event: audit.Proposed, SessionID: "rc1"}); err != nil {
+		t.Fatalf("append after a restart: %v", err)
+	}
+}
+
+// TestFencedByToken: once another process has raised the session's token,
+// neither a save nor a write that no save announced (a repeat after
+// reconciliation) goes ahead; before that, AnnounceWrite leases the session
+// and gives the write its deadline.
+func TestFencedByToken(t *testing.T) {
+	_, url := newDatabase(t)
+	s, err := pgstore.Open(context.Background(), url, pgstore.Options{WriteDeadline: 2 * time.Second, LeaseMargin: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	unlock, err := s.Lock("ft1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	cp := &checkpoint.Checkpoint{SessionID: "ft1", Status: checkpoint.StatusIdle, State: []byte(`{"turn":1}`)}
+	if err := s.Save(cp); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	d, err := s.AnnounceWrite("ft1")
+	if err != nil || d.Before(before.Add(2*time.Second)) || d.After(time.Now().Add(2*time.Second)) {
+		t.Fatalf("AnnounceWrite: deadline %v (%v), want 2s from now", d, err)
+	}
+	var live bool
+	c := connect(t, url)
+	defer c.Close(context.Background())
+	if err := c.QueryRow(context.Background(), `SELECT lease_until > now() + interval '2 seconds' FROM upgrade_agent_locks WHERE session_id = 'ft1'`).Scan(&live); err != nil || !live {
+		t.Fatalf("lease after AnnounceWrite: live past the deadline %v (%v), want deadline + margin", live, err)
+	}
+	if err := s.WriteReturned("ft1", false); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, url, `UPDATE upgrade_agent_locks SET token = token + 1 WHERE session_id = 'ft1'`)
+	if _, err := s.AnnounceWrite("ft1"); !errors.Is(err, checkpoint.ErrLocked) {
+		t.Errorf("AnnounceWrite after the token moved on: %v, want ErrLocked", err)
+	}
+	if err := s.Save(cp); !errors.Is(err, checkpoint.ErrLocked) {
+		t.Errorf("save after the token moved on: %v, want ErrLocked", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -65,12 +64,21 @@ func (s *Store) Load(id string) (*checkpoint.Checkpoint, error) {
 // rules: seq conflicts (ErrConflict), a corrupt current row is never
 // replaced (ErrCorrupt), secrets are refused (ErrSecret). The replaced
 // checkpoint goes to the history, which keeps checkpoint.HistoryLimit.
+//
+// A session this process has locked is fenced: the save checks, in its
+// own transaction, that the lock's token is still this process's
+// (ErrLockLost otherwise: another machine took the session, nothing is
+// written). A save that announces a write (a started effect without a
+// deadline) gives that effect its deadline and the session a lease until
+// the write can no longer land; the audit entries staged for the session
+// (the approval of that write) are stored in the same transaction.
 func (s *Store) Save(cp *checkpoint.Checkpoint) error {
 	next, err := checkpoint.NextOf(cp, s.now(), s.server())
 	if err != nil {
 		return err
 	}
 	id := next.SessionID
+	announced := stampDeadlines(next, time.Now().Add(s.write))
 	data, sum, err := checkpoint.Encode(next)
 	if err != nil {
 		return fmt.Errorf("save checkpoint of session %s: encode: %w", id, err)
@@ -81,6 +89,7 @@ func (s *Store) Save(cp *checkpoint.Checkpoint) error {
 	if len(data) > maxData {
 		return fmt.Errorf("save checkpoint of session %s: %d bytes, larger than a checkpoint may be (%d); nothing was written", id, len(data), maxData)
 	}
+	staged := s.takeStaged(id)
 	expect := cp.Seq
 	var xmin string
 	err = s.tx(func(ctx context.Context, tx pgx.Tx) error {
@@ -90,6 +99,14 @@ func (s *Store) Save(cp *checkpoint.Checkpoint) error {
 		exists := err == nil
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return s.wrap("save session "+id, err)
+		}
+		if exists && diskSeq == next.Seq {
+			// A retry after a commit whose answer was lost: the row is
+			// already this very checkpoint.
+			var disk []byte
+			if err := tx.QueryRow(ctx, `SELECT data FROM upgrade_agent_sessions WHERE id = $1`, id).Scan(&disk); err == nil && checkpoint.ChecksumOf(disk) == sum {
+				return tx.QueryRow(ctx, `SELECT xmin::text FROM upgrade_agent_sessions WHERE id = $1`, id).Scan(&xmin)
+			}
 		}
 		if exists {
 			if err := s.verifyRow(ctx, tx, id, diskSeq, diskXmin); err != nil {
@@ -101,6 +118,14 @@ func (s *Store) Save(cp *checkpoint.Checkpoint) error {
 			return fmt.Errorf("%w: session %s has no checkpoint in the store, but this one follows seq %d", checkpoint.ErrConflict, id, expect)
 		case exists && diskSeq != expect:
 			return fmt.Errorf("%w: session %s is at seq %d in the store, but this checkpoint follows seq %d (written by someone else meanwhile?)", checkpoint.ErrConflict, id, diskSeq, expect)
+		}
+		if err := s.fence(ctx, tx, id, announced, len(next.PendingEffects()) > 0); err != nil {
+			return err
+		}
+		for _, e := range staged {
+			if err := insertAudit(ctx, tx, e); err != nil {
+				return s.wrap("save session "+id+": store its audit entry ("+e.Event+") first", err)
+			}
 		}
 		b := &pgx.Batch{}
 		if exists {
@@ -116,12 +141,30 @@ func (s *Store) Save(cp *checkpoint.Checkpoint) error {
 		return s.wrap("save session "+id, tx.SendBatch(ctx, b).Close())
 	})
 	if err != nil {
+		s.restage(staged)
 		return err
 	}
 	s.known.Store(id, knownRow{seq: next.Seq, xmin: xmin})
 	next.Checksum = sum
 	*cp = *next
 	return nil
+}
+
+// stampDeadlines gives each started effect that has none the deadline of
+// its write; true when there was one (the save announces a write).
+func stampDeadlines(cp *checkpoint.Checkpoint, deadline time.Time) bool {
+	announced := false
+	deadline = deadline.UTC()
+	cp.Effects = slices.Clone(cp.Effects) // the caller's checkpoint keeps its own until the save succeeds
+	for i := range cp.Effects {
+		e := &cp.Effects[i]
+		if e.State == checkpoint.EffectStarted && e.Deadline == nil {
+			d := deadline
+			e.Deadline = &d
+			announced = true
+		}
+	}
+	return announced
 }
 
 // verifyRow makes sure the current row is sound before it is replaced: the
@@ -143,43 +186,6 @@ func (s *Store) verifyRow(ctx context.Context, tx pgx.Tx, id string, seq int, xm
 		return &checkpoint.CorruptError{Path: s.Where(id), Reason: fmt.Sprintf("seq column %d does not match the checkpoint's seq %d", seq, cp.Seq)}
 	}
 	return nil
-}
-
-// Lock takes the session's advisory lock on a connection of its own,
-// without waiting (ErrLocked at once). The lock lives as long as that
-// connection: a killed process's connection ends, and its lock with it.
-func (s *Store) Lock(id string) (func(), error) {
-	if !checkpoint.ValidID(id) {
-		return nil, fmt.Errorf("lock session: invalid session id %q", id)
-	}
-	conn, err := s.connect(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-	defer cancel()
-	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lockKey("session", id)).Scan(&ok); err != nil {
-		_ = conn.Close(context.Background())
-		return nil, s.wrap("lock session "+id, err)
-	}
-	if !ok {
-		_ = conn.Close(context.Background())
-		return nil, checkpoint.Locked(id)
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			// Released by the server before it answers, so the next holder
-			// (this machine's next command, say) finds it free at once;
-			// closing the connection alone releases it only once the server
-			// has noticed, a moment later.
-			ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-			defer cancel()
-			_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, lockKey("session", id))
-			_ = conn.Close(context.Background())
-		})
-	}, nil
 }
 
 // List summarises every session, most recently updated first; a row that
@@ -265,7 +271,10 @@ func (s *Store) Remove(id string) error {
 			return err
 		}
 		n = tag.RowsAffected()
-		_, err = tx.Exec(ctx, `DELETE FROM upgrade_agent_history WHERE session_id = $1`, id)
+		if _, err = tx.Exec(ctx, `DELETE FROM upgrade_agent_history WHERE session_id = $1`, id); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM upgrade_agent_locks WHERE session_id = $1`, id)
 		return err
 	})
 	if err != nil {
