@@ -127,7 +127,7 @@ func runSessionsPending(_ context.Context, f *Factory) error {
 		fmt.Fprintln(f.IO.ErrOut, "no confirmation is awaiting an answer")
 		return nil
 	}
-	t := Table{Columns: []Column{{Header: "SESSION"}, {Header: "ACTION"}, {Header: "TARGET", Shrink: true}, {Header: "DESTRUCTIVE"},
+	t := Table{Columns: []Column{{Header: "SESSION"}, {Header: "ACTION"}, {Header: "TARGET", Shrink: true}, {Header: "DESTRUCTIVE", Wide: true},
 		{Header: "PROPOSED BY", Shrink: true}, {Header: "PROPOSED AT", Wide: true}, {Header: "EXPIRES"}}}
 	for _, r := range rows {
 		exp := "never"
@@ -284,8 +284,8 @@ func runAudit(_ context.Context, f *Factory, flt audit.Filter) error {
 		fmt.Fprintln(f.IO.ErrOut, "no audit entries")
 		return nil
 	}
-	t := Table{Columns: []Column{{Header: "TIME"}, {Header: "EVENT"}, {Header: "ACTOR", Shrink: true}, {Header: "DB USER", Shrink: true},
-		{Header: "SESSION"}, {Header: "CONFIRMATION", Wide: true}, {Header: "ACTION"}, {Header: "TARGET", Shrink: true}, {Header: "DETAIL", Shrink: true}}}
+	t := Table{Columns: []Column{{Header: "TIME"}, {Header: "EVENT"}, {Header: "ACTOR", Shrink: true}, {Header: "DB USER", Shrink: true, Wide: true},
+		{Header: "SESSION", Wide: true}, {Header: "CONFIRMATION", Wide: true}, {Header: "ACTION"}, {Header: "TARGET", Shrink: true}, {Header: "DETAIL", Shrink: true}}}
 	for _, e := range entries {
 		detail := e.Outcome
 		if len(e.Answer) > 0 {

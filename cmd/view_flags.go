@@ -29,8 +29,10 @@ func renderFlags(format string, io *IOStreams, flags []readmodel.FlagSummary, fi
 	if len(flags) == 0 {
 		return noneFound(io.ErrOut, "feature flags", filtered)
 	}
-	t := Table{Columns: []Column{{Header: "KEY", Shrink: true}, {Header: "NAME", Shrink: true}, {Header: "ID"}, {Header: "CONTEXT", Shrink: true},
-		{Header: "STATUS"}, {Header: "FILTER"}, {Header: "INCLUDE"}, {Header: "EXCLUDE"}, {Header: "UPDATED"}}}
+	// The key is the flag's name here: never cut. FILTER and UPDATED
+	// are in -o wide, so the table fits 80 columns.
+	t := Table{Columns: []Column{{Header: "KEY"}, {Header: "NAME", Shrink: true}, {Header: "ID"}, {Header: "CONTEXT", Shrink: true},
+		{Header: "STATUS"}, {Header: "FILTER", Wide: true}, {Header: "INCLUDE"}, {Header: "EXCLUDE"}, {Header: "UPDATED", Wide: true}}}
 	for _, f := range flags {
 		t.Rows = append(t.Rows, []string{f.Key, f.Name, shortID(f.ID), strings.Join(f.Context, ","), f.Status, f.FilterMode,
 			ratio(f.IncludeEnabled, f.IncludeTotal), ratio(f.ExcludeEnabled, f.ExcludeTotal), formatTime(f.UpdatedAt)})
@@ -135,8 +137,8 @@ func renderSegments(format string, io *IOStreams, segs []readmodel.SegmentSummar
 	if len(segs) == 0 {
 		return noneFound(io.ErrOut, "segments", filtered)
 	}
-	t := Table{Columns: []Column{{Header: "NAME", Shrink: true}, {Header: "ID"}, {Header: "CONTEXT", Shrink: true}, {Header: "USERS"},
-		{Header: "GROUPS"}, {Header: "SEGMENTS"}, {Header: "USED BY", Shrink: true}, {Header: "UPDATED"}}}
+	t := Table{Columns: []Column{{Header: "NAME"}, {Header: "ID"}, {Header: "CONTEXT", Shrink: true}, {Header: "USERS"},
+		{Header: "GROUPS"}, {Header: "SEGMENTS"}, {Header: "USED BY", Shrink: true}, {Header: "UPDATED", Wide: true}}}
 	for _, s := range segs {
 		t.Rows = append(t.Rows, []string{s.Name, shortID(s.ID), s.Context, strconv.Itoa(s.Users), strconv.Itoa(s.Groups),
 			strconv.Itoa(s.Segments), orDash(list(s.UsedBy)), formatTime(s.UpdatedAt)})
