@@ -99,10 +99,10 @@ func printError(f *Factory, err error) {
 	}
 	w := f.IO.ErrOut
 	msg := redact.String(err.Error(), f.Secrets()...)
-	if msg == "" {
-		return // a silent ExitError: the command has said what it had to
+	if msg != "" {
+		// "": a silent error; the command has said what it had to.
+		fmt.Fprintf(w, "Error: %s\n", msg)
 	}
-	fmt.Fprintf(w, "Error: %s\n", msg)
 	if hint := authHint(err); hint != "" {
 		fmt.Fprintln(w, hint)
 	}
