@@ -36,7 +36,7 @@ type TurnView interface {
 // llmNote implements TurnView's noteLLM for both views.
 type llmNote struct{ u *unconfiguredLLM }
 
-func (n *llmNote) noteLLM(u *unconfiguredLLM)      { n.u = u }
+func (n *llmNote) noteLLM(u *unconfiguredLLM)     { n.u = u }
 func (n *llmNote) unconfigured() *unconfiguredLLM { return n.u }
 
 // NewTurnView picks the view for an --output format.
