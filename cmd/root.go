@@ -50,6 +50,8 @@ func Execute() int {
 // Run executes one command line with the given streams and environment and
 // returns the exit code. It prints the error, if any, exactly once.
 func Run(ctx context.Context, args []string, streams *IOStreams, getenv func(string) string) (code int) {
+	own := *streams // the command may make its writers terminal-safe
+	streams = &own
 	f := NewFactory(streams, getenv)
 	defer f.closeTeam()
 	defer func() {
@@ -183,7 +185,15 @@ embedded simulator kept in the state dir.`,
 				return err
 			}
 			f.Opts = opts
-			return checkOutput(c, opts, c.Flags().Changed("output"))
+			if err := checkOutput(c, opts, c.Flags().Changed("output")); err != nil {
+				return err
+			}
+			if !isData(opts.Output) && opts.Output != "raw" {
+				f.IO.Out = terminalSafe(f.IO.Out)
+			}
+			// Errors and notices on stderr carry names and messages too.
+			f.IO.ErrOut = terminalSafe(f.IO.ErrOut)
+			return nil
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true // our own completion command replaces it

@@ -184,7 +184,7 @@ func runSessionsExport(_ context.Context, f *Factory, id, file string) error {
 		return err
 	}
 	if file == "" {
-		_, err := f.IO.Out.Write(data)
+		_, err := rawWriter(f.IO.Out).Write(data) // the file's exact bytes
 		return err
 	}
 	if abs, err := filepath.Abs(file); err == nil {

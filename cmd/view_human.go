@@ -52,7 +52,13 @@ func RenderTable(w io.Writer, header []string, rows [][]string) error {
 	}
 	t.Header(head...)
 	for _, r := range rows {
-		if err := t.Append(r); err != nil {
+		// Escaped before the table measures the cells: tablewriter
+		// takes an ESC in data for the start of a color.
+		safe := make([]string, len(r))
+		for i, c := range r {
+			safe[i] = string(safeText([]byte(c)))
+		}
+		if err := t.Append(safe); err != nil {
 			return fmt.Errorf("table: %w", err)
 		}
 	}

@@ -247,3 +247,30 @@ func TestExperimentDescribe(t *testing.T) {
 		}
 	}
 }
+
+func TestSafeText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"Math Hints", "Math Hints"},
+		{"line one\nline\ttwo", "line one\nline\ttwo"},
+		{"Evil\x1b[2K\rName", `Evil\x1b[2K\rName`},
+		{"nul\x00here", `nul\x00here`},
+		{"del\x7f", `del\x7f`},
+		{"c1\u009bcsi", `c1\u009bcsi`},
+		{"abc\u202edef", `abc\u202edef`},
+		{"bad \xff byte", `bad \xff byte`},
+		{"Ünïcödé ✓", "Ünïcödé ✓"},
+	}
+	for _, tt := range tests {
+		if got := string(safeText([]byte(tt.in))); got != tt.want {
+			t.Errorf("safeText(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	var buf bytes.Buffer
+	w := terminalSafe(terminalSafe(&buf))
+	if n, err := w.Write([]byte("a\x1bb")); err != nil || n != 3 {
+		t.Fatalf("Write = %d, %v; want 3, nil (the bytes given, not the bytes written)", n, err)
+	}
+	if buf.String() != `a\x1bb` || rawWriter(w) != &buf {
+		t.Errorf("wrapped twice or lost the writer: %q", buf.String())
+	}
+}

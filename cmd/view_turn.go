@@ -60,7 +60,7 @@ func (v *jsonTurnView) Options() []pipeline.Option { return nil }
 
 func (v *jsonTurnView) Progress(st pipeline.JobStatus) {
 	if v.progress == nil {
-		v.progress = newJobProgress(v.errOut, false, st.ID, v.now)
+		v.progress = newJobProgress(rawWriter(v.errOut), false, st.ID, v.now)
 	}
 	v.progress.update(st)
 }
@@ -115,7 +115,7 @@ func (v *humanTurnView) respond(text string) {
 
 func (v *humanTurnView) Progress(st pipeline.JobStatus) {
 	if v.progress == nil {
-		v.progress = newJobProgress(v.io.ErrOut, v.io.StderrTTY, st.ID, v.now)
+		v.progress = newJobProgress(rawWriter(v.io.ErrOut), v.io.StderrTTY, st.ID, v.now)
 	}
 	v.progress.update(st)
 }
