@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -51,7 +52,60 @@ func checkOutput(c *cobra.Command, o *GlobalOptions, explicit bool) error {
 		o.Output = "text"
 		return nil
 	}
-	return &FlagError{Err: fmt.Errorf("%q does not support --output %s: use %s", c.CommandPath(), o.Output, strings.Join(allowed, ", ")), CmdPath: c.CommandPath()}
+	return outputError(c, o.Output)
+}
+
+// checkOutputFlag refuses an -o value c does not take before anything
+// else reads it, so the message names only c's values.
+func checkOutputFlag(c *cobra.Command, value string, given bool) error {
+	if !given || c.Name() == "help" || !c.Runnable() || c.HasSubCommands() || oneOf(value, supportedOutputs(c)) {
+		return nil
+	}
+	return outputError(c, value)
+}
+
+// outputError says which -o values c takes and, for a near miss (-o jsn),
+// which one was meant: always one of c's own.
+func outputError(c *cobra.Command, value string) error {
+	allowed := supportedOutputs(c)
+	msg := fmt.Sprintf("%q does not support --output %s: use %s", c.CommandPath(), value, strings.Join(allowed, ", "))
+	best, dist := "", 3
+	for _, a := range allowed {
+		if d := editDistance(strings.ToLower(strings.TrimSpace(value)), a); d < dist {
+			best, dist = a, d
+		}
+	}
+	if best != "" && best != value {
+		msg += "; did you mean -o " + best + "?"
+	}
+	return &FlagError{Err: errors.New(msg), CmdPath: c.CommandPath()}
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur := make([]int, len(rb)+1)
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(rb)]
+}
+
+// outputHelp is the --output line of c's help: the values c takes.
+func outputHelp(c *cobra.Command) string {
+	return "output `format`: " + strings.Join(supportedOutputs(c), ", ") + " (default text)"
 }
 
 // Terminal-safe text. Names, messages and replies come from UpGrade, the

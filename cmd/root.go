@@ -165,6 +165,9 @@ embedded simulator kept in the state dir.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			if err := checkOutputFlag(c, g.output, c.Flags().Changed("output")); err != nil {
+				return err
+			}
 			if skipGlobals(c) {
 				// Only --output matters here, and only from the flag: a
 				// broken config or environment must not stop "version".
@@ -225,6 +228,16 @@ embedded simulator kept in the state dir.`,
 	for _, fn := range testCommands {
 		root.AddCommand(fn(f))
 	}
+	// Each command's help names the -o values it takes.
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		if fl := root.PersistentFlags().Lookup("output"); fl != nil && c.Runnable() && !c.HasSubCommands() {
+			general := fl.Usage
+			fl.Usage = outputHelp(c)
+			defer func() { fl.Usage = general }()
+		}
+		help(c, args)
+	})
 	markRun(root)
 	return root
 }

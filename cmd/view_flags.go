@@ -112,9 +112,59 @@ func renderFlag(format string, io *IOStreams, d readmodel.FlagDetails) error {
 	return RenderTable(io.Out, []string{"LIST", "ID", "ENABLED", "TYPE", "MEMBERS"}, rows)
 }
 
+// explainOut is the -o json|yaml shape of "flags explain": flageval's
+// result in the snake_case of every other command (docs/json.md).
+type explainOut struct {
+	Served          bool          `json:"served"`
+	Rule            string        `json:"rule"`
+	Match           *explainList  `json:"match,omitempty"`
+	Flag            string        `json:"flag"`
+	Context         string        `json:"context"`
+	User            string        `json:"user"`
+	InDisabledLists []explainList `json:"in_disabled_lists,omitempty"`
+	Explanation     string        `json:"explanation"`
+}
+
+type explainList struct {
+	Kind     string        `json:"kind,omitempty"`
+	ListID   string        `json:"list_id"`
+	ListName string        `json:"list_name"`
+	ListType string        `json:"list_type,omitempty"`
+	Enabled  bool          `json:"enabled"`
+	Path     []string      `json:"path,omitempty"`
+	User     string        `json:"user,omitempty"`
+	Group    *explainGroup `json:"group,omitempty"`
+}
+
+type explainGroup struct {
+	Type    string `json:"type"`
+	GroupID string `json:"group_id"`
+}
+
+func explainListOf(m flageval.Match) explainList {
+	l := explainList{Kind: string(m.Kind), ListID: m.ListID, ListName: m.ListName, ListType: m.ListType,
+		Enabled: m.Enabled, Path: m.Path, User: m.User}
+	if m.Group != nil {
+		l.Group = &explainGroup{Type: m.Group.Type, GroupID: m.Group.GroupID}
+	}
+	return l
+}
+
+func explainOf(r flageval.Result) explainOut {
+	out := explainOut{Served: r.Served, Rule: string(r.Rule), Flag: r.Flag, Context: r.Context, User: r.User, Explanation: r.Explanation}
+	if r.Match != nil {
+		m := explainListOf(*r.Match)
+		out.Match = &m
+	}
+	for _, m := range r.InDisabledLists {
+		out.InDisabledLists = append(out.InDisabledLists, explainListOf(m))
+	}
+	return out
+}
+
 func renderExplain(format string, io *IOStreams, r flageval.Result) error {
 	if isData(format) {
-		return WriteData(io.Out, format, r)
+		return WriteData(io.Out, format, explainOf(r))
 	}
 	served := "no"
 	if r.Served {
