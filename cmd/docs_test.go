@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,6 +25,11 @@ import (
 //	<!-- test: scenario NAME -->  the file NAME, then `scenario run NAME`: exit 0
 //	<!-- test: config NAME -->    the file NAME, then `--config NAME sessions list`: exit 0
 //	<!-- test: go FILE -->        (a go block) the code is in FILE, a test that runs
+//	<!-- test: output CMD -->     (a json block) CMD runs and its stdout has the
+//	                              block's shape: the same keys at every level,
+//	                              values of the same kinds ({session} and {job}
+//	                              in CMD stand for the first session and job;
+//	                              "# exit N" for another exit code than 0)
 //	<!-- test: skip REASON -->    not run; the reason says why (a live server)
 //	<!-- test: fragment -->       a part of something, not runnable alone
 //
@@ -204,6 +210,18 @@ func docScript(doc string, blocks []docBlock, repo string) (script string, count
 				bad(b, "the code of this block is not in %s any more: copy the tested code again", b.arg)
 			}
 			count++
+		case "output":
+			name := fmt.Sprintf(".doc-%d.json", b.line)
+			if !addFile(b, name) {
+				continue
+			}
+			line, err := outputCommand(b.arg, name)
+			if err != nil {
+				bad(b, "%v", err)
+				continue
+			}
+			fmt.Fprintf(&cmds, "\n# %s\n%s", where, line)
+			count++
 		case "run":
 			fmt.Fprintf(&cmds, "\n# %s\n", where)
 			lines, err := docCommands(b.body)
@@ -288,6 +306,42 @@ func docCommands(body string) (string, error) {
 		}
 		fmt.Fprintf(&out, "exits %s %s\n", code, strings.Join(q, " "))
 	}
+	return out.String(), nil
+}
+
+// outputCommand runs the command of an output marker and compares the
+// shape of its stdout with the documented example in file doc.
+func outputCommand(cmdline, doc string) (string, error) {
+	code := "0"
+	if m := exitComment.FindStringSubmatch(" " + cmdline); m != nil {
+		code = m[1]
+		cmdline = strings.TrimSpace(exitComment.ReplaceAllString(" "+cmdline, ""))
+	}
+	words, err := shellWords(cmdline)
+	if err != nil {
+		return "", err
+	}
+	if len(words) < 2 || words[0] != "upgrade-agent" {
+		return "", fmt.Errorf("test: output wants an upgrade-agent command line, got %q", cmdline)
+	}
+	var out strings.Builder
+	if strings.Contains(cmdline, "{session}") {
+		out.WriteString("exec upgrade-agent sessions list -o json\ncp stdout .sessions.json\nfirstsession .sessions.json\n")
+	}
+	if strings.Contains(cmdline, "{job}") {
+		out.WriteString("exec upgrade-agent jobs list -o json\ncp stdout .jobs.json\nfirstjob .jobs.json\n")
+	}
+	q := make([]string, len(words))
+	for i, w := range words {
+		w = strings.NewReplacer("{session}", "$SESSION", "{job}", "$JOB").Replace(w)
+		if strings.HasPrefix(w, "$") {
+			q[i] = w
+			continue
+		}
+		q[i] = quoteArg(w)
+	}
+	got := strings.TrimSuffix(doc, ".json") + "-got.json"
+	fmt.Fprintf(&out, "exits %s %s\ncp stdout %s\njsonshape %s %s\n", code, strings.Join(q, " "), got, doc, got)
 	return out.String(), nil
 }
 
@@ -396,5 +450,41 @@ func TestDocScriptRules(t *testing.T) {
 	}
 	if _, err := docCommands("rm -rf /\n"); err == nil {
 		t.Error("a line that is not upgrade-agent, go run . or export was accepted")
+	}
+}
+
+// TestJSONDocCoversEveryCommand: every command that takes -o json has an
+// example in docs/json.md that the doc test checks against its output
+// (jobs cancel answers with the record jobs show prints, documented there).
+func TestJSONDocCoversEveryCommand(t *testing.T) {
+	blocks, err := docBlocks(filepath.Join("..", "docs", "json.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checked []string
+	for _, b := range blocks {
+		if b.kind == "output" {
+			checked = append(checked, b.arg)
+		}
+	}
+	sameAs := map[string]string{"upgrade-agent jobs cancel": "upgrade-agent jobs show"}
+	root := NewRootCmd(NewFactory(&IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, func(string) string { return "" }))
+	for _, c := range leafCommands(root) {
+		if !oneOf("json", supportedOutputs(c)) {
+			continue
+		}
+		path := c.CommandPath()
+		if p, ok := sameAs[path]; ok {
+			path = p
+		}
+		found := false
+		for _, cmd := range checked {
+			if strings.HasPrefix(cmd, path+" ") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("docs/json.md has no checked example of %s -o json (<!-- test: output %s ... -o json -->)", c.CommandPath(), path)
+		}
 	}
 }
