@@ -488,3 +488,4 @@ func TestJSONDocCoversEveryCommand(t *testing.T) {
 		}
 	}
 }
+
