@@ -488,4 +488,3 @@ func TestJSONDocCoversEveryCommand(t *testing.T) {
 		}
 	}
 }
-
