@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/pgtest"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
 )
 
 // The documentation is a test: every example in README.md and docs/*.md
@@ -30,7 +33,16 @@ import (
 //	                              values of the same kinds ({session} and {job}
 //	                              in CMD stand for the first session and job;
 //	                              "# exit N" for another exit code than 0)
+//	<!-- test: sql DB -->         (a sql block) runs as the PostgreSQL superuser in
+//	                              database DB of the test cluster; a document with
+//	                              one runs against that cluster (internal/pgtest),
+//	                              localhost:5432 and 127.0.0.1:3030 (an UpGrade)
+//	                              standing for the cluster and a simulator the test
+//	                              starts
 //	<!-- test: skip REASON -->    not run; the reason says why (a live server)
+//
+// In run lines, the placeholder ids of the examples stand for the newest
+// session (3f2a9c1b7d0e, 3f2a9c0d1e4b, 3f2a) and job (9d1c).
 //	<!-- test: fragment -->       a part of something, not runnable alone
 //
 // The blocks of one document run in order in one work folder with its own
@@ -42,7 +54,7 @@ var docMarker = regexp.MustCompile(`^<!--\s*test:\s*(\S+)\s*(.*?)\s*-->$`)
 
 var fence = regexp.MustCompile("^(\\s*)```(\\S*)\\s*$")
 
-var runnableLang = map[string]bool{"sh": true, "bash": true, "yaml": true, "yml": true, "json": true}
+var runnableLang = map[string]bool{"sh": true, "bash": true, "yaml": true, "yml": true, "json": true, "sql": true}
 
 type docBlock struct {
 	line       int
@@ -101,12 +113,12 @@ func docFiles(t *testing.T) []string {
 
 // TestDocExamples runs the examples of the documentation.
 func TestDocExamples(t *testing.T) {
-	dir := t.TempDir()
+	dir, teamDir := t.TempDir(), t.TempDir()
 	repo, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	n, team := 0, 0
 	for _, path := range docFiles(t) {
 		blocks, err := docBlocks(path)
 		if err != nil {
@@ -121,32 +133,84 @@ func TestDocExamples(t *testing.T) {
 			continue
 		}
 		n += count
+		to := dir
+		if strings.Contains(script, "\npgsql ") {
+			to = teamDir // needs PostgreSQL
+			team++
+		}
 		name := strings.NewReplacer("/", "_", ".md", "").Replace(rel) + ".txtar"
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(to, name), []byte(script), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n == 0 {
 		t.Fatal("no doc examples found")
 	}
-	testscript.Run(t, testscript.Params{
-		Dir:                 dir,
-		RequireExplicitExec: true,
-		Setup: func(env *testscript.Env) error {
-			if err := scriptSetup(env); err != nil {
+	setup := func(env *testscript.Env) error {
+		if err := scriptSetup(env); err != nil {
+			return err
+		}
+		env.Setenv("OPENAI_API_KEY", "")
+		env.Setenv("OPENAI_BASE_URL", "")
+		for _, d := range []string{"scenarios", "golden"} {
+			if err := os.Symlink(filepath.Join(repo, d), filepath.Join(env.WorkDir, d)); err != nil {
 				return err
 			}
-			env.Setenv("OPENAI_API_KEY", "")
-			env.Setenv("OPENAI_BASE_URL", "")
-			for _, d := range []string{"scenarios", "golden"} {
-				if err := os.Symlink(filepath.Join(repo, d), filepath.Join(env.WorkDir, d)); err != nil {
-					return err
-				}
+		}
+		return nil
+	}
+	testscript.Run(t, testscript.Params{Dir: dir, RequireExplicitExec: true, Setup: setup, Cmds: scriptCmds})
+	if team > 0 {
+		t.Run("team", func(t *testing.T) { runTeamDocs(t, teamDir, setup) })
+	}
+}
+
+// runTeamDocs runs the documents that set up a team store, against the
+// test cluster and a simulator shared by their "machines".
+func runTeamDocs(t *testing.T, dir string, setup func(*testscript.Env) error) {
+	c := pgtest.Need(t)
+	// The documents create these; a cluster reused by -count=N has them.
+	for _, q := range []string{"DROP DATABASE IF EXISTS upgrade_agent", "DROP ROLE IF EXISTS upgrade_agent_app", "DROP ROLE IF EXISTS upgrade_agent_owner"} {
+		if err := c.Exec("postgres", q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := sim.Start(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	files, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimSuffix(strings.TrimPrefix(srv.URL(), "http://"), "/api")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = []byte(strings.NewReplacer("localhost:5432", fmt.Sprintf("127.0.0.1:%d", c.Port), "127.0.0.1:3030", addr).Replace(string(data)))
+		if err := os.WriteFile(f, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmds := map[string]func(*testscript.TestScript, bool, []string){}
+	for k, v := range scriptCmds {
+		cmds[k] = v
+	}
+	// pgsql DB FILE runs FILE's statements as the superuser in DB.
+	cmds["pgsql"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: pgsql DB FILE")
+		}
+		for _, stmt := range strings.Split(ts.ReadFile(args[1]), ";") {
+			if stmt = strings.TrimSpace(stmt); stmt != "" {
+				ts.Check(c.Exec(args[0], stmt))
 			}
-			return nil
-		},
-		Cmds: scriptCmds,
-	})
+		}
+	}
+	testscript.Run(t, testscript.Params{Dir: dir, RequireExplicitExec: true, Setup: setup, Cmds: cmds})
 }
 
 func mustAbs(t *testing.T, p string) string {
@@ -209,6 +273,14 @@ func docScript(doc string, blocks []docBlock, repo string) (script string, count
 			if !strings.Contains(squash(string(src)), squash(b.body)) {
 				bad(b, "the code of this block is not in %s any more: copy the tested code again", b.arg)
 			}
+			count++
+		case "sql":
+			name := fmt.Sprintf(".sql-%d.sql", b.line)
+			if b.arg == "" || !addFile(b, name) {
+				bad(b, "test: sql needs a database name")
+				continue
+			}
+			fmt.Fprintf(&cmds, "\n# %s\npgsql %s %s\n", where, quoteArg(b.arg), name)
 			count++
 		case "output":
 			name := fmt.Sprintf(".doc-%d.json", b.line)
@@ -303,6 +375,14 @@ func docCommands(body string) (string, error) {
 		q := make([]string, len(words))
 		for i, w := range words {
 			q[i] = quoteArg(w)
+			switch placeholderIDs[w] {
+			case "session":
+				out.WriteString("exec upgrade-agent sessions list -o json\ncp stdout .sessions.json\nfirstsession .sessions.json\n")
+				q[i] = "$SESSION"
+			case "job":
+				out.WriteString("exec upgrade-agent jobs list -o json\ncp stdout .jobs.json\nfirstjob .jobs.json\n")
+				q[i] = "$JOB"
+			}
 		}
 		fmt.Fprintf(&out, "exits %s %s\n", code, strings.Join(q, " "))
 	}
@@ -344,6 +424,9 @@ func outputCommand(cmdline, doc string) (string, error) {
 	fmt.Fprintf(&out, "exits %s %s\ncp stdout %s\njsonshape %s %s\n", code, strings.Join(q, " "), got, doc, got)
 	return out.String(), nil
 }
+
+// placeholderIDs are the ids the examples show, and what they stand for.
+var placeholderIDs = map[string]string{"3f2a9c1b7d0e": "session", "3f2a9c0d1e4b": "session", "3f2a": "session", "9d1c": "job"}
 
 // shellWords splits a command line as sh does for the quoting the docs use.
 func shellWords(s string) ([]string, error) {

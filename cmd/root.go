@@ -108,6 +108,12 @@ func printError(f *Factory, err error) {
 	if hint := authHint(err); hint != "" {
 		fmt.Fprintln(w, hint)
 	}
+	if _, hint := storeRefusal(err); hint != "" {
+		if src := storeSource(f.Opts, f.Getenv); src != "" {
+			hint += " (the URL is from " + src + ")"
+		}
+		fmt.Fprintln(w, hint)
+	}
 	var fe *FlagError
 	if errors.As(err, &fe) && fe.CmdPath != "" {
 		fmt.Fprintf(w, "Run '%s --help' for usage.\n", fe.CmdPath)
