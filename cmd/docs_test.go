@@ -42,7 +42,8 @@ import (
 //	<!-- test: skip REASON -->    not run; the reason says why (a live server)
 //
 // In run lines, the placeholder ids of the examples stand for the newest
-// session (3f2a9c1b7d0e, 3f2a9c0d1e4b, 3f2a) and job (9d1c).
+// session that awaits an answer or a job, else the newest (3f2a9c1b7d0e,
+// 3f2a9c0d1e4b, 3f2a), and the newest job (9d1c).
 //	<!-- test: fragment -->       a part of something, not runnable alone
 //
 // The blocks of one document run in order in one work folder with its own
@@ -375,9 +376,12 @@ func docCommands(body string) (string, error) {
 		q := make([]string, len(words))
 		for i, w := range words {
 			q[i] = quoteArg(w)
+			if scriptVar.MatchString(w) {
+				q[i] = w // set by the test that made the line (help examples)
+			}
 			switch placeholderIDs[w] {
 			case "session":
-				out.WriteString("exec upgrade-agent sessions list -o json\ncp stdout .sessions.json\nfirstsession .sessions.json\n")
+				out.WriteString("exec upgrade-agent sessions list -o json\ncp stdout .sessions.json\nopensession .sessions.json\n")
 				q[i] = "$SESSION"
 			case "job":
 				out.WriteString("exec upgrade-agent jobs list -o json\ncp stdout .jobs.json\nfirstjob .jobs.json\n")
@@ -424,6 +428,8 @@ func outputCommand(cmdline, doc string) (string, error) {
 	fmt.Fprintf(&out, "exits %s %s\ncp stdout %s\njsonshape %s %s\n", code, strings.Join(q, " "), got, doc, got)
 	return out.String(), nil
 }
+
+var scriptVar = regexp.MustCompile(`^\$[A-Z][A-Z0-9]*$`)
 
 // placeholderIDs are the ids the examples show, and what they stand for.
 var placeholderIDs = map[string]string{"3f2a9c1b7d0e": "session", "3f2a9c0d1e4b": "session", "3f2a": "session", "9d1c": "job"}

@@ -173,6 +173,65 @@ func sameShape(path string, doc, got any, strict bool) error {
 	return nil
 }
 
+func init() {
+	// firstid FILE VAR sets $VAR to the id of the object in FILE, or of the
+	// first item when FILE holds an array.
+	scriptCmds["firstid"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: firstid FILE VAR")
+		}
+		data := []byte(ts.ReadFile(args[0]))
+		var one struct {
+			ID string `json:"id"`
+		}
+		var many []struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(data, &many) == nil && len(many) > 0 {
+			one.ID = many[0].ID
+		} else {
+			ts.Check(json.Unmarshal(data, &one))
+		}
+		if one.ID == "" {
+			ts.Fatalf("no id in %s", args[0])
+		}
+		ts.Setenv(args[1], one.ID)
+	}
+	// opensession LIST.json sets $SESSION to the newest session of a
+	// `sessions list -o json` that awaits a confirmation or a job, else
+	// the newest.
+	scriptCmds["opensession"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: opensession LIST.json")
+		}
+		var rows []SessionRow
+		ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &rows))
+		if len(rows) == 0 {
+			ts.Fatalf("no sessions in %s", args[0])
+		}
+		id := rows[0].ID
+		for i := len(rows) - 1; i >= 0; i-- {
+			if st := rows[i].Status; st == "awaiting_confirmation" || st == "waiting_job" {
+				id = rows[i].ID
+			}
+		}
+		ts.Setenv("SESSION", id)
+	}
+	// secondsession LIST.json sets $SESSION2 to the second session of a
+	// `sessions list -o json`.
+	scriptCmds["secondsession"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: secondsession LIST.json")
+		}
+		var rows []SessionRow
+		ts.Check(json.Unmarshal([]byte(ts.ReadFile(args[0])), &rows))
+		if len(rows) < 2 {
+			ts.Fatalf("fewer than two sessions in %s", args[0])
+		}
+		ts.Setenv("SESSION2", rows[1].ID)
+	}
+}
+
 func keys(m map[string]any) string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
