@@ -95,12 +95,12 @@ func sampleFlags() []seedFlag {
 				{kind: upgrade.ListExclusion, enabled: true, users: []string{"qa-1", "student-13"}},
 			}},
 		{key: "MATH_HINTS", name: "Math hints", context: "mathstream", status: "enabled", filter: "includeAll",
-		description: "Hints in the lesson stream, for everyone but the excluded",
-		lists: []seedList{
-			{kind: upgrade.ListExclusion, enabled: true, users: []string{"qa-1", "qa-2"}},
-			{kind: upgrade.ListExclusion, enabled: false, users: []string{"u13"}},
-		}},
-	{key: "DARK_MODE", name: "Dark mode", context: "mathstream", status: "disabled", filter: "excludeAll",
+			description: "Hints in the lesson stream, for everyone but the excluded",
+			lists: []seedList{
+				{kind: upgrade.ListExclusion, enabled: true, users: []string{"qa-1", "qa-2"}},
+				{kind: upgrade.ListExclusion, enabled: false, users: []string{"u13"}},
+			}},
+		{key: "DARK_MODE", name: "Dark mode", context: "mathstream", status: "disabled", filter: "excludeAll",
 			description: "Dark theme, still in testing",
 			lists: []seedList{
 				{kind: upgrade.ListInclusion, enabled: true, users: []string{"student-1", "student-2"}},
