@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/textdist"
 )
 
 // The -o values each command supports. A command declares them with
@@ -69,38 +71,11 @@ func checkOutputFlag(c *cobra.Command, value string, given bool) error {
 func outputError(c *cobra.Command, value string) error {
 	allowed := supportedOutputs(c)
 	msg := fmt.Sprintf("%q does not support --output %s: use %s", c.CommandPath(), value, strings.Join(allowed, ", "))
-	best, dist := "", 3
-	for _, a := range allowed {
-		if d := editDistance(strings.ToLower(strings.TrimSpace(value)), a); d < dist {
-			best, dist = a, d
-		}
-	}
+	best := textdist.Closest(strings.ToLower(strings.TrimSpace(value)), allowed, 3)
 	if best != "" && best != value {
 		msg += "; did you mean -o " + best + "?"
 	}
 	return &FlagError{Err: errors.New(msg), CmdPath: c.CommandPath()}
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur := make([]int, len(rb)+1)
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(rb)]
 }
 
 // outputHelp is the --output line of c's help: the values c takes.
