@@ -34,6 +34,8 @@ type turnEnv struct {
 	agent    *pipeline.Agent
 	store    checkpoint.SessionStore
 	closers  []func()
+	// noLLM is the stand-in when no model is configured (nil otherwise).
+	noLLM *unconfiguredLLM
 }
 
 func (e *turnEnv) Close() {
@@ -125,6 +127,10 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 	}
 	s.ApprovalTTL = f.opts().Team.ApprovalTTL
 	env.deps = pipeline.Deps{LLM: client, API: api, Store: store, Jobs: jobRunner, Actions: f.Actions(), Logger: f.Logger()}
+	if u, ok := client.(*unconfiguredLLM); ok {
+		env.noLLM = u
+		env.deps.Store = unsavedWhenUnavailable{Store: store, llm: u}
+	}
 	env.settings = s
 	env.auditor = aud
 	return env, nil
@@ -134,6 +140,7 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 // the config (connected knowing the capabilities the session negotiated
 // before) and the view's callbacks. Nothing changes the agent afterwards.
 func (e *turnEnv) start(ctx context.Context, f *Factory, sess *pipeline.Session, view TurnView) error {
+	view.noteLLM(e.noLLM)
 	opts := append(view.Options(), pipeline.WithAuditor(e.auditor))
 	if m := connectMCP(ctx, f, sess); m != nil {
 		e.closers = append(e.closers, func() { _ = m.Close() })

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/pgtest"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/sim"
 )
 
 // The documentation is a test: every example in README.md and docs/*.md
@@ -24,7 +28,22 @@ import (
 //	<!-- test: scenario NAME -->  the file NAME, then `scenario run NAME`: exit 0
 //	<!-- test: config NAME -->    the file NAME, then `--config NAME sessions list`: exit 0
 //	<!-- test: go FILE -->        (a go block) the code is in FILE, a test that runs
+//	<!-- test: output CMD -->     (a json block) CMD runs and its stdout has the
+//	                              block's shape: the same keys at every level,
+//	                              values of the same kinds ({session} and {job}
+//	                              in CMD stand for the first session and job;
+//	                              "# exit N" for another exit code than 0)
+//	<!-- test: sql DB -->         (a sql block) runs as the PostgreSQL superuser in
+//	                              database DB of the test cluster; a document with
+//	                              one runs against that cluster (internal/pgtest),
+//	                              localhost:5432 and 127.0.0.1:3030 (an UpGrade)
+//	                              standing for the cluster and a simulator the test
+//	                              starts
 //	<!-- test: skip REASON -->    not run; the reason says why (a live server)
+//
+// In run lines, the placeholder ids of the examples stand for the newest
+// session that awaits an answer or a job, else the newest (3f2a9c1b7d0e,
+// 3f2a9c0d1e4b, 3f2a), and the newest job (9d1c).
 //	<!-- test: fragment -->       a part of something, not runnable alone
 //
 // The blocks of one document run in order in one work folder with its own
@@ -36,7 +55,7 @@ var docMarker = regexp.MustCompile(`^<!--\s*test:\s*(\S+)\s*(.*?)\s*-->$`)
 
 var fence = regexp.MustCompile("^(\\s*)```(\\S*)\\s*$")
 
-var runnableLang = map[string]bool{"sh": true, "bash": true, "yaml": true, "yml": true, "json": true}
+var runnableLang = map[string]bool{"sh": true, "bash": true, "yaml": true, "yml": true, "json": true, "sql": true}
 
 type docBlock struct {
 	line       int
@@ -95,12 +114,12 @@ func docFiles(t *testing.T) []string {
 
 // TestDocExamples runs the examples of the documentation.
 func TestDocExamples(t *testing.T) {
-	dir := t.TempDir()
+	dir, teamDir := t.TempDir(), t.TempDir()
 	repo, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	n, team := 0, 0
 	for _, path := range docFiles(t) {
 		blocks, err := docBlocks(path)
 		if err != nil {
@@ -115,32 +134,84 @@ func TestDocExamples(t *testing.T) {
 			continue
 		}
 		n += count
+		to := dir
+		if strings.Contains(script, "\npgsql ") {
+			to = teamDir // needs PostgreSQL
+			team++
+		}
 		name := strings.NewReplacer("/", "_", ".md", "").Replace(rel) + ".txtar"
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(to, name), []byte(script), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n == 0 {
 		t.Fatal("no doc examples found")
 	}
-	testscript.Run(t, testscript.Params{
-		Dir:                 dir,
-		RequireExplicitExec: true,
-		Setup: func(env *testscript.Env) error {
-			if err := scriptSetup(env); err != nil {
+	setup := func(env *testscript.Env) error {
+		if err := scriptSetup(env); err != nil {
+			return err
+		}
+		env.Setenv("OPENAI_API_KEY", "")
+		env.Setenv("OPENAI_BASE_URL", "")
+		for _, d := range []string{"scenarios", "golden"} {
+			if err := os.Symlink(filepath.Join(repo, d), filepath.Join(env.WorkDir, d)); err != nil {
 				return err
 			}
-			env.Setenv("OPENAI_API_KEY", "")
-			env.Setenv("OPENAI_BASE_URL", "")
-			for _, d := range []string{"scenarios", "golden"} {
-				if err := os.Symlink(filepath.Join(repo, d), filepath.Join(env.WorkDir, d)); err != nil {
-					return err
-				}
+		}
+		return nil
+	}
+	testscript.Run(t, testscript.Params{Dir: dir, RequireExplicitExec: true, Setup: setup, Cmds: scriptCmds})
+	if team > 0 {
+		t.Run("team", func(t *testing.T) { runTeamDocs(t, teamDir, setup) })
+	}
+}
+
+// runTeamDocs runs the documents that set up a team store, against the
+// test cluster and a simulator shared by their "machines".
+func runTeamDocs(t *testing.T, dir string, setup func(*testscript.Env) error) {
+	c := pgtest.Need(t)
+	// The documents create these; a cluster reused by -count=N has them.
+	for _, q := range []string{"DROP DATABASE IF EXISTS upgrade_agent", "DROP ROLE IF EXISTS upgrade_agent_app", "DROP ROLE IF EXISTS upgrade_agent_owner"} {
+		if err := c.Exec("postgres", q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := sim.Start(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	files, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimSuffix(strings.TrimPrefix(srv.URL(), "http://"), "/api")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = []byte(strings.NewReplacer("localhost:5432", fmt.Sprintf("127.0.0.1:%d", c.Port), "127.0.0.1:3030", addr).Replace(string(data)))
+		if err := os.WriteFile(f, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmds := map[string]func(*testscript.TestScript, bool, []string){}
+	for k, v := range scriptCmds {
+		cmds[k] = v
+	}
+	// pgsql DB FILE runs FILE's statements as the superuser in DB.
+	cmds["pgsql"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: pgsql DB FILE")
+		}
+		for _, stmt := range strings.Split(ts.ReadFile(args[1]), ";") {
+			if stmt = strings.TrimSpace(stmt); stmt != "" {
+				ts.Check(c.Exec(args[0], stmt))
 			}
-			return nil
-		},
-		Cmds: scriptCmds,
-	})
+		}
+	}
+	testscript.Run(t, testscript.Params{Dir: dir, RequireExplicitExec: true, Setup: setup, Cmds: cmds})
 }
 
 func mustAbs(t *testing.T, p string) string {
@@ -203,6 +274,26 @@ func docScript(doc string, blocks []docBlock, repo string) (script string, count
 			if !strings.Contains(squash(string(src)), squash(b.body)) {
 				bad(b, "the code of this block is not in %s any more: copy the tested code again", b.arg)
 			}
+			count++
+		case "sql":
+			name := fmt.Sprintf(".sql-%d.sql", b.line)
+			if b.arg == "" || !addFile(b, name) {
+				bad(b, "test: sql needs a database name")
+				continue
+			}
+			fmt.Fprintf(&cmds, "\n# %s\npgsql %s %s\n", where, quoteArg(b.arg), name)
+			count++
+		case "output":
+			name := fmt.Sprintf(".doc-%d.json", b.line)
+			if !addFile(b, name) {
+				continue
+			}
+			line, err := outputCommand(b.arg, name)
+			if err != nil {
+				bad(b, "%v", err)
+				continue
+			}
+			fmt.Fprintf(&cmds, "\n# %s\n%s", where, line)
 			count++
 		case "run":
 			fmt.Fprintf(&cmds, "\n# %s\n", where)
@@ -285,11 +376,63 @@ func docCommands(body string) (string, error) {
 		q := make([]string, len(words))
 		for i, w := range words {
 			q[i] = quoteArg(w)
+			if scriptVar.MatchString(w) {
+				q[i] = w // set by the test that made the line (help examples)
+			}
+			switch placeholderIDs[w] {
+			case "session":
+				out.WriteString("exec upgrade-agent sessions list -o json\ncp stdout .sessions.json\nopensession .sessions.json\n")
+				q[i] = "$SESSION"
+			case "job":
+				out.WriteString("exec upgrade-agent jobs list -o json\ncp stdout .jobs.json\nfirstjob .jobs.json\n")
+				q[i] = "$JOB"
+			}
 		}
 		fmt.Fprintf(&out, "exits %s %s\n", code, strings.Join(q, " "))
 	}
 	return out.String(), nil
 }
+
+// outputCommand runs the command of an output marker and compares the
+// shape of its stdout with the documented example in file doc.
+func outputCommand(cmdline, doc string) (string, error) {
+	code := "0"
+	if m := exitComment.FindStringSubmatch(" " + cmdline); m != nil {
+		code = m[1]
+		cmdline = strings.TrimSpace(exitComment.ReplaceAllString(" "+cmdline, ""))
+	}
+	words, err := shellWords(cmdline)
+	if err != nil {
+		return "", err
+	}
+	if len(words) < 2 || words[0] != "upgrade-agent" {
+		return "", fmt.Errorf("test: output wants an upgrade-agent command line, got %q", cmdline)
+	}
+	var out strings.Builder
+	if strings.Contains(cmdline, "{session}") {
+		out.WriteString("exec upgrade-agent sessions list -o json\ncp stdout .sessions.json\nfirstsession .sessions.json\n")
+	}
+	if strings.Contains(cmdline, "{job}") {
+		out.WriteString("exec upgrade-agent jobs list -o json\ncp stdout .jobs.json\nfirstjob .jobs.json\n")
+	}
+	q := make([]string, len(words))
+	for i, w := range words {
+		w = strings.NewReplacer("{session}", "$SESSION", "{job}", "$JOB").Replace(w)
+		if strings.HasPrefix(w, "$") {
+			q[i] = w
+			continue
+		}
+		q[i] = quoteArg(w)
+	}
+	got := strings.TrimSuffix(doc, ".json") + "-got.json"
+	fmt.Fprintf(&out, "exits %s %s\ncp stdout %s\njsonshape %s %s\n", code, strings.Join(q, " "), got, doc, got)
+	return out.String(), nil
+}
+
+var scriptVar = regexp.MustCompile(`^\$[A-Z][A-Z0-9]*$`)
+
+// placeholderIDs are the ids the examples show, and what they stand for.
+var placeholderIDs = map[string]string{"3f2a9c1b7d0e": "session", "3f2a9c0d1e4b": "session", "3f2a": "session", "9d1c": "job"}
 
 // shellWords splits a command line as sh does for the quoting the docs use.
 func shellWords(s string) ([]string, error) {
@@ -396,5 +539,41 @@ func TestDocScriptRules(t *testing.T) {
 	}
 	if _, err := docCommands("rm -rf /\n"); err == nil {
 		t.Error("a line that is not upgrade-agent, go run . or export was accepted")
+	}
+}
+
+// TestJSONDocCoversEveryCommand: every command that takes -o json has an
+// example in docs/json.md that the doc test checks against its output
+// (jobs cancel answers with the record jobs show prints, documented there).
+func TestJSONDocCoversEveryCommand(t *testing.T) {
+	blocks, err := docBlocks(filepath.Join("..", "docs", "json.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checked []string
+	for _, b := range blocks {
+		if b.kind == "output" {
+			checked = append(checked, b.arg)
+		}
+	}
+	sameAs := map[string]string{"upgrade-agent jobs cancel": "upgrade-agent jobs show"}
+	root := NewRootCmd(NewFactory(&IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}, func(string) string { return "" }))
+	for _, c := range leafCommands(root) {
+		if !oneOf("json", supportedOutputs(c)) {
+			continue
+		}
+		path := c.CommandPath()
+		if p, ok := sameAs[path]; ok {
+			path = p
+		}
+		found := false
+		for _, cmd := range checked {
+			if strings.HasPrefix(cmd, path+" ") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("docs/json.md has no checked example of %s -o json (<!-- test: output %s ... -o json -->)", c.CommandPath(), path)
+		}
 	}
 }

@@ -55,5 +55,9 @@ func TestEveryCommandHelpHasExamples(t *testing.T) {
 		if c.Annotations[annotationOutputs] == "" {
 			t.Errorf("%s declares no -o values (withOutputs)", path)
 		}
+		want := "output format: " + strings.Join(supportedOutputs(c), ", ") + " (default text)"
+		if !strings.Contains(help, want) {
+			t.Errorf("%s --help does not list its -o values (%q)", path, want)
+		}
 	}
 }

@@ -37,7 +37,7 @@ checkpoint file, which is then taken into the state dir.`,
 		Example: `  upgrade-agent resume --answer yes
   upgrade-agent resume 3f2a9c1b7d0e --answer "no, use 60/40"
   upgrade-agent resume --wait --timeout 10m
-  upgrade-agent --state-dir kept/demo resume --answer yes   # a paused scenario kept by CI`,
+  upgrade-agent --state-dir kept/handoff resume --answer yes   # a paused scenario kept by CI (README)`,
 		Args: maxArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 1 {

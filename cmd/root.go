@@ -50,6 +50,8 @@ func Execute(opts ...FactoryOption) int {
 // Run executes one command line with the given streams and environment and
 // returns the exit code. It prints the error, if any, exactly once.
 func Run(ctx context.Context, args []string, streams *IOStreams, getenv func(string) string, opts ...FactoryOption) (code int) {
+	own := *streams // the command may make its writers terminal-safe
+	streams = &own
 	f := NewFactory(streams, getenv, opts...)
 	defer f.closeTeam()
 	defer func() {
@@ -99,11 +101,17 @@ func printError(f *Factory, err error) {
 	}
 	w := f.IO.ErrOut
 	msg := redact.String(err.Error(), f.Secrets()...)
-	if msg == "" {
-		return // a silent ExitError: the command has said what it had to
+	if msg != "" {
+		// "": a silent error; the command has said what it had to.
+		fmt.Fprintf(w, "Error: %s\n", msg)
 	}
-	fmt.Fprintf(w, "Error: %s\n", msg)
 	if hint := authHint(err); hint != "" {
+		fmt.Fprintln(w, hint)
+	}
+	if _, hint := storeRefusal(err); hint != "" {
+		if src := storeSource(f.Opts, f.Getenv); src != "" {
+			hint += " (the URL is from " + src + ")"
+		}
 		fmt.Fprintln(w, hint)
 	}
 	var fe *FlagError
@@ -163,6 +171,9 @@ embedded simulator kept in the state dir.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(c *cobra.Command, _ []string) error {
+			if err := checkOutputFlag(c, g.output, c.Flags().Changed("output")); err != nil {
+				return err
+			}
 			if skipGlobals(c) {
 				// Only --output matters here, and only from the flag: a
 				// broken config or environment must not stop "version".
@@ -183,7 +194,15 @@ embedded simulator kept in the state dir.`,
 				return err
 			}
 			f.Opts = opts
-			return checkOutput(c, opts, c.Flags().Changed("output"))
+			if err := checkOutput(c, opts, c.Flags().Changed("output")); err != nil {
+				return err
+			}
+			if !isData(opts.Output) && opts.Output != "raw" {
+				f.IO.Out = terminalSafe(f.IO.Out)
+			}
+			// Errors and notices on stderr carry names and messages too.
+			f.IO.ErrOut = terminalSafe(f.IO.ErrOut)
+			return nil
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true // our own completion command replaces it
@@ -216,6 +235,16 @@ embedded simulator kept in the state dir.`,
 	for _, fn := range testCommands {
 		root.AddCommand(fn(f))
 	}
+	// Each command's help names the -o values it takes.
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		if fl := root.PersistentFlags().Lookup("output"); fl != nil && c.Runnable() && !c.HasSubCommands() {
+			general := fl.Usage
+			fl.Usage = outputHelp(c)
+			defer func() { fl.Usage = general }()
+		}
+		help(c, args)
+	})
 	markRun(root)
 	return root
 }

@@ -154,7 +154,7 @@ func runScenarioRun(ctx context.Context, opts *ScenarioRunOptions) error {
 	}
 	fmt.Fprintf(out, "%d passed, %d failed (%.1fs, %d LLM calls)\n", len(reports)-failed, failed, time.Since(start).Seconds(), calls)
 	if opts.JUnit != "" {
-		if err := writeJUnitFile(opts.JUnit, reports); err != nil {
+		if err := writeJUnitFile(opts.JUnit, reports, time.Since(start)); err != nil {
 			return err
 		}
 	}
@@ -167,12 +167,12 @@ func runScenarioRun(ctx context.Context, opts *ScenarioRunOptions) error {
 	return nil
 }
 
-func writeJUnitFile(path string, reports []*scenario.Report) error {
+func writeJUnitFile(path string, reports []*scenario.Report, wall time.Duration) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("--junit: %w", err)
 	}
-	if err := scenario.WriteJUnit(f, reports); err != nil {
+	if err := scenario.WriteJUnit(f, reports, wall); err != nil {
 		f.Close()
 		return fmt.Errorf("--junit %s: %w", path, err)
 	}

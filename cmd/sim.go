@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -14,8 +15,73 @@ import (
 // NewCmdSim builds the "sim" group.
 func NewCmdSim(f *Factory) *cobra.Command {
 	c := groupCmd("sim", "Run the embedded UpGrade simulator")
-	c.AddCommand(NewCmdSimServe(f, nil))
+	c.AddCommand(NewCmdSimServe(f, nil), NewCmdSimSeed(f, nil))
 	return c
+}
+
+// SimSeedOptions are the inputs of "sim seed".
+type SimSeedOptions struct {
+	IO     *IOStreams
+	Output string
+}
+
+// NewCmdSimSeed builds "sim seed".
+func NewCmdSimSeed(f *Factory, runF func(context.Context, *SimSeedOptions) error) *cobra.Command {
+	opts := &SimSeedOptions{IO: f.IO}
+	c := &cobra.Command{
+		Use:   "seed",
+		Short: "Fill the embedded simulator with sample data for a tour",
+		Long: `Fill the embedded simulator (the one in the state dir) with a small, realistic
+set of data: three experiments in different states (one enrolling with
+enrolments, one whose enrolment is complete, one inactive) and their state
+history, two feature flags with include and exclude lists, and three public
+segments, one nested in another and used by a flag and an experiment.
+
+Seeding again adds only what is missing: objects are found by name (flags by
+key). It never touches a real server: with UPGRADE_API_URL or --upgrade-url
+set it is refused (exit 2).`,
+		Example: `  upgrade-agent sim seed
+  upgrade-agent experiments list`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			opts.Output = f.opts().Output
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return runSimSeed(c.Context(), f, opts)
+		},
+	}
+	return withOutputs(c, "json")
+}
+
+func runSimSeed(ctx context.Context, f *Factory, opts *SimSeedOptions) error {
+	if u := f.opts().UpgradeURL; u != "" {
+		return Usagef("sim seed fills only the embedded simulator, and UpGrade is set to %s (UPGRADE_API_URL or --upgrade-url): unset it to seed the simulator in the state dir", u)
+	}
+	api, cleanup, err := f.Upgrade(ctx)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	rep, err := sim.Seed(ctx, api, &http.Client{})
+	if err != nil {
+		return fmt.Errorf("seed the simulator: %w", err)
+	}
+	if opts.Output == "json" {
+		return WriteData(opts.IO.Out, "json", rep)
+	}
+	switch {
+	case len(rep.Created) == 0:
+		fmt.Fprintf(opts.IO.Out, "the sample data is already there (%d objects); nothing to add\n", len(rep.Present))
+	default:
+		for _, what := range rep.Created {
+			fmt.Fprintf(opts.IO.Out, "created %s\n", what)
+		}
+		if len(rep.Present) > 0 {
+			fmt.Fprintf(opts.IO.Out, "%d already there\n", len(rep.Present))
+		}
+	}
+	return nil
 }
 
 // SimServeOptions are the inputs of "sim serve".

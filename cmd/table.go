@@ -55,7 +55,8 @@ func (t Table) Write(w io.Writer, output string, width int) error {
 		cells := make([]string, len(keep))
 		for j, i := range keep {
 			if i < len(row) {
-				cells[j] = strings.ReplaceAll(row[i], "\n", " ")
+				// Escaped first, so that fit measures what is shown.
+				cells[j] = string(safeText([]byte(strings.ReplaceAll(row[i], "\n", " "))))
 			}
 		}
 		rows[r] = cells

@@ -142,7 +142,7 @@ func runSessionsPending(_ context.Context, f *Factory) error {
 		return nil
 	}
 	t := Table{Columns: []Column{{Header: "SESSION"}, {Header: "ACTION"}, {Header: "TARGET", Shrink: true}, {Header: "TARGET ID", Wide: true},
-		{Header: "DESTRUCTIVE"}, {Header: "PROPOSED BY", Shrink: true}, {Header: "PROPOSED AT", Wide: true}, {Header: "EXPIRES"}}}
+		{Header: "DESTRUCTIVE", Wide: true}, {Header: "PROPOSED BY", Shrink: true}, {Header: "PROPOSED AT", Wide: true}, {Header: "EXPIRES"}}}
 	for _, r := range rows {
 		exp := "never"
 		if r.ExpiresAt != nil {
@@ -246,7 +246,7 @@ func runSessionsExport(_ context.Context, f *Factory, id, file string) error {
 		return err
 	}
 	if file == "" {
-		_, err := f.IO.Out.Write(data)
+		_, err := rawWriter(f.IO.Out).Write(data) // the file's exact bytes
 		return err
 	}
 	if abs, err := filepath.Abs(file); err == nil {
@@ -428,8 +428,8 @@ func runAudit(_ context.Context, f *Factory, flt audit.Filter) error {
 		fmt.Fprintln(f.IO.ErrOut, "no audit entries")
 		return nil
 	}
-	t := Table{Columns: []Column{{Header: "TIME"}, {Header: "EVENT"}, {Header: "ACTOR", Shrink: true}, {Header: "DB USER", Shrink: true},
-		{Header: "SESSION"}, {Header: "CONFIRMATION", Wide: true}, {Header: "ACTION"}, {Header: "TARGET", Shrink: true},
+	t := Table{Columns: []Column{{Header: "TIME"}, {Header: "EVENT"}, {Header: "ACTOR", Shrink: true}, {Header: "DB USER", Shrink: true, Wide: true},
+		{Header: "SESSION", Wide: true}, {Header: "CONFIRMATION", Wide: true}, {Header: "ACTION"}, {Header: "TARGET", Shrink: true},
 		{Header: "TARGET ID", Wide: true}, {Header: "DETAIL", Shrink: true}}}
 	for _, e := range entries {
 		detail := e.Outcome

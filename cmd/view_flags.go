@@ -29,8 +29,10 @@ func renderFlags(format string, io *IOStreams, flags []readmodel.FlagSummary, fi
 	if len(flags) == 0 {
 		return noneFound(io.ErrOut, "feature flags", filtered)
 	}
-	t := Table{Columns: []Column{{Header: "KEY", Shrink: true}, {Header: "NAME", Shrink: true}, {Header: "ID"}, {Header: "CONTEXT", Shrink: true},
-		{Header: "STATUS"}, {Header: "FILTER"}, {Header: "INCLUDE"}, {Header: "EXCLUDE"}, {Header: "UPDATED"}}}
+	// The key is the flag's name here: never cut. FILTER and UPDATED
+	// are in -o wide, so the table fits 80 columns.
+	t := Table{Columns: []Column{{Header: "KEY"}, {Header: "NAME", Shrink: true}, {Header: "ID"}, {Header: "CONTEXT", Shrink: true},
+		{Header: "STATUS"}, {Header: "FILTER", Wide: true}, {Header: "INCLUDE"}, {Header: "EXCLUDE"}, {Header: "UPDATED", Wide: true}}}
 	for _, f := range flags {
 		t.Rows = append(t.Rows, []string{f.Key, f.Name, shortID(f.ID), strings.Join(f.Context, ","), f.Status, f.FilterMode,
 			ratio(f.IncludeEnabled, f.IncludeTotal), ratio(f.ExcludeEnabled, f.ExcludeTotal), formatTime(f.UpdatedAt)})
@@ -110,9 +112,59 @@ func renderFlag(format string, io *IOStreams, d readmodel.FlagDetails) error {
 	return RenderTable(io.Out, []string{"LIST", "ID", "ENABLED", "TYPE", "MEMBERS"}, rows)
 }
 
+// explainOut is the -o json|yaml shape of "flags explain": flageval's
+// result in the snake_case of every other command (docs/json.md).
+type explainOut struct {
+	Served          bool          `json:"served"`
+	Rule            string        `json:"rule"`
+	Match           *explainList  `json:"match,omitempty"`
+	Flag            string        `json:"flag"`
+	Context         string        `json:"context"`
+	User            string        `json:"user"`
+	InDisabledLists []explainList `json:"in_disabled_lists,omitempty"`
+	Explanation     string        `json:"explanation"`
+}
+
+type explainList struct {
+	Kind     string        `json:"kind,omitempty"`
+	ListID   string        `json:"list_id"`
+	ListName string        `json:"list_name"`
+	ListType string        `json:"list_type,omitempty"`
+	Enabled  bool          `json:"enabled"`
+	Path     []string      `json:"path,omitempty"`
+	User     string        `json:"user,omitempty"`
+	Group    *explainGroup `json:"group,omitempty"`
+}
+
+type explainGroup struct {
+	Type    string `json:"type"`
+	GroupID string `json:"group_id"`
+}
+
+func explainListOf(m flageval.Match) explainList {
+	l := explainList{Kind: string(m.Kind), ListID: m.ListID, ListName: m.ListName, ListType: m.ListType,
+		Enabled: m.Enabled, Path: m.Path, User: m.User}
+	if m.Group != nil {
+		l.Group = &explainGroup{Type: m.Group.Type, GroupID: m.Group.GroupID}
+	}
+	return l
+}
+
+func explainOf(r flageval.Result) explainOut {
+	out := explainOut{Served: r.Served, Rule: string(r.Rule), Flag: r.Flag, Context: r.Context, User: r.User, Explanation: r.Explanation}
+	if r.Match != nil {
+		m := explainListOf(*r.Match)
+		out.Match = &m
+	}
+	for _, m := range r.InDisabledLists {
+		out.InDisabledLists = append(out.InDisabledLists, explainListOf(m))
+	}
+	return out
+}
+
 func renderExplain(format string, io *IOStreams, r flageval.Result) error {
 	if isData(format) {
-		return WriteData(io.Out, format, r)
+		return WriteData(io.Out, format, explainOf(r))
 	}
 	served := "no"
 	if r.Served {
@@ -135,8 +187,8 @@ func renderSegments(format string, io *IOStreams, segs []readmodel.SegmentSummar
 	if len(segs) == 0 {
 		return noneFound(io.ErrOut, "segments", filtered)
 	}
-	t := Table{Columns: []Column{{Header: "NAME", Shrink: true}, {Header: "ID"}, {Header: "CONTEXT", Shrink: true}, {Header: "USERS"},
-		{Header: "GROUPS"}, {Header: "SEGMENTS"}, {Header: "USED BY", Shrink: true}, {Header: "UPDATED"}}}
+	t := Table{Columns: []Column{{Header: "NAME"}, {Header: "ID"}, {Header: "CONTEXT", Shrink: true}, {Header: "USERS"},
+		{Header: "GROUPS"}, {Header: "SEGMENTS"}, {Header: "USED BY", Shrink: true}, {Header: "UPDATED", Wide: true}}}
 	for _, s := range segs {
 		t.Rows = append(t.Rows, []string{s.Name, shortID(s.ID), s.Context, strconv.Itoa(s.Users), strconv.Itoa(s.Groups),
 			strconv.Itoa(s.Segments), orDash(list(s.UsedBy)), formatTime(s.UpdatedAt)})

@@ -39,7 +39,12 @@ func RenderTable(w io.Writer, header []string, rows [][]string) error {
 	header = flatten(flat, header)
 	rows = slices.Clone(rows)
 	for i := range rows {
+		// Escaped before the cells are measured: data may carry control
+		// characters that would move the cursor (terminal-safe text).
 		rows[i] = flatten(flat, rows[i])
+		for j, c := range rows[i] {
+			rows[i][j] = string(safeText([]byte(c)))
+		}
 	}
 	widths := make([]int, len(header))
 	measure := func(cells []string) {
@@ -164,9 +169,11 @@ func (v *humanView) Experiments(list []ExperimentInfo, filtered bool) error {
 		_, err := fmt.Fprintln(v.errOut, "no experiments")
 		return err
 	}
-	t := Table{Columns: []Column{{Header: "NAME", Shrink: true}, {Header: "ID"}, {Header: "CONTEXT", Shrink: true}, {Header: "STATUS"},
+	// Within 80 columns by default, the name never cut (kubectl's
+	// rule): the rest is in -o wide.
+	t := Table{Columns: []Column{{Header: "NAME"}, {Header: "ID"}, {Header: "CONTEXT", Shrink: true}, {Header: "STATUS"},
 		{Header: "UNIT", Wide: true}, {Header: "CONSISTENCY", Wide: true}, {Header: "CONDITIONS", Shrink: true},
-		{Header: "DECISION POINTS", Shrink: true}, {Header: "UPDATED"}}}
+		{Header: "DECISION POINTS", Shrink: true, Wide: true}, {Header: "UPDATED", Wide: true}}}
 	for _, e := range list {
 		conds := make([]string, len(e.Conditions))
 		for i, c := range e.Conditions {

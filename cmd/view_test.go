@@ -56,9 +56,9 @@ func TestExperimentsTable(t *testing.T) {
 	if err := v.Experiments(list, false); err != nil {
 		t.Fatal(err)
 	}
-	want := `NAME        ID        CONTEXT      STATUS     CONDITIONS                 DECISION POINTS                                           UPDATED
-Math Hints  3f2a1b2c  assign-prog  enrolling  control:66.5 variant:33.5  SelectSection/absolute_value_plot_equality SelectSection  2025-03-04 05:06
-Zeta        ffff      assign-prog  inactive   control:66.5 variant:33.5  SelectSection/absolute_value_plot_equality SelectSection  not a time
+	want := `NAME        ID        CONTEXT      STATUS     CONDITIONS
+Math Hints  3f2a1b2c  assign-prog  enrolling  control:66.5 variant:33.5
+Zeta        ffff      assign-prog  inactive   control:66.5 variant:33.5
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)
@@ -80,18 +80,18 @@ Zeta        ffff      assign-prog  inactive   individual  individual   control:6
 		t.Errorf("wide table (-want +got):\n%s", diff)
 	}
 
-	// A narrow terminal: long cells are cut, ids, states and times are not.
+	// A narrow terminal: long cells are cut; names, ids and states are not.
 	out.Reset()
-	if err := NewReadView("text", &IOStreams{Out: &out, ErrOut: &errOut, Width: 100}).Experiments(list, false); err != nil {
+	if err := NewReadView("text", &IOStreams{Out: &out, ErrOut: &errOut, Width: 54}).Experiments(list, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
-		if n := len([]rune(line)); n > 100 {
-			t.Errorf("line of %d columns, want at most 100: %q", n, line)
+		if n := len([]rune(line)); n > 54 {
+			t.Errorf("line of %d columns, want at most 54: %q", n, line)
 		}
 	}
-	if !strings.Contains(out.String(), "3f2a1b2c") || !strings.Contains(out.String(), "2025-03-04 05:06") || !strings.Contains(out.String(), "…") {
-		t.Errorf("narrow table lost an id or a time, or cut nothing:\n%s", out.String())
+	if !strings.Contains(out.String(), "Math Hints  3f2a1b2c") || !strings.Contains(out.String(), "enrolling") || !strings.Contains(out.String(), "…") {
+		t.Errorf("narrow table lost a name, an id or a state, or cut nothing:\n%s", out.String())
 	}
 
 	out.Reset()
@@ -245,5 +245,32 @@ func TestExperimentDescribe(t *testing.T) {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("output lacks %q:\n%s", line, out.String())
 		}
+	}
+}
+
+func TestSafeText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"Math Hints", "Math Hints"},
+		{"line one\nline\ttwo", "line one\nline\ttwo"},
+		{"Evil\x1b[2K\rName", `Evil\x1b[2K\rName`},
+		{"nul\x00here", `nul\x00here`},
+		{"del\x7f", `del\x7f`},
+		{"c1\u009bcsi", `c1\u009bcsi`},
+		{"abc\u202edef", `abc\u202edef`},
+		{"bad \xff byte", `bad \xff byte`},
+		{"Ünïcödé ✓", "Ünïcödé ✓"},
+	}
+	for _, tt := range tests {
+		if got := string(safeText([]byte(tt.in))); got != tt.want {
+			t.Errorf("safeText(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	var buf bytes.Buffer
+	w := terminalSafe(terminalSafe(&buf))
+	if n, err := w.Write([]byte("a\x1bb")); err != nil || n != 3 {
+		t.Fatalf("Write = %d, %v; want 3, nil (the bytes given, not the bytes written)", n, err)
+	}
+	if buf.String() != `a\x1bb` || rawWriter(w) != &buf {
+		t.Errorf("wrapped twice or lost the writer: %q", buf.String())
 	}
 }

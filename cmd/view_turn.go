@@ -26,7 +26,18 @@ type TurnView interface {
 	Progress(st pipeline.JobStatus)
 	// Result renders the turn's result.
 	Result(res *pipeline.Result, newSession bool) error
+
+	// noteLLM tells the view the stand-in of an unconfigured model (nil
+	// when one is configured), so the result says llm_unavailable.
+	noteLLM(u *unconfiguredLLM)
+	unconfigured() *unconfiguredLLM
 }
+
+// llmNote implements TurnView's noteLLM for both views.
+type llmNote struct{ u *unconfiguredLLM }
+
+func (n *llmNote) noteLLM(u *unconfiguredLLM)     { n.u = u }
+func (n *llmNote) unconfigured() *unconfiguredLLM { return n.u }
 
 // NewTurnView picks the view for an --output format.
 func NewTurnView(format string, streams *IOStreams, now func() time.Time) TurnView {
@@ -42,13 +53,14 @@ type jsonTurnView struct {
 	out, errOut io.Writer
 	now         func() time.Time
 	progress    *jobProgress
+	llmNote
 }
 
 func (v *jsonTurnView) Options() []pipeline.Option { return nil }
 
 func (v *jsonTurnView) Progress(st pipeline.JobStatus) {
 	if v.progress == nil {
-		v.progress = newJobProgress(v.errOut, false, st.ID, v.now)
+		v.progress = newJobProgress(rawWriter(v.errOut), false, st.ID, v.now)
 	}
 	v.progress.update(st)
 }
@@ -63,6 +75,7 @@ type humanTurnView struct {
 	printed  bool
 	streamed strings.Builder
 	progress *jobProgress
+	llmNote
 }
 
 // Options print the reply as soon as it is final, before the optional
@@ -102,7 +115,7 @@ func (v *humanTurnView) respond(text string) {
 
 func (v *humanTurnView) Progress(st pipeline.JobStatus) {
 	if v.progress == nil {
-		v.progress = newJobProgress(v.io.ErrOut, v.io.StderrTTY, st.ID, v.now)
+		v.progress = newJobProgress(rawWriter(v.io.ErrOut), v.io.StderrTTY, st.ID, v.now)
 	}
 	v.progress.update(st)
 }
@@ -116,7 +129,8 @@ func (v *humanTurnView) Result(res *pipeline.Result, newSession bool) error {
 	}
 	errOut := v.io.ErrOut
 	writeProblems(errOut, res)
-	if newSession {
+	if newSession && v.u.calls() == 0 {
+		// (A turn that met no configured model stored no session.)
 		fmt.Fprintf(errOut, "session: %s\n", res.SessionID)
 	}
 	switch res.Status {
@@ -139,18 +153,62 @@ func (v *humanTurnView) Result(res *pipeline.Result, newSession bool) error {
 
 // renderTurn renders a turn's result with the view and returns the error
 // that gives the exit code (exitcode.Code decides it from the result's
-// status and the turn's error).
+// status and the turn's error). Each failure is said once: in text mode
+// the lines of the turn's error that the view has already shown (an
+// errors[] entry, a failed action, the reply) are not printed again as
+// "Error: ...".
 func renderTurn(v TurnView, res *pipeline.Result, turnErr error, newSession bool) error {
 	if res == nil {
 		return turnErr
 	}
+	settleUnavailable(res, v.unconfigured())
 	if err := v.Result(res, newSession); err != nil {
 		return err
 	}
-	if turnErr != nil {
-		return turnErr
+	if turnErr == nil {
+		return statusError(res.Status)
 	}
-	return statusError(res.Status)
+	if _, human := v.(*humanTurnView); human {
+		return &saidError{err: turnErr, rest: unsaid(turnErr.Error(), res)}
+	}
+	return turnErr
+}
+
+// saidError is a turn's error whose lines the view has shown, but for
+// rest; it keeps the error's kind (exit code, hints).
+type saidError struct {
+	err  error
+	rest string
+}
+
+func (e *saidError) Error() string { return e.rest }
+func (e *saidError) Unwrap() error { return e.err }
+
+// unsaid are the lines of msg that the text view did not show.
+func unsaid(msg string, res *pipeline.Result) string {
+	shown := func(line string) bool {
+		if strings.TrimSpace(line) == "" || strings.Contains(res.Response, line) {
+			return true
+		}
+		for _, e := range res.Errors {
+			if e.Message == line {
+				return true
+			}
+		}
+		for _, a := range res.Actions {
+			if a.Error == line {
+				return true
+			}
+		}
+		return false
+	}
+	var rest []string
+	for _, line := range strings.Split(msg, "\n") {
+		if !shown(line) {
+			rest = append(rest, line)
+		}
+	}
+	return strings.Join(rest, "\n")
 }
 
 // statusError is the silent error that makes a paused or suspended turn

@@ -89,7 +89,7 @@ func (o ParseOptions) Parse(data []byte, path string) (*Scenario, error) {
 		if errors.As(err, &le) {
 			return nil, &ParseError{File: path, Line: le.Line, Col: le.Col, Msg: le.Msg}
 		}
-		return nil, yamlError(path, err)
+		return nil, syntaxError(path, data, err)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, &ParseError{File: path, Msg: "empty file: a scenario needs at least name and steps"}
@@ -124,6 +124,42 @@ func yamlError(path string, err error) error {
 		return &ParseError{File: path, Line: n, Msg: msg[len(m[0]):]}
 	}
 	return &ParseError{File: path, Msg: strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// syntaxError is yamlError at the line where the file stops being YAML.
+// yaml.v3 names the line where the construct that failed began, and for
+// most syntax errors counts it from 0: an unclosed brace on line 5 comes
+// as "line 4", a mis-indented key on line 6 as the line before the list
+// that holds it. The line a person must fix is the first from which every
+// longer part of the file fails to parse: up to the line before it, the
+// text is YAML.
+func syntaxError(path string, data []byte, err error) error {
+	perr := yamlError(path, err)
+	var pe *ParseError
+	if !errors.As(perr, &pe) || pe.Line == 0 {
+		return perr
+	}
+	if n := syntaxLine(data); n > 0 {
+		pe.Line, pe.Col = n, 0
+	}
+	return pe
+}
+
+// maxSyntaxScan bounds the lines syntaxLine re-parses (each prefix once).
+const maxSyntaxScan = 4000
+
+func syntaxLine(data []byte) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > maxSyntaxScan {
+		return 0
+	}
+	for k := len(lines) - 1; k >= 1; k-- {
+		var n yaml.Node
+		if yaml.Unmarshal(bytes.Join(lines[:k], nil), &n) == nil {
+			return min(k+1, len(lines))
+		}
+	}
+	return 1
 }
 
 type decoder struct {

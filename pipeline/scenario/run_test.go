@@ -330,7 +330,7 @@ func TestJUnit(t *testing.T) {
 		{Name: "bad", File: "scenarios/bad.yaml", Failures: []string{`step 1 (say "x"): status: expected a, got b`}, GoldenDiff: "--- a\n+++ b\n"},
 	}
 	var b strings.Builder
-	if err := WriteJUnit(&b, reports); err != nil {
+	if err := WriteJUnit(&b, reports, 0); err != nil {
 		t.Fatal(err)
 	}
 	var doc junitSuites
