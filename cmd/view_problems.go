@@ -13,10 +13,15 @@ import (
 // among them) and a declined confirmation. The model's reply may leave
 // them out or soften them; a person reading text must still see them, as
 // a program reading -o json does. A line whose substance the reply already
-// says verbatim is not repeated.
-func writeProblems(w io.Writer, res *pipeline.Result) {
+// says verbatim is not repeated, nor the errors in failure: the lines of
+// the error that failed the turn, which the command prints once as
+// "Error: ...".
+func writeProblems(w io.Writer, res *pipeline.Result, failure map[string]bool) {
 	said := func(s string) bool { return s != "" && strings.Contains(res.Response, s) }
 	shown := map[string]bool{}
+	for m := range failure {
+		shown[m] = true
+	}
 	for _, a := range res.Actions {
 		if a.Status == "success" {
 			continue

@@ -76,6 +76,9 @@ type humanTurnView struct {
 	streamed strings.Builder
 	progress *jobProgress
 	llmNote
+	// failure holds the lines of the error that failed the turn: printed
+	// once, by the command, not also among the problems.
+	failure map[string]bool
 }
 
 // Options print the reply as soon as it is final, before the optional
@@ -128,7 +131,7 @@ func (v *humanTurnView) Result(res *pipeline.Result, newSession bool) error {
 		fmt.Fprintln(v.io.Out, res.Response)
 	}
 	errOut := v.io.ErrOut
-	writeProblems(errOut, res)
+	writeProblems(errOut, res, v.failure)
 	if newSession && v.u.calls() == 0 {
 		// (A turn that met no configured model stored no session.)
 		fmt.Fprintf(errOut, "session: %s\n", res.SessionID)
@@ -154,27 +157,33 @@ func (v *humanTurnView) Result(res *pipeline.Result, newSession bool) error {
 // renderTurn renders a turn's result with the view and returns the error
 // that gives the exit code (exitcode.Code decides it from the result's
 // status and the turn's error). Each failure is said once: in text mode
-// the lines of the turn's error that the view has already shown (an
-// errors[] entry, a failed action, the reply) are not printed again as
-// "Error: ...".
+// the turn's error is the "Error: ..." line, not also an "error: ..." line
+// among the problems, and what the reply already says is not repeated.
 func renderTurn(v TurnView, res *pipeline.Result, turnErr error, newSession bool) error {
 	if res == nil {
 		return turnErr
 	}
 	settleUnavailable(res, v.unconfigured())
+	hv, human := v.(*humanTurnView)
+	if human && turnErr != nil {
+		hv.failure = map[string]bool{}
+		for _, line := range strings.Split(turnErr.Error(), "\n") {
+			hv.failure[line] = true
+		}
+	}
 	if err := v.Result(res, newSession); err != nil {
 		return err
 	}
 	if turnErr == nil {
 		return statusError(res.Status)
 	}
-	if _, human := v.(*humanTurnView); human {
+	if human {
 		return &saidError{err: turnErr, rest: unsaid(turnErr.Error(), res)}
 	}
 	return turnErr
 }
 
-// saidError is a turn's error whose lines the view has shown, but for
+// saidError is a turn's error whose lines the reply has said, but for
 // rest; it keeps the error's kind (exit code, hints).
 type saidError struct {
 	err  error
@@ -184,23 +193,10 @@ type saidError struct {
 func (e *saidError) Error() string { return e.rest }
 func (e *saidError) Unwrap() error { return e.err }
 
-// unsaid are the lines of msg that the text view did not show.
+// unsaid are the lines of msg that the reply did not say already.
 func unsaid(msg string, res *pipeline.Result) string {
 	shown := func(line string) bool {
-		if strings.TrimSpace(line) == "" || strings.Contains(res.Response, line) {
-			return true
-		}
-		for _, e := range res.Errors {
-			if e.Message == line {
-				return true
-			}
-		}
-		for _, a := range res.Actions {
-			if a.Error == line {
-				return true
-			}
-		}
-		return false
+		return strings.TrimSpace(line) == "" || strings.Contains(res.Response, line)
 	}
 	var rest []string
 	for _, line := range strings.Split(msg, "\n") {
