@@ -79,6 +79,19 @@ func (r Report) Without(pkgs ...string) float64 {
 	return s
 }
 
+// Within is the sum of the smallest times (Least) of the packages whose
+// import path starts with prefix: what one module's own inits cost, read
+// steadily on a busy machine.
+func (r Report) Within(prefix string) float64 {
+	var s float64
+	for _, i := range r.Least {
+		if strings.HasPrefix(i.Package, prefix) {
+			s += i.Ms
+		}
+	}
+	return s
+}
+
 // Top formats the n largest of Least, "pkg 1.2 ms" per line.
 func (r Report) Top(n int) string {
 	var b strings.Builder
