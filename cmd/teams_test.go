@@ -193,7 +193,7 @@ func TestTeamProposeOnOneMachineApproveOnAnother(t *testing.T) {
 	if es[2].Outcome != audit.OutcomeSuccess || len(es[2].Answer) == 0 {
 		t.Errorf("executed entry %+v: want success with the server's answer", es[2])
 	}
-	all := alice.must(t, 0, "audit")
+	all := alice.must(t, 0, "audit", "-o", "wide")
 	for _, want := range []string{"proposed", "approved", "executed", "ci@runner", "alice@laptop", pgtest.Admin} {
 		if !strings.Contains(all, want) {
 			t.Errorf("audit table lacks %q:\n%s", want, all)

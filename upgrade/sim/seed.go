@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"strings"
@@ -35,6 +36,9 @@ type SeedAPI interface {
 	AddFlagList(ctx context.Context, kind upgrade.ListKind, in upgrade.FlagListInput) (*upgrade.FlagList, error)
 	Segments(ctx context.Context) (*upgrade.SegmentsAnswer, error)
 	UpsertSegment(ctx context.Context, in upgrade.SegmentInput) (*upgrade.SegmentRecord, error)
+	Metrics(ctx context.Context) ([]upgrade.MetricNode, error)
+	SaveMetrics(ctx context.Context, units []upgrade.MetricUnit, contexts []string) ([]upgrade.MetricNode, error)
+	Log(ctx context.Context, userID string, entries []upgrade.LogEntry) ([]upgrade.LogRow, error)
 }
 
 // SeedReport says what a seed created and what it found already there.
@@ -72,6 +76,57 @@ type seedExperiment struct {
 	states                     []upgrade.State
 	enrolled                   int // users marked while enrolling
 	school                     string
+	queries                    []seedQuery
+	logs                       bool // enrolled users log the sample metrics (sampleLog)
+}
+
+type seedQuery struct {
+	name, metric string
+	op           upgrade.QueryOp
+}
+
+type seedMetric struct {
+	key, datatype string
+	allowed       []string
+	context       string
+}
+
+// The sample metrics: what a tutor logs per student, so that the results
+// of Math Hints have numbers to show.
+const (
+	metricTimeOnTask = "time_on_task"
+	metricCompletion = "completion"
+)
+
+func sampleMetrics() []seedMetric {
+	return []seedMetric{
+		{key: metricTimeOnTask, datatype: upgrade.MetricContinuous, context: "assign-prog"},
+		{key: metricCompletion, datatype: upgrade.MetricCategorical, allowed: []string{"completed", "partial", "abandoned"}, context: "assign-prog"},
+	}
+}
+
+// sampleLog is what user logs in condition code: derived from the user id
+// alone (and the condition, so the variant shows an effect), never random,
+// so every seed prints the same results.
+func sampleLog(user, code string) map[string]any {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(user))
+	n := h.Sum32()
+	seconds := 240 + int(n%120) // 4 to 6 minutes
+	done := n%10 < 5
+	if code == "variant" {
+		seconds -= 30
+		done = n%10 < 7
+	}
+	completion := "completed"
+	switch {
+	case done:
+	case n%2 == 0:
+		completion = "partial"
+	default:
+		completion = "abandoned"
+	}
+	return map[string]any{metricTimeOnTask: seconds, metricCompletion: completion}
 }
 
 func sampleSegments() []seedSegment {
@@ -114,7 +169,12 @@ func sampleExperiments() []seedExperiment {
 		{name: "Math Hints", context: "assign-prog", description: "Do worked-example hints help on absolute value plots?",
 			conditions: []string{"control", "variant"}, site: "SelectSection", target: "absolute_value_plot_equality",
 			filter: "excludeAll", include: "pilot schools",
-			states: []upgrade.State{upgrade.StateEnrolling}, enrolled: 24, school: "lincoln-high"},
+			states: []upgrade.State{upgrade.StateEnrolling}, enrolled: 80, school: "lincoln-high", logs: true,
+			queries: []seedQuery{
+				{name: "Mean time on task", metric: metricTimeOnTask, op: upgrade.QueryOp{OperationType: "avg"}},
+				{name: "Time on task spread", metric: metricTimeOnTask, op: upgrade.QueryOp{OperationType: "stddev"}},
+				{name: "Completion rate", metric: metricCompletion, op: upgrade.QueryOp{OperationType: "percentage", CompareFn: "=", CompareValue: "completed"}},
+			}},
 		{name: "Step Function Practice", context: "assign-prog", description: "Extra practice problems before the unit test",
 			conditions: []string{"control", "variant"}, site: "SelectSection", target: "analyzing_step_functions",
 			filter: "includeAll",
@@ -135,6 +195,9 @@ func Seed(ctx context.Context, api SeedAPI, hc *http.Client) (*SeedReport, error
 		return rep, err
 	}
 	if err := seedFlagsIn(ctx, api, segIDs, rep); err != nil {
+		return rep, err
+	}
+	if err := seedMetricsIn(ctx, api, rep); err != nil {
 		return rep, err
 	}
 	if err := seedExperimentsIn(ctx, api, hc, segIDs, rep); err != nil {
@@ -214,6 +277,32 @@ func seedFlagsIn(ctx context.Context, api SeedAPI, segIDs map[string]string, rep
 	return nil
 }
 
+// seedMetricsIn creates the sample metrics the server lacks; queries need
+// them before the experiment that uses them is saved.
+func seedMetricsIn(ctx context.Context, api SeedAPI, rep *SeedReport) error {
+	trees, err := api.Metrics(ctx)
+	if err != nil {
+		return fmt.Errorf("read metrics: %w", err)
+	}
+	keys := map[string]bool{}
+	for _, m := range upgrade.FlattenMetrics(trees) {
+		keys[m.Key] = true
+	}
+	for _, sm := range sampleMetrics() {
+		what := "metric " + sm.key
+		if keys[sm.key] {
+			rep.Present = append(rep.Present, what)
+			continue
+		}
+		unit := upgrade.MetricUnit{Metric: sm.key, Datatype: sm.datatype, AllowedValues: sm.allowed}
+		if _, err := api.SaveMetrics(ctx, []upgrade.MetricUnit{unit}, []string{sm.context}); err != nil {
+			return fmt.Errorf("create %s: %w", what, err)
+		}
+		rep.Created = append(rep.Created, what)
+	}
+	return nil
+}
+
 func seedExperimentsIn(ctx context.Context, api SeedAPI, hc *http.Client, segIDs map[string]string, rep *SeedReport) error {
 	have, err := api.Experiments(ctx)
 	if err != nil {
@@ -247,6 +336,11 @@ func seedExperiment1(ctx context.Context, api SeedAPI, hc *http.Client, segIDs m
 	for i, code := range se.conditions {
 		e.Conditions = append(e.Conditions, upgrade.Condition{ConditionCode: code, AssignmentWeight: w, Order: i + 1})
 	}
+	for _, q := range se.queries {
+		if _, err := e.AddQuery(q.name, q.metric, upgrade.RepeatedMostRecent, q.op); err != nil {
+			return fmt.Errorf("add query %s: %w", q.name, err)
+		}
+	}
 	created, err := api.CreateExperiment(ctx, e)
 	if err != nil {
 		return err
@@ -268,6 +362,10 @@ func seedExperiment1(ctx context.Context, api SeedAPI, hc *http.Client, segIDs m
 	}
 	return nil
 }
+
+// sampleLogTime is the client timestamp of the sample logs: fixed, so the
+// data is the same on every seed.
+const sampleLogTime = "2026-01-12T09:00:00.000Z"
 
 // enrol initialises se.enrolled students of se.school and marks each at the
 // decision point with the condition UpGrade assigned.
@@ -295,6 +393,13 @@ func enrol(ctx context.Context, api SeedAPI, e *upgrade.Experiment, se seedExper
 		}
 		if _, err := api.Mark(ctx, user, upgrade.MarkRequest{Data: upgrade.MarkData{Site: se.site, Target: se.target, AssignedCondition: cond}}); err != nil {
 			return fmt.Errorf("mark %s: %w", user, err)
+		}
+		if !se.logs {
+			continue
+		}
+		entry := upgrade.LogEntry{Timestamp: sampleLogTime, Attributes: sampleLog(user, cond.ConditionCode)}
+		if _, err := api.Log(ctx, user, []upgrade.LogEntry{entry}); err != nil {
+			return fmt.Errorf("log %s: %w", user, err)
 		}
 	}
 	return nil
