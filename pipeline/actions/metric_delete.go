@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
 )
 
 // DeleteMetric is the name of the delete_metric action.
@@ -49,33 +50,16 @@ func underKey(stored, key string) bool {
 	return stored == key || strings.HasPrefix(stored, key+upgrade.MetricKeySep)
 }
 
-// metricQuery is an experiment query that uses a metric.
-type metricQuery struct {
-	Experiment string
-	Query      upgrade.Query
-}
-
-func (q metricQuery) String() string {
-	return fmt.Sprintf("%q of experiment %q", q.Query.Name, q.Experiment)
-}
-
-// queriesOf lists the experiment queries on metric key or its subtree.
-func queriesOf(ctx context.Context, api ExperimentAPI, key string) ([]metricQuery, error) {
-	es, err := api.Experiments(ctx)
+// queriesOf lists the experiment queries on metric key or its subtree,
+// as "name" of experiment "name".
+func queriesOf(ctx context.Context, api resultsAPI, key string) ([]string, error) {
+	ms, err := metricInfos(ctx, api)
 	if err != nil {
-		return nil, fmt.Errorf("reading the experiments: %w", err)
+		return nil, err
 	}
-	var out []metricQuery
-	for i := range es {
-		qs, err := es[i].QueryList()
-		if err != nil {
-			return nil, err
-		}
-		for _, q := range qs {
-			if q.MetricKey != "" && underKey(q.MetricKey, key) {
-				out = append(out, metricQuery{Experiment: es[i].Name, Query: q})
-			}
-		}
+	var out []string
+	for _, u := range readmodel.QueriesUsing(key, ms) {
+		out = append(out, fmt.Sprintf("%q of experiment %q", u.QueryName, u.ExperimentName))
 	}
 	return out, nil
 }
@@ -149,11 +133,7 @@ func executeDeleteMetric(ctx context.Context, env Env, p DeleteMetricParams, _ s
 			return Outcome{}, fmt.Errorf("metric %s: the server answered the delete, but still has %s", p.Key, m.Key)
 		}
 	}
-	res := metricDeleteResult{Key: p.Key, Deleted: true}
-	for _, q := range qs {
-		res.Queries = append(res.Queries, q.String())
-	}
-	return Result(res)
+	return Result(metricDeleteResult{Key: p.Key, Queries: qs, Deleted: true})
 }
 
 func reconcileDeleteMetric(ctx context.Context, env Env, p DeleteMetricParams, _ string, _ time.Time) (Reconciliation, error) {

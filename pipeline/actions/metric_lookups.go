@@ -24,13 +24,6 @@ type ResultsArgs struct {
 	ExperimentID string `json:"experiment_id" jsonschema:"experiment id (a name is also accepted)"`
 }
 
-// MetricInfo is one metric as get_metrics shows it: its stored key, type,
-// allowed values, contexts and the queries that use it.
-type MetricInfo struct {
-	upgrade.Metric
-	UsedBy []string `json:"used_by"`
-}
-
 // resultsAPI is what the lookups read.
 type resultsAPI interface {
 	MetricAPI
@@ -54,42 +47,33 @@ func init() {
 	})
 }
 
-// MetricsInfo lists the metrics, of appContext when given (any case,
-// blanks trimmed), each with the experiment queries that use it.
-func MetricsInfo(ctx context.Context, api resultsAPI, appContext string) ([]MetricInfo, error) {
-	ms, err := metricsNow(ctx, api)
+// metricInfos reads the metrics with the queries that use each.
+func metricInfos(ctx context.Context, api resultsAPI) ([]readmodel.MetricInfo, error) {
+	trees, err := api.Metrics(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading the metrics: %w", err)
 	}
 	es, err := api.Experiments(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the experiments: %w", err)
 	}
-	used := map[string][]string{}
-	for i := range es {
-		qs, err := es[i].QueryList()
-		if err != nil {
-			return nil, err
-		}
-		for _, q := range qs {
-			if q.MetricKey != "" {
-				used[q.MetricKey] = append(used[q.MetricKey], metricQuery{Experiment: es[i].Name, Query: q}.String())
-			}
-		}
+	return readmodel.MetricsOf(trees, es), nil
+}
+
+// MetricsInfo lists the metrics, of appContext when given (any case,
+// blanks trimmed), each with the experiment queries that use it.
+func MetricsInfo(ctx context.Context, api resultsAPI, appContext string) ([]readmodel.MetricInfo, error) {
+	ms, err := metricInfos(ctx, api)
+	if err != nil {
+		return nil, err
 	}
 	appContext = strings.TrimSpace(appContext)
-	out := []MetricInfo{}
-	for _, m := range ms {
-		if appContext != "" && !slices.ContainsFunc(m.Context, func(c string) bool { return strings.EqualFold(c, appContext) }) {
-			continue
-		}
-		by := used[m.Key]
-		if by == nil {
-			by = []string{}
-		}
-		out = append(out, MetricInfo{Metric: m, UsedBy: by})
+	if appContext == "" {
+		return ms, nil
 	}
-	return out, nil
+	return slices.DeleteFunc(ms, func(m readmodel.MetricInfo) bool {
+		return !slices.ContainsFunc(m.Context, func(c string) bool { return strings.EqualFold(c, appContext) })
+	}), nil
 }
 
 // ExperimentResults reads and computes an experiment's results

@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -200,4 +201,65 @@ func TestMetricActionsReconcile(t *testing.T) {
 	if outcome(del) != OutcomeDone {
 		t.Error("delete: not done after it ran")
 	}
+}
+
+// runLookup calls a built-in lookup as the gatherer does, with raw
+// arguments as a model writes them.
+func runLookup(t *testing.T, c *upgrade.Client, name, raw string) (any, error) {
+	t.Helper()
+	for _, l := range Builtin().Lookups() {
+		if l.Name == name {
+			return l.Run(context.Background(), Env{API: c}, json.RawMessage(raw))
+		}
+	}
+	t.Fatalf("no lookup %s", name)
+	return nil, nil
+}
+
+func TestMetricLookups(t *testing.T) {
+	c := startSim(t, "6.5.0")
+	id := queriedExperiment(t, c)
+	run(t, c, parsed(t, "create_metric", `{"context": ["assign-prog"], "key": "score", "type": "continuous"}`))
+	run(t, c, parsed(t, "add_experiment_query", `{"experiment_id": "`+id+`", "name": "Mean score", "metric_key": "score", "operation": "avg"}`))
+
+	for _, args := range []string{`{}`, `{"context": null}`, `{"context": ""}`, `{"context": " ASSIGN-PROG "}`} {
+		got, err := runLookup(t, c, "get_metrics", args)
+		if err != nil {
+			t.Fatalf("%s: %v", args, err)
+		}
+		b, _ := json.Marshal(got)
+		if !strings.Contains(string(b), `"key":"score"`) || !strings.Contains(string(b), `"query_name":"Mean score"`) {
+			t.Errorf("get_metrics %s = %s", args, b)
+		}
+	}
+	if got, err := runLookup(t, c, "get_metrics", `{"context": "other"}`); err != nil || !strings.Contains(mustJSON(t, got), "[]") {
+		t.Errorf("another context: %v %v", mustJSON(t, got), err)
+	}
+
+	for _, args := range []string{`{"experiment_id": "` + strings.ToUpper(id) + `"}`, `{"experiment_id": " queried "}`} {
+		got, err := runLookup(t, c, "get_experiment_results", args)
+		if err != nil {
+			t.Fatalf("%s: %v", args, err)
+		}
+		b := mustJSON(t, got)
+		if !strings.Contains(b, `"name":"Mean score"`) || !strings.Contains(b, `"sample_ratio"`) || !strings.Contains(b, `"meaning"`) {
+			t.Errorf("get_experiment_results %s = %s", args, b)
+		}
+	}
+	var pe *ParseError
+	if _, err := runLookup(t, c, "get_experiment_results", `{"experiment_id": "no such thing"}`); !errors.As(err, &pe) || pe.Problems[0].Field != "experiment_id" {
+		t.Errorf("unknown experiment: %v", err)
+	}
+	if _, err := runLookup(t, c, "get_experiment_results", `{"experiment_id": "  "}`); !errors.As(err, &pe) {
+		t.Errorf("empty experiment_id: %v", err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
