@@ -16,12 +16,12 @@ import (
 
 // MetricsArgs are get_metrics' arguments.
 type MetricsArgs struct {
-	Context string `json:"context,omitempty" jsonschema:"only metrics of this app context"`
+	Context string `json:"context,omitempty" jsonschema:"app context"`
 }
 
 // ResultsArgs are get_experiment_results' arguments.
 type ResultsArgs struct {
-	ExperimentID string `json:"experiment_id" jsonschema:"experiment id (a name is also accepted)"`
+	ExperimentID string `json:"experiment_id" jsonschema:"id or name"`
 }
 
 // resultsAPI is what the lookups read.
@@ -33,14 +33,14 @@ type resultsAPI interface {
 func init() {
 	RegisterLookup(LookupDef[MetricsArgs]{
 		Name: "get_metrics", Object: ObjectMetric,
-		Description: "Metrics (key, type, allowed values, contexts, queries using them).",
+		Description: "Metrics and their queries.",
 		Run: func(ctx context.Context, env Env, a MetricsArgs) (any, error) {
 			return MetricsInfo(ctx, env.API, a.Context)
 		},
 	})
 	RegisterLookup(LookupDef[ResultsArgs]{
 		Name: "get_experiment_results", Object: ObjectExperiment,
-		Description: "An experiment's query results per condition with intervals, enrollment and the sample-ratio check.",
+		Description: "Results per condition, with intervals.",
 		Run: func(ctx context.Context, env Env, a ResultsArgs) (any, error) {
 			return ExperimentResults(ctx, env.API, a.ExperimentID)
 		},
