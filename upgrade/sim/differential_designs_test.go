@@ -1,5 +1,7 @@
 package sim
 
+import "fmt"
+
 // The designs sequences of the differential test (labels in brackets are
 // the rows of upgrade-results-designs.md sections 7-12, and the issue-30
 // differences left from the last round).
@@ -7,6 +9,7 @@ package sim
 func designScenarios() []scenario {
 	return []scenario{
 		{"mooclets", scenarioMooclets},
+		{"leftovers", scenarioLeftovers},
 	}
 }
 
@@ -26,4 +29,43 @@ func scenarioMooclets(p *party) {
 	}), values("message"))
 	p.call("[POST /v6/reward]", "POST", "/v6/reward", map[string]any{"experimentId": id, "rewardValue": "SUCCESS"}, as(p.user("r")), noShape())
 	p.call("[GET mooclet-rewards]", "GET", "/experiments/mooclet-rewards/"+id, nil, noShape())
+}
+
+// scenarioLeftovers probes the four differences issue 30 reports from the
+// last round: the lists of GET /experiments and of the paginated rows, a
+// segment's missing description, and an experiment's own audit log.
+func scenarioLeftovers(p *party) {
+	in := p.user("in")
+	c := p.create("create with lists", p.exp("lists", set("filterMode", "excludeAll"),
+		set("experimentSegmentInclusion", segment([]string{in}, nil)),
+		set("experimentSegmentExclusion", segment([]string{p.user("out")}, nil))))
+	id := c.str("id")
+	var mine any
+	for _, e := range asArray(p.call("[GET /experiments: lists]", "GET", "/experiments", nil, noShape()).body) {
+		if lookup(e, "id") == id {
+			mine = e
+		}
+	}
+	p.fact("[GET /experiments: lists] inclusion, exclusion rows",
+		fmt.Sprint(lookup(mine, "#experimentSegmentInclusion"), " ", lookup(mine, "#experimentSegmentExclusion")))
+	p.call("[paginated: lists]", "POST", "/experiments/paginated", map[string]any{"skip": 0, "take": 5,
+		"searchParams": map[string]any{"key": "name", "string": p.run + " leftovers"},
+		"sortParams":   map[string]any{"key": "name", "sortAs": "ASC"}},
+		values("total", "#nodes.0.experimentSegmentInclusion", "#nodes.0.experimentSegmentExclusion"))
+
+	body := p.seg(p.id("S"), p.named("S"), "public", []string{in}, nil, nil)
+	delete(body, "description")
+	p.call("[segment w/o description: create]", "POST", "/segments", body, values("description"))
+	p.call("[segment w/o description: read]", "GET", "/segments/"+p.id("S"), nil, values("description"))
+
+	p.state("start", id, "enrolling")
+	p.state("pause", id, "enrollmentComplete")
+	a := p.call("[experiment audit: only state changes]", "POST", "/audit", map[string]any{"skip": 0, "take": 10, "experimentId": id},
+		values("total", "#nodes"), noShape())
+	types := map[string]int{}
+	for _, n := range asArray(lookup(a.body, "nodes")) {
+		t, _ := lookup(n, "type").(string)
+		types[t]++
+	}
+	p.fact("[experiment audit: only state changes] entries by type", types)
 }

@@ -55,3 +55,25 @@ func TestMoocletRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A segment sent without a description reads back null, as on a real 6.5;
+// one sent with "" keeps "" (issue 30, the leftover differences).
+func TestSegmentWithoutDescriptionIsNull(t *testing.T) {
+	ts := startSim(t, Options{})
+	for _, tc := range []struct {
+		name string
+		desc any // nil: the key is left out
+		want any
+	}{{"without", nil, nil}, {"empty", "", ""}, {"given", "d", "d"}} {
+		body := map[string]any{"name": "seg " + tc.name, "context": "assign-prog", "type": "public",
+			"userIds": []any{"u1"}, "groups": []any{}, "subSegmentIds": []any{}}
+		if tc.desc != nil {
+			body["description"] = tc.desc
+		}
+		id, _ := ts.must("POST", "/segments", body).object(t)["id"].(string)
+		got := ts.must("GET", "/segments/"+id, nil).object(t)
+		if d, ok := got["description"]; !ok || d != tc.want {
+			t.Errorf("%s: description %#v (present %v), want %#v", tc.name, d, ok, tc.want)
+		}
+	}
+}
