@@ -1,6 +1,10 @@
 package sim
 
-import "fmt"
+import (
+	"fmt"
+	"net/http"
+	"testing"
+)
 
 // The designs sequences of the differential test (labels in brackets are
 // the rows of upgrade-results-designs.md sections 7-12, and the issue-30
@@ -68,4 +72,43 @@ func scenarioLeftovers(p *party) {
 		types[t]++
 	}
 	p.fact("[experiment audit: only state changes] entries by type", types)
+}
+
+// TestDesignProbesOnSimulator runs the designs sequences on the simulator
+// alone (CI has no real server): the mooclet refusals answer 400 with the
+// server's message, and the leftover probes show what the simulator does.
+func TestDesignProbesOnSimulator(t *testing.T) {
+	srv, err := Start(Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	obs := map[string]observation{}
+	for _, sc := range designScenarios() {
+		p := &party{name: "sim", base: srv.URL(), hc: &http.Client{}, run: "ci", scen: sc.name, tb: t}
+		sc.run(p)
+		p.cleanup()
+		for _, o := range p.obs {
+			if o.status >= 500 {
+				t.Errorf("%s / %s: status %d", sc.name, o.label, o.status)
+			}
+			obs[o.label] = o
+		}
+	}
+	for label, want := range map[string]int{
+		"[ts_configurable w/o params]": 400, "[ts_configurable with params]": 400,
+		"[other mooclet refusals] random with params": 400, "[other mooclet refusals] PUT with params": 400,
+		"[POST /v6/reward]": 400, "[GET mooclet-rewards]": 400,
+		"[segment w/o description: read]": 200,
+	} {
+		if got := obs[label].status; got != want {
+			t.Errorf("%s: status %d, want %d", label, got, want)
+		}
+	}
+	if d := lookup(obs["[segment w/o description: read]"].body, "description"); d != nil {
+		t.Errorf("segment without description reads back %v, want null", d)
+	}
+	if m := lookup(obs["[ts_configurable with params]"].body, "message"); m != "Failed to create Experiment: moocletPolicyParameters was provided but mooclets are not enabled on backend." {
+		t.Errorf("ts_configurable with params: message %v", m)
+	}
 }

@@ -1,6 +1,10 @@
 package sim
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
 
 // Mooclets (the ts_configurable algorithm, Thompson sampling) are switched
 // off on a standard 6.5 backend. The real server refuses every use of them
@@ -10,7 +14,7 @@ import "fmt"
 // (validateExperiment).
 
 // algorithmMooclet is the assignment algorithm that needs mooclets.
-const algorithmMooclet = "ts_configurable"
+const algorithmMooclet = upgrade.AlgorithmMooclet
 
 // moocletRefusal is the answer to a create or update body with
 // moocletPolicyParameters (verb is "create" or "update"), nil without them.

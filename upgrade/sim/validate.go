@@ -24,7 +24,7 @@ var (
 	assignmentUnits  = []string{upgrade.UnitIndividual, upgrade.UnitGroup, upgrade.UnitWithinSubjects}
 	postRules        = []string{upgrade.PostRuleContinue, upgrade.PostRuleRevert, upgrade.PostRuleAssign}
 	experimentTypes  = []string{upgrade.TypeSimple, upgrade.TypeFactorial}
-	algorithms       = []string{upgrade.AlgorithmRandom, "stratified random sampling", algorithmMooclet}
+	algorithms       = []string{upgrade.AlgorithmRandom, upgrade.AlgorithmStratified, algorithmMooclet}
 	payloadTypes     = []string{"string", "json", "csv"}
 	segmentTypes     = []string{"public", "private", "global_exclude"}
 	repeatedMeasures = []string{"MEAN", "EARLIEST", "MOST RECENT", "COUNT", "PERCENTAGE"}
