@@ -266,6 +266,23 @@ func TestHabitQuirks(t *testing.T) {
 				}),
 			create.approve(),
 		}, backend: []check{hasExp("Fraction Hints", upgrade.StateInactive, "control:40", "variant:60")}},
+		{name: "assignment algorithm: explicit default with stray blanks", steps: []turnStep{
+			request(create.say, "create_experiment", `{name: Fraction Hints, context: assign-prog, decision_points: [{site: SelectSection, target: absolute_value_plot_equality}], conditions: [{code: control, weight: 50}, {code: variant, weight: 50}], assignment_algorithm: " Random "}`).
+				expect(func(w *turnWant) { w.exact = yamlToJSON(create.params) }),
+			create.approve(),
+		}, backend: create.after},
+		{name: "assignment algorithm null", steps: []turnStep{
+			request(create.say, "create_experiment", `{name: Fraction Hints, context: assign-prog, decision_points: [{site: SelectSection, target: absolute_value_plot_equality}], conditions: [{code: control, weight: 50}, {code: variant, weight: 50}], assignment_algorithm: null}`).
+				expect(func(w *turnWant) { w.exact = yamlToJSON(create.params) }),
+			create.approve(),
+		}, backend: create.after},
+		{name: "assignment algorithm Thompson sampling refused with the reason", steps: []turnStep{
+			{say: create.say, llm: analyze + gather("create_experiment", `{name: Fraction Hints, context: assign-prog, decision_points: [{site: SelectSection, target: absolute_value_plot_equality}], conditions: [{code: control, weight: 50}, {code: variant, weight: 50}], assignment_algorithm: Thompson Sampling}`) + respond,
+				want: turnWant{field: "assignment_algorithm", seen: []string{"ts_configurable (Thompson sampling) cannot be used", "mooclets are not enabled on backend"}}},
+			{say: "random then", llm: analyze + "- call: {update_action_params: {key: assignment_algorithm, value: random}}\n" + respond,
+				want: turnWant{status: "awaiting_confirmation", confirm: "create_experiment", exact: yamlToJSON(create.params)}},
+			create.approve(),
+		}, backend: create.after},
 		{name: "weights as floats", steps: []turnStep{
 			request(create.say, "create_experiment", `{name: Fraction Hints, context: assign-prog, decision_points: [{site: SelectSection, target: absolute_value_plot_equality}], conditions: [{code: control, weight: 49.5}, {code: variant, weight: 50.50}]}`),
 			create.approve(),

@@ -104,6 +104,12 @@ const (
 	TypeFactorial = "Factorial"
 
 	AlgorithmRandom = "random"
+	// AlgorithmStratified draws within the values of a stratification
+	// factor (6.5 draws like random, upgrade-results-designs.md section 9).
+	AlgorithmStratified = "stratified random sampling"
+	// AlgorithmMooclet is Thompson sampling through mooclets, off on a
+	// standard 6.5 backend.
+	AlgorithmMooclet = "ts_configurable"
 
 	MarkConditionApplied    = "condition applied"
 	MarkConditionNotApplied = "condition not applied"

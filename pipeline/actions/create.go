@@ -31,6 +31,10 @@ type CreateExperimentParams struct {
 	InclusionGroups    []GroupParam         `json:"inclusion_groups,omitempty" jsonschema:"groups included (filter_mode excludeAll)"`
 	ExclusionUsers     []string             `json:"exclusion_users,omitempty" jsonschema:"user ids excluded"`
 	ExclusionGroups    []GroupParam         `json:"exclusion_groups,omitempty" jsonschema:"groups excluded"`
+	// AssignmentAlgorithm is empty for UpGrade's default, random (an
+	// explicit "random" is folded to empty, so it confirms and hashes like
+	// a create that leaves it out).
+	AssignmentAlgorithm string `json:"assignment_algorithm,omitempty" jsonschema:"random (default); ts_configurable (Thompson sampling) is refused: mooclets are off on a standard UpGrade 6.5"`
 }
 
 // Action implements Params.
@@ -38,21 +42,22 @@ func (CreateExperimentParams) Action() Name { return CreateExperiment }
 
 func (p CreateExperimentParams) canonical() CreateExperimentParams {
 	return withDefaults(CreateExperimentParams{
-		Name:               strings.TrimSpace(p.Name),
-		Context:            strings.TrimSpace(p.Context),
-		DecisionPoints:     normDecisionPoints(p.DecisionPoints),
-		Conditions:         normConditions(p.Conditions),
-		Description:        strings.TrimSpace(p.Description),
-		Tags:               trimList(p.Tags),
-		AssignmentUnit:     enumValue(p.AssignmentUnit, units),
-		GroupType:          strings.TrimSpace(p.GroupType),
-		ConsistencyRule:    enumValue(p.ConsistencyRule, consistencies),
-		PostExperimentRule: normPostRule(p.PostExperimentRule),
-		FilterMode:         upgrade.FilterModeOf(p.FilterMode),
-		InclusionUsers:     trimList(p.InclusionUsers),
-		InclusionGroups:    normGroups(p.InclusionGroups),
-		ExclusionUsers:     trimList(p.ExclusionUsers),
-		ExclusionGroups:    normGroups(p.ExclusionGroups),
+		Name:                strings.TrimSpace(p.Name),
+		Context:             strings.TrimSpace(p.Context),
+		DecisionPoints:      normDecisionPoints(p.DecisionPoints),
+		Conditions:          normConditions(p.Conditions),
+		Description:         strings.TrimSpace(p.Description),
+		Tags:                trimList(p.Tags),
+		AssignmentUnit:      enumValue(p.AssignmentUnit, units),
+		GroupType:           strings.TrimSpace(p.GroupType),
+		ConsistencyRule:     enumValue(p.ConsistencyRule, consistencies),
+		PostExperimentRule:  normPostRule(p.PostExperimentRule),
+		FilterMode:          upgrade.FilterModeOf(p.FilterMode),
+		InclusionUsers:      trimList(p.InclusionUsers),
+		InclusionGroups:     normGroups(p.InclusionGroups),
+		ExclusionUsers:      trimList(p.ExclusionUsers),
+		ExclusionGroups:     normGroups(p.ExclusionGroups),
+		AssignmentAlgorithm: algorithmValue(p.AssignmentAlgorithm),
 	})
 }
 

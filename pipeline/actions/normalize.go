@@ -16,7 +16,24 @@ var (
 	consistencies = []string{upgrade.ConsistencyIndividual, upgrade.ConsistencyGroup, upgrade.ConsistencyExperiment}
 	postRules     = []string{upgrade.PostRuleContinue, upgrade.PostRuleAssign, upgrade.PostRuleRevert}
 	markStatuses  = []string{upgrade.MarkConditionApplied, upgrade.MarkConditionNotApplied, upgrade.MarkNoConditionAssigned}
+	algorithms    = []string{upgrade.AlgorithmRandom, upgrade.AlgorithmStratified, upgrade.AlgorithmMooclet}
 )
+
+// algorithmValue folds an assignment algorithm to UpGrade's spelling, with
+// the names people use for it ("Thompson sampling", "stratified"), and the
+// default random to "" so that naming it changes nothing.
+func algorithmValue(s string) string {
+	switch foldKey(strings.TrimSpace(s)) {
+	case foldKey("thompson sampling"), foldKey("thompson"), foldKey("ts"):
+		return upgrade.AlgorithmMooclet
+	case foldKey("stratified"), foldKey("stratified sampling"):
+		return upgrade.AlgorithmStratified
+	}
+	if v := enumValue(s, algorithms); v != upgrade.AlgorithmRandom {
+		return v
+	}
+	return ""
+}
 
 // enumValue returns the allowed spelling that s matches ignoring case,
 // blanks, and _/- differences; otherwise s trimmed.

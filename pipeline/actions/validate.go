@@ -204,6 +204,15 @@ func (c *Checker) design(d CreateExperimentParams, selfID string, checkName bool
 	default:
 		c.Add("assignment_unit", "unknown assignment unit %q; use individual or group", d.AssignmentUnit)
 	}
+	switch d.AssignmentAlgorithm {
+	case "", upgrade.AlgorithmRandom:
+	case upgrade.AlgorithmMooclet:
+		c.Add("assignment_algorithm", "ts_configurable (Thompson sampling) cannot be used: UpGrade 6.5 refuses it with \"moocletPolicyParameters was provided but mooclets are not enabled on backend\"; an administrator would have to enable mooclets on the UpGrade backend (and run its mooclet service) first. Use random")
+	case upgrade.AlgorithmStratified:
+		c.Add("assignment_algorithm", "stratified random sampling is not supported by the agent yet; use random (UpGrade 6.5 draws stratified experiments like random ones anyway)")
+	default:
+		c.Add("assignment_algorithm", "unknown assignment algorithm %q; use random", d.AssignmentAlgorithm)
+	}
 	if d.AssignmentUnit == upgrade.UnitGroup {
 		if d.GroupType == "" {
 			c.Missing("group_type", "group_type is required with assignment_unit group; valid group types: %s", listOrNone(info.GroupTypes))

@@ -37,6 +37,12 @@ func TestValidate(t *testing.T) {
 	}{
 		// create_experiment
 		{"create: valid", validCreate(), nil},
+		{"create: ts_configurable refused with the reason", create(func(p *CreateExperimentParams) { p.AssignmentAlgorithm = "ts_configurable" }),
+			[]Problem{{Field: "assignment_algorithm", Message: `ts_configurable (Thompson sampling) cannot be used: UpGrade 6.5 refuses it with "moocletPolicyParameters was provided but mooclets are not enabled on backend"; an administrator would have to enable mooclets on the UpGrade backend (and run its mooclet service) first. Use random`}}},
+		{"create: stratified not yet", create(func(p *CreateExperimentParams) { p.AssignmentAlgorithm = "stratified random sampling" }),
+			[]Problem{{Field: "assignment_algorithm", Message: "stratified random sampling is not supported by the agent yet; use random (UpGrade 6.5 draws stratified experiments like random ones anyway)"}}},
+		{"create: unknown algorithm", create(func(p *CreateExperimentParams) { p.AssignmentAlgorithm = "bandit" }),
+			[]Problem{{Field: "assignment_algorithm", Message: `unknown assignment algorithm "bandit"; use random`}}},
 		{"create: name missing", create(func(p *CreateExperimentParams) { p.Name = "" }),
 			[]Problem{{Field: "name", Message: "name is required", Missing: true}}},
 		{"create: duplicate name", create(func(p *CreateExperimentParams) { p.Name = "math hints" }),
@@ -357,5 +363,20 @@ func TestValidateUpdateIgnoresOldTwin(t *testing.T) {
 	}
 	if f.count("ExperimentNames") != 0 {
 		t.Errorf("names read %d times for an update that keeps the name", f.count("ExperimentNames"))
+	}
+}
+
+// The names a model uses for an algorithm fold to UpGrade's; random, the
+// default, folds to empty so that naming it changes no params hash.
+func TestAlgorithmValue(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "", "random": "", " Random ": "", "RANDOM": "",
+		"ts_configurable": upgrade.AlgorithmMooclet, "TS Configurable": upgrade.AlgorithmMooclet, "Thompson sampling": upgrade.AlgorithmMooclet,
+		"stratified": upgrade.AlgorithmStratified, "Stratified Random Sampling": upgrade.AlgorithmStratified,
+		" bandit ": "bandit",
+	} {
+		if got := algorithmValue(in); got != want {
+			t.Errorf("algorithmValue(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -40,7 +40,7 @@ type flagListRow struct {
 type simSegment struct {
 	ID            string             `json:"id"`
 	Name          string             `json:"name"`
-	Description   string             `json:"description"`
+	Description   *string            `json:"description"` // nil: created without one, read back as null like 6.5
 	ListType      *string            `json:"listType"`
 	Context       string             `json:"context"`
 	Type          string             `json:"type"`
@@ -72,7 +72,8 @@ func (s *Sim) cat() *catalog {
 		id := upgrade.IDFrom("global_exclude/" + ctx)
 		if c.segment(id) == nil {
 			now := s.timestamp()
-			c.Segments = append(c.Segments, &simSegment{ID: id, Name: "Global Exclude", Description: "Globally excluded Users, Groups and Segments",
+			desc := "Globally excluded Users, Groups and Segments"
+			c.Segments = append(c.Segments, &simSegment{ID: id, Name: "Global Exclude", Description: &desc,
 				Context: ctx, Type: upgrade.SegmentGlobalExclude, Users: []string{}, Groups: []upgrade.GroupRef{}, SubSegmentIDs: []string{},
 				CreatedAt: now, UpdatedAt: now, VersionNumber: 1})
 		}
@@ -169,7 +170,7 @@ func (s *Sim) segmentRow(sg *simSegment) obj {
 	if sg.ListType != nil {
 		lt = *sg.ListType
 	}
-	return obj{"id": sg.ID, "name": sg.Name, "description": sg.Description, "listType": lt, "context": sg.Context,
+	return obj{"id": sg.ID, "name": sg.Name, "description": strPtr(sg.Description), "listType": lt, "context": sg.Context,
 		"type": sg.Type, "tags": tags, "createdAt": sg.CreatedAt, "updatedAt": sg.UpdatedAt, "versionNumber": sg.VersionNumber}
 }
 

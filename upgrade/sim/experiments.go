@@ -93,13 +93,14 @@ func jsonArray(items [][]byte) []byte {
 // prepareExperiment validates a create or update body and decodes it. It
 // reads nothing but the metadata, so it runs outside the lock.
 func (s *Sim) prepareExperiment(body []byte) (*upgrade.Experiment, []conditionPayload, *apiError) {
-	e, payloads, _, aerr := s.prepareBody(body)
+	e, payloads, _, aerr := s.prepareBody(body, "create")
 	return e, payloads, aerr
 }
 
 // prepareBody is prepareExperiment that also tells whether the body carried
 // conditionPayloads at all (an update without them fails on the server).
-func (s *Sim) prepareBody(body []byte) (*upgrade.Experiment, []conditionPayload, bool, *apiError) {
+// Verb ("create" or "update") names the operation in the mooclet refusal.
+func (s *Sim) prepareBody(body []byte, verb string) (*upgrade.Experiment, []conditionPayload, bool, *apiError) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
@@ -111,6 +112,9 @@ func (s *Sim) prepareBody(body []byte) (*upgrade.Experiment, []conditionPayload,
 		return nil, nil, false, badBody("the body is not a JSON object")
 	}
 	if aerr := validateExperiment(m); aerr != nil {
+		return nil, nil, false, aerr
+	}
+	if aerr := moocletRefusal(m, verb); aerr != nil {
 		return nil, nil, false, aerr
 	}
 	var e upgrade.Experiment
@@ -456,7 +460,7 @@ func (s *Sim) handleUpdate(c *call, id string) {
 		c.fail(badParam("id: must be a UUID"))
 		return
 	}
-	e, payloads, payloadsSent, aerr := s.prepareBody(c.body)
+	e, payloads, payloadsSent, aerr := s.prepareBody(c.body, "update")
 	if aerr != nil {
 		c.fail(aerr)
 		return

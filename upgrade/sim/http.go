@@ -169,6 +169,10 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 		route(m, false, s.handleAssign)
 	case len(segs) == 2 && low[0] == "v6" && low[1] == "mark" && m == http.MethodPost:
 		route(m, false, s.handleMark)
+	case len(segs) == 2 && low[0] == "v6" && low[1] == "reward" && m == http.MethodPost:
+		route(m, false, moocletsOff)
+	case len(segs) == 3 && low[0] == "experiments" && low[1] == "mooclet-rewards" && m == http.MethodGet:
+		route(m, true, moocletsOff)
 	default:
 		if h, admin := s.catalogRoute(m, segs, low); h != nil {
 			route(m, admin, h)

@@ -121,9 +121,12 @@ func (s *Sim) upsertSegmentLocked(cat *catalog, in *segmentInput) (*simSegment, 
 		sg = &simSegment{ID: id, CreatedAt: now, VersionNumber: 0}
 		cat.Segments = append(cat.Segments, sg)
 	}
-	desc := ""
+	// A segment sent without a description has none: 6.5 reads it back
+	// as null, not "".
+	var desc *string
 	if in.Description != nil {
-		desc = *in.Description
+		d := *in.Description
+		desc = &d
 	}
 	subs := slices.DeleteFunc(s.knownSegments(in.SubSegmentIDs), func(id string) bool { return id == sg.ID })
 	sg.Name, sg.Description, sg.Context, sg.Type, sg.ListType = in.Name, desc, in.Context, in.Type, in.ListType

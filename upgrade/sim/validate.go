@@ -24,7 +24,7 @@ var (
 	assignmentUnits  = []string{upgrade.UnitIndividual, upgrade.UnitGroup, upgrade.UnitWithinSubjects}
 	postRules        = []string{upgrade.PostRuleContinue, upgrade.PostRuleRevert, upgrade.PostRuleAssign}
 	experimentTypes  = []string{upgrade.TypeSimple, upgrade.TypeFactorial}
-	algorithms       = []string{upgrade.AlgorithmRandom, "stratified random sampling", "ts_configurable"}
+	algorithms       = []string{upgrade.AlgorithmRandom, upgrade.AlgorithmStratified, algorithmMooclet}
 	payloadTypes     = []string{"string", "json", "csv"}
 	segmentTypes     = []string{"public", "private", "global_exclude"}
 	repeatedMeasures = []string{"MEAN", "EARLIEST", "MOST RECENT", "COUNT", "PERCENTAGE"}
@@ -245,7 +245,9 @@ func validateExperiment(m map[string]any) *apiError {
 		c.failf("assignmentUnit", "When assignmentUnit is GROUP, group must be defined. When assignmentUnit is not GROUP, group must be null or undefined.")
 	}
 	c.enum(m, "", "postExperimentRule", postRules, true)
-	c.enum(m, "", "assignmentAlgorithm", algorithms, false)
+	if c.enum(m, "", "assignmentAlgorithm", algorithms, false) == algorithmMooclet {
+		c.object(m, "", "moocletPolicyParameters", true)
+	}
 	if v, ok := m["enrollmentCompleteCondition"]; !absent(v, ok) {
 		if o := c.object(m, "", "enrollmentCompleteCondition", false); o != nil {
 			c.number(o, "enrollmentCompleteCondition", "userCount", true, false)

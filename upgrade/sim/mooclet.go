@@ -1,0 +1,34 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
+
+// Mooclets (the ts_configurable algorithm, Thompson sampling) are switched
+// off on a standard 6.5 backend. The real server refuses every use of them
+// with a 400 (upgrade-results-designs.md section 10): an experiment that
+// carries moocletPolicyParameters whatever its algorithm, and the reward
+// routes. ts_configurable without the parameters fails validation first
+// (validateExperiment).
+
+// algorithmMooclet is the assignment algorithm that needs mooclets.
+const algorithmMooclet = upgrade.AlgorithmMooclet
+
+// moocletRefusal is the answer to a create or update body with
+// moocletPolicyParameters (verb is "create" or "update"), nil without them.
+func moocletRefusal(m map[string]any, verb string) *apiError {
+	if v, ok := m["moocletPolicyParameters"]; absent(v, ok) {
+		return nil
+	}
+	return &apiError{Status: 400, Name: "BadRequestError", Type: typeIncorrectParam,
+		Message: fmt.Sprintf("Failed to %s Experiment: moocletPolicyParameters was provided but mooclets are not enabled on backend.", verb)}
+}
+
+// moocletsOff answers the reward routes (POST /v6/reward, GET
+// /experiments/mooclet-rewards/:id).
+func moocletsOff(c *call) {
+	c.fail(&apiError{Status: 400, Name: "BadRequestError", Type: typeIncorrectParam,
+		Message: "Mooclets are not enabled on backend."})
+}
