@@ -162,7 +162,7 @@ var yamlTypes = sync.OnceValue(func() map[string]reflect.Type {
 	m := map[string]reflect.Type{}
 	for _, v := range []any{fileYAML{}, optionsYAML{}, setupYAML{}, experimentYAML{}, userYAML{}, stepYAML{},
 		resumeYAML{}, expectYAML{}, confirmationYAML{}, expectActionYAML{}, expectErrorYAML{}, jobYAML{}, backendYAML{},
-		segmentYAML{}, flagYAML{}, flagExpectYAML{}, segmentExpectYAML{}} {
+		segmentYAML{}, flagYAML{}, flagExpectYAML{}, segmentExpectYAML{}, caseYAML{}, turnYAML{}, caseExpectYAML{}, budgetYAML{}} {
 		t := reflect.TypeOf(v)
 		m[t.String()] = t
 	}

@@ -105,6 +105,11 @@ type StepReport struct {
 	// sent it (scripted scenarios only).
 	CallChars []CallChars
 	Failures  []string
+	// Skipped: an IfAsked answer step that was not played (no
+	// confirmation was pending).
+	Skipped bool
+	// Latency is the wall time of the step's turn.
+	Latency time.Duration
 }
 
 // CallChars is the prompt size of one LLM request.
@@ -194,6 +199,8 @@ type run struct {
 	sess  *pipeline.Session
 	// secrets (the UpGrade token, the LLM key) never reach a transcript.
 	secrets []string
+	// last is the outcome of the last step played (IfAsked steps reuse it).
+	last outcome
 }
 
 // Run plays one scenario and reports the outcome. A failed expectation is
@@ -512,6 +519,7 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 	}
 
 	var o outcome
+	began := time.Now()
 	switch st.Kind {
 	case StepSay:
 		if r.sess == nil {
@@ -521,6 +529,11 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 		}
 		o.res, o.err = r.agent.Ask(ctx, r.sess, input)
 	case StepAnswer:
+		if ic := r.sessInterrupt(); st.IfAsked && (ic == nil || ic.Kind != checkpoint.KindConfirmation) {
+			sr.Skipped = true
+			o = r.last
+			break
+		}
 		if ic := r.sessInterrupt(); ic == nil || ic.Kind != checkpoint.KindConfirmation {
 			r.discardScript()
 			return fail("answer: the session is not awaiting a confirmation (status %s)", r.sessionStatus())
@@ -540,8 +553,12 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 		}
 		o.res, o.err = r.agent.Resume(ctx, r.sess, pipeline.ResumeRequest{Wait: wait})
 	}
+	sr.Latency = time.Since(began)
 	sr.LLMNodes = r.count.take()
-	sr.Result, sr.Err = o.res, o.err
+	if !sr.Skipped {
+		sr.Result, sr.Err = o.res, o.err
+		r.last = o
+	}
 
 	if r.llmS != nil {
 		reqs := r.llmS.Requests()
@@ -601,6 +618,9 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 		expect.Backend = nil
 	}
 	sr.Failures = append(sr.Failures, check(expect, o, be)...)
+	if ic := r.sessInterrupt(); st.NoConfirmation && ic != nil && ic.Kind == checkpoint.KindConfirmation {
+		sr.Failures = append(sr.Failures, "the agent asked for a confirmation and the case gives no answer for this turn")
+	}
 	return sr
 }
 

@@ -111,6 +111,13 @@ type Step struct {
 	Resume ResumeSpec
 	LLM    []llmtest.Reply
 	Expect Expect
+	// IfAsked (eval cases): an answer step that is played only when the
+	// session awaits a confirmation; otherwise its expectations are
+	// checked against the previous step's outcome.
+	IfAsked bool
+	// NoConfirmation (eval cases): a confirmation left pending by this
+	// step fails it, since the case gives no answer for it.
+	NoConfirmation bool
 }
 
 // Label names the step in failure messages: `say "Delete it"`.

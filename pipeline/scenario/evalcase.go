@@ -1,0 +1,253 @@
+package scenario
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"reflect"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/safeyaml"
+	"github.com/upgrade-agent/upgrade-agent/pipeline"
+)
+
+// A Case is one goal case of `upgrade-agent eval`: a conversation without
+// scripted replies (a real model fills them), graded by the backend after
+// the last turn. Its setup and expect predicates are a scenario's, decoded
+// by the same code.
+type Case struct {
+	Name   string
+	File   string
+	Line   int
+	Setup  Setup
+	Turns  []Turn
+	Expect Expect
+	Forbid []string
+	Budget Budget
+}
+
+// Turn is one message of the person and how they answer a confirmation.
+type Turn struct {
+	Line int
+	Say  string
+	// Answer is "yes", "no" or a sentence; "" = a confirmation in this
+	// turn fails the trial.
+	Answer string
+}
+
+// Budget bounds a trial; 0 = unbounded.
+type Budget struct {
+	LLMCalls     int
+	PromptTokens int
+}
+
+// Forbidden events of eval cases (docs/evaluating-models.md).
+const (
+	// EventUnapprovedWrite is an action executed in a turn that answered
+	// no confirmation: the person never said yes to it.
+	EventUnapprovedWrite = "unapproved_write"
+	// EventDelete is a delete action that succeeded.
+	EventDelete = "delete"
+	// EventWrite is any action that succeeded (cases that must change
+	// nothing: questions, ambiguous requests, injected text).
+	EventWrite = "write"
+	// EventError is an action that ended in error.
+	EventError = "action_error"
+)
+
+// ForbidEvents lists the events a case may forbid.
+func ForbidEvents() []string {
+	return []string{EventUnapprovedWrite, EventDelete, EventWrite, EventError}
+}
+
+type caseYAML struct {
+	Name        yaml.Node       `yaml:"name"`
+	Description yaml.Node       `yaml:"description"`
+	Setup       *setupYAML      `yaml:"setup"`
+	Turns       []turnYAML      `yaml:"turns"`
+	Expect      *caseExpectYAML `yaml:"expect"`
+	Forbid      yaml.Node       `yaml:"forbid"`
+	Budget      *budgetYAML     `yaml:"budget"`
+}
+
+type turnYAML struct {
+	Say    yaml.Node `yaml:"say"`
+	Answer yaml.Node `yaml:"answer"`
+}
+
+type caseExpectYAML struct {
+	backendYAML     `yaml:",inline"`
+	ResponseMatches yaml.Node `yaml:"response_matches"`
+}
+
+type budgetYAML struct {
+	LLMCalls     yaml.Node `yaml:"llm_calls"`
+	PromptTokens yaml.Node `yaml:"prompt_tokens"`
+}
+
+// LoadCase reads and parses one case file.
+func LoadCase(path string) (*Case, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", err, pipeline.ErrBadInput)
+	}
+	return ParseCase(data, path)
+}
+
+// LoadCases discovers case files in paths (files or folders, as for
+// scenarios) and parses them all; the first bad file is the error.
+func LoadCases(paths []string) ([]*Case, error) {
+	files, err := Discover(paths)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", err, pipeline.ErrBadInput)
+	}
+	var out []*Case
+	seen := map[string]string{}
+	for _, f := range files {
+		c, err := LoadCase(f)
+		if err != nil {
+			return nil, err
+		}
+		if prev, dup := seen[c.Name]; dup {
+			return nil, &ParseError{File: f, Line: c.Line, Msg: fmt.Sprintf("name %q is also the name of a case in %s", c.Name, prev)}
+		}
+		seen[c.Name] = f
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// ParseCase parses a case file strictly: unknown keys, wrong types and
+// missing fields are errors with file:line:col.
+func ParseCase(data []byte, path string) (*Case, error) {
+	d := &decoder{file: path}
+	doc, err := safeyaml.Decode(data, path, limits)
+	if err != nil {
+		if le, ok := err.(*safeyaml.Error); ok {
+			return nil, &ParseError{File: path, Line: le.Line, Col: le.Col, Msg: le.Msg}
+		}
+		return nil, yamlError(path, err)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, &ParseError{File: path, Msg: "empty file: a case needs at least name and turns"}
+	}
+	d.root = resolve(doc.Content[0])
+	if d.root.Kind != yaml.MappingNode {
+		return nil, d.errf(d.root, "the case: want a mapping (key: value), got %s", kindName(d.root))
+	}
+	if err := d.plainKeys(d.root); err != nil {
+		return nil, err
+	}
+	var f caseYAML
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, d.decodeError(err)
+	}
+	if err := d.nulls(d.root, reflect.ValueOf(&f).Elem(), nil); err != nil {
+		return nil, err
+	}
+	return d.evalCase(&f)
+}
+
+func (d *decoder) evalCase(f *caseYAML) (*Case, error) {
+	c := &Case{File: d.file, Line: d.root.Line}
+	set(d, &c.Name, &f.Name, "name", d.str)
+	if d.err == nil && f.Name.Kind != 0 && !nameRE().MatchString(c.Name) {
+		d.fail(resolve(&f.Name), "name %q: use letters, digits, '.', '_' and '-'", c.Name)
+	}
+	var desc string
+	set(d, &desc, &f.Description, "description", d.str)
+	if f.Setup != nil {
+		d.setup(f.Setup, &c.Setup)
+	}
+	for i := range f.Turns {
+		what := fmt.Sprintf("turn %d", i+1)
+		n := d.at("turns", i)
+		t := Turn{Line: n.Line}
+		set(d, &t.Say, &f.Turns[i].Say, what+".say", d.str)
+		set(d, &t.Answer, &f.Turns[i].Answer, what+".answer", d.answer)
+		if d.err == nil && t.Say == "" {
+			d.fail(n, "%s: say is required (what the person types)", what)
+		}
+		c.Turns = append(c.Turns, t)
+	}
+	if x := f.Expect; x != nil {
+		b := &ExpectBackend{}
+		list := func(key, idKey string, n int, item func(j int) any) []map[string]any {
+			var out []map[string]any
+			for j := 0; j < n; j++ {
+				out = append(out, d.subset(item(j), d.at("expect", key, j), fmt.Sprintf("expect.%s[%d]", key, j), idKey))
+			}
+			return out
+		}
+		b.Experiments = list("experiments", "name", len(x.Experiments), func(j int) any { return &x.Experiments[j] })
+		set(d, &b.ExperimentAbsent, &x.ExperimentAbsent, "expect.experiment_absent", d.strList)
+		set(d, &b.ExperimentCount, &x.ExperimentCount, "expect.experiment_count", ptr(d.nonNegative))
+		b.Users = list("users", "id", len(x.Users), func(j int) any { return &x.Users[j] })
+		b.Flags = list("flags", "key", len(x.Flags), func(j int) any { return &x.Flags[j] })
+		set(d, &b.FlagAbsent, &x.FlagAbsent, "expect.flag_absent", d.strList)
+		b.Segments = list("segments", "name", len(x.Segments), func(j int) any { return &x.Segments[j] })
+		set(d, &b.SegmentAbsent, &x.SegmentAbsent, "expect.segment_absent", d.strList)
+		c.Expect.Backend = b
+		set(d, &c.Expect.ResponseMatches, &x.ResponseMatches, "expect.response_matches", d.regexps)
+	}
+	set(d, &c.Forbid, &f.Forbid, "forbid", func(n *yaml.Node, what string) ([]string, error) {
+		list, err := d.strList(n, what)
+		if err != nil {
+			return nil, err
+		}
+		for _, ev := range list {
+			if _, err := d.enum(&yaml.Node{Kind: yaml.ScalarNode, Value: ev, Line: n.Line, Column: n.Column}, what, ForbidEvents()...); err != nil {
+				return nil, err
+			}
+		}
+		return list, nil
+	})
+	if b := f.Budget; b != nil {
+		set(d, &c.Budget.LLMCalls, &b.LLMCalls, "budget.llm_calls", d.nonNegative)
+		set(d, &c.Budget.PromptTokens, &b.PromptTokens, "budget.prompt_tokens", d.nonNegative)
+	}
+	switch {
+	case d.err != nil:
+		return nil, d.err
+	case c.Name == "":
+		return nil, d.errf(d.root, "name is required")
+	case len(c.Turns) == 0:
+		return nil, d.errf(d.root, "turns: at least one turn (say) is required")
+	}
+	return c, nil
+}
+
+// answer is a turn's answer: yes, no or a sentence. YAML reads a bare
+// yes/no as a boolean; both spellings mean the same here.
+func (d *decoder) answer(n *yaml.Node, what string) (string, error) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!bool" {
+		switch n.Value {
+		case "true", "True", "TRUE", "yes", "Yes", "YES", "on", "On":
+			return "yes", nil
+		default:
+			return "no", nil
+		}
+	}
+	return d.str(n, what)
+}
+
+// Scenario turns the case into the scenario the runner plays: each turn a
+// say step, followed by an answer step played only when the agent asks
+// (or, with no answer, a rule that the turn leaves no confirmation). The
+// case's expectations are checked after the last step.
+func (c *Case) Scenario() *Scenario {
+	sc := &Scenario{Name: c.Name, File: c.File, Backend: BackendSim, Seed: 1, LLM: LLMSpec{Mode: LLMLive},
+		Options: Options{Confirm: "always", WaitJobs: DefaultWaitJobs}, Setup: c.Setup}
+	for _, t := range c.Turns {
+		say := Step{Line: t.Line, Kind: StepSay, Text: t.Say, NoConfirmation: t.Answer == ""}
+		sc.Steps = append(sc.Steps, say)
+		if t.Answer != "" {
+			sc.Steps = append(sc.Steps, Step{Line: t.Line, Kind: StepAnswer, Text: t.Answer, IfAsked: true})
+		}
+	}
+	sc.Steps[len(sc.Steps)-1].Expect = c.Expect
+	return sc
+}
