@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/exitcode"
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
 )
 
@@ -124,7 +125,7 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 		return nil, err
 	}
 	s.ApprovalTTL = f.opts().Team.ApprovalTTL
-	env.deps = pipeline.Deps{LLM: client, API: api, Store: store, Jobs: jobRunner, Actions: f.Actions(), Logger: f.Logger()}
+	env.deps = pipeline.Deps{LLM: client, API: api, Store: store, Jobs: jobRunner, Actions: f.Actions(), Logger: f.Logger(), ExitCode: exitcode.Code}
 	env.settings = s
 	env.auditor = aud
 	return env, nil

@@ -51,7 +51,9 @@ func (a *Agent) executor(ctx context.Context, t *turn) (string, error) {
 func (a *Agent) execute(ctx context.Context, t *turn, p *Pending, effectID string) (string, error) {
 	b := p.Bound
 	nextStep := t.st.NextStep
-	out, err := b.Execute(ctx, a.env(t.api(), t.sess.cp.SessionID), p.ID)
+	actx, span := startActionSpan(ctx, b, p.ID)
+	out, err := b.Execute(actx, a.env(t.api(), t.sess.cp.SessionID), p.ID)
+	endActionSpan(span, out, err)
 	if err == nil && out.Job != nil {
 		if p == t.approvedP {
 			a.audit(t, audit.JobStarted, p, audit.Entry{JobID: out.Job.ID})
