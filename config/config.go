@@ -264,6 +264,7 @@ func resolvePaths(cfg *Config, dir string) {
 	cfg.StateDir = abs(cfg.StateDir)
 	cfg.OutputSchema = abs(cfg.OutputSchema)
 	cfg.ContextMetadata = abs(cfg.ContextMetadata)
+	cfg.Trace = abs(cfg.Trace)
 	if kind, file := SplitLLMSpec(cfg.LLM); kind != "openai" && file != "" {
 		cfg.LLM = kind + ":" + abs(file)
 	}
