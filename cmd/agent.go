@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/exitcode"
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
 )
 
@@ -126,7 +127,7 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 		return nil, err
 	}
 	s.ApprovalTTL = f.opts().Team.ApprovalTTL
-	env.deps = pipeline.Deps{LLM: client, API: api, Store: store, Jobs: jobRunner, Actions: f.Actions(), Logger: f.Logger()}
+	env.deps = pipeline.Deps{LLM: client, API: api, Store: store, Jobs: jobRunner, Actions: f.Actions(), Logger: f.Logger(), ExitCode: exitcode.Code}
 	if u, ok := client.(*unconfiguredLLM); ok {
 		env.noLLM = u
 		env.deps.Store = unsavedWhenUnavailable{Store: store, llm: u}

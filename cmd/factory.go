@@ -16,6 +16,7 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/config"
 	"github.com/upgrade-agent/upgrade-agent/internal/redact"
+	"github.com/upgrade-agent/upgrade-agent/internal/tracing"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/llm/llmspec"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
@@ -72,6 +73,11 @@ type GlobalOptions struct {
 	// Team are the store, actor and approval_ttl settings (teams.go).
 	Team TeamOptions
 
+	// Trace is the absolute path of the span file, "" for none;
+	// TraceContent records contents in the spans.
+	Trace        string
+	TraceContent bool
+
 	Output  string // text, json or yaml
 	Verbose bool
 	NoColor bool
@@ -96,6 +102,8 @@ type Factory struct {
 	embedded *sim.Server
 
 	team teamState // the opened store (teams.go)
+
+	tracing *tracing.Provider // nil: tracing off (tracing.go)
 
 	// actions are the agent's and the job runner's actions: the built-in
 	// set unless a test gives its own (Actions).

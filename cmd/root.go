@@ -54,6 +54,7 @@ func Run(ctx context.Context, args []string, streams *IOStreams, getenv func(str
 	streams = &own
 	f := NewFactory(streams, getenv, opts...)
 	defer f.closeTeam()
+	defer f.stopTracing()
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(streams.ErrOut, "internal error: %s\n", redact.String(fmt.Sprint(r), f.Secrets()...))
@@ -156,6 +157,8 @@ type globalFlags struct {
 	verbose        bool
 	noColor        bool
 	store          string
+	trace          string
+	traceContent   bool
 }
 
 // NewRootCmd builds the whole command tree over f.
@@ -194,6 +197,9 @@ embedded simulator kept in the state dir.`,
 				return err
 			}
 			f.Opts = opts
+			if err := f.startTracing(c); err != nil {
+				return err
+			}
 			if err := checkOutput(c, opts, c.Flags().Changed("output")); err != nil {
 				return err
 			}
@@ -263,6 +269,8 @@ func bindGlobalFlags(fs *pflag.FlagSet, g *globalFlags) {
 	fs.StringVarP(&g.output, "output", "o", "", "output `format`: text, json, yaml, wide (tables with every column) or raw (the server's object); each command's help says which it takes (default text)")
 	fs.BoolVarP(&g.verbose, "verbose", "v", false, "trace HTTP calls, LLM calls and timings on stderr")
 	fs.BoolVar(&g.noColor, "no-color", false, "plain output without colors (env NO_COLOR)")
+	fs.StringVar(&g.trace, "trace", "", "write OpenTelemetry spans of this run as JSON lines to `file` (env UPGRADE_AGENT_TRACE; OTLP/HTTP as well when OTEL_EXPORTER_OTLP_ENDPOINT is set)")
+	fs.BoolVar(&g.traceContent, "trace-content", false, "record message and tool contents (redacted) in the spans")
 	fs.StringVar(&g.store, "store", "", "shared store `URL` postgres://... for sessions, jobs and the audit trail (env UPGRADE_AGENT_STORE; empty: files in the state dir)")
 }
 
@@ -397,6 +405,14 @@ func resolveGlobals(g *globalFlags, changed func(string) bool, getenv func(strin
 	o.Output = out.value
 
 	o.NoColor = g.noColor || getenv("NO_COLOR") != "" || cfg.NoColor
+	if tr := pick("trace", "UPGRADE_AGENT_TRACE", g.trace, cfg.Trace); tr.value != "" {
+		abs, err := filepath.Abs(tr.value)
+		if err != nil {
+			return nil, bad(tr, "%v", err)
+		}
+		o.Trace = abs
+	}
+	o.TraceContent = g.traceContent || cfg.TraceContent
 	if err := resolveTeam(o, pick("store", "UPGRADE_AGENT_STORE", g.store, cfg.Store), getenv, bad); err != nil {
 		return nil, err
 	}

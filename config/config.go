@@ -66,6 +66,11 @@ type Config struct {
 	// 0 = never expires.
 	ApprovalTTL *time.Duration `yaml:"approval_ttl"`
 
+	// Trace is the file OpenTelemetry spans are written to as JSON lines;
+	// TraceContent also records message and tool contents (docs/tracing.md).
+	Trace        string `yaml:"trace"`
+	TraceContent bool   `yaml:"trace_content"`
+
 	ContextMetadata string `yaml:"context_metadata"` // JSON file for the embedded simulator
 	SimSeed         *int64 `yaml:"sim_seed"`
 
@@ -259,6 +264,7 @@ func resolvePaths(cfg *Config, dir string) {
 	cfg.StateDir = abs(cfg.StateDir)
 	cfg.OutputSchema = abs(cfg.OutputSchema)
 	cfg.ContextMetadata = abs(cfg.ContextMetadata)
+	cfg.Trace = abs(cfg.Trace)
 	if kind, file := SplitLLMSpec(cfg.LLM); kind != "openai" && file != "" {
 		cfg.LLM = kind + ":" + abs(file)
 	}

@@ -66,6 +66,8 @@ mcp_servers:
     headers: {X-Team: a}
 context_metadata: meta/contexts.json
 sim_seed: 42
+trace: traces/run.jsonl
+trace_content: true
 `,
 			want: &Config{
 				File:                  file,
@@ -96,6 +98,8 @@ sim_seed: 42
 				},
 				ContextMetadata: filepath.Join(dir, "meta/contexts.json"),
 				SimSeed:         ptr(int64(42)),
+				Trace:           filepath.Join(dir, "traces/run.jsonl"),
+				TraceContent:    true,
 			},
 		},
 		{name: "openai spec is not a path", yaml: "llm: openai\n", want: &Config{File: file, LLM: "openai"}},

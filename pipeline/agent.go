@@ -94,6 +94,9 @@ type Deps struct {
 	Now    func() time.Time // nil: time.Now
 	NewID  func() string    // nil: random hex
 	Logger *slog.Logger     // nil: discard
+	// ExitCode maps a turn's outcome to the process's exit code, for the
+	// turn's span; nil: the span carries none.
+	ExitCode func(Status, error) int
 }
 
 // Settings are the knobs of the turn flags and the config file.

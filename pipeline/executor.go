@@ -51,12 +51,15 @@ func (a *Agent) executor(ctx context.Context, t *turn) (string, error) {
 func (a *Agent) execute(ctx context.Context, t *turn, p *Pending, effectID string) (string, error) {
 	b := p.Bound
 	nextStep := t.st.NextStep
-	wctx, returned, err := a.writeWindow(ctx, t, effectID)
+	actx, span := startActionSpan(ctx, b, p.ID)
+	wctx, returned, err := a.writeWindow(actx, t, effectID)
 	if err != nil {
+		endActionSpan(span, actions.Outcome{}, err)
 		return nodeEnd, err // the session was lost: nothing runs
 	}
 	out, err := b.Execute(wctx, a.env(t.api(), t.sess.cp.SessionID), p.ID)
 	returned(err)
+	endActionSpan(span, out, err)
 	if err == nil && out.Job != nil {
 		if p == t.approvedP {
 			a.audit(t, audit.JobStarted, p, audit.Entry{JobID: out.Job.ID})

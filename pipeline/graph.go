@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/internal/tracing"
 )
 
 // maxTransitions bounds the node transitions of one turn.
@@ -24,7 +25,9 @@ func (a *Agent) runGraph(ctx context.Context, t *turn, start string) (Reply, err
 		t.transitions++
 		t.trace = append(t.trace, node)
 		began, calls := time.Now(), t.llmCalls
-		next, err := a.runNode(ctx, t, node)
+		nctx, span := startNodeSpan(ctx, node)
+		next, err := a.runNode(nctx, t, node)
+		tracing.End(span, err)
 		a.logger().Debug("node", "session", t.sess.cp.SessionID, "node", node, "took", time.Since(began).Round(time.Microsecond),
 			"llm_calls", t.llmCalls-calls, "err", err)
 		pauseNext, paused, perr := a.pause(t, err)

@@ -62,7 +62,9 @@ var ErrStaleDecision = errors.New("the decision answers another confirmation tha
 
 // Run runs one turn of sess for in. It is the one way into a turn; Ask
 // and Resume build an input and call it.
-func (a *Agent) Run(ctx context.Context, sess *Session, in Input) (*Result, error) {
+func (a *Agent) Run(ctx context.Context, sess *Session, in Input) (res *Result, err error) {
+	ctx, span := a.startTurnSpan(ctx, sess, in)
+	defer func() { a.endTurnSpan(span, sess, res, err) }()
 	switch in := in.(type) {
 	case Message:
 		return a.runMessage(ctx, sess, in)

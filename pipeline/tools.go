@@ -197,19 +197,27 @@ func (ts *toolSet) lookup(name string) *toolDef {
 func (ts *toolSet) one(ctx context.Context, t *turn, call llm.ToolCall) toolOutcome {
 	d := ts.lookup(call.Name)
 	if d == nil {
-		return toolOutcome{call: call, failed: true,
+		ctx, span := startToolSpan(ctx, call.Name, call)
+		o := toolOutcome{call: call, failed: true,
 			content: errorResult(fmt.Sprintf("unknown tool %q; available tools: %s", call.Name, strings.Join(ts.names(), ", ")))}
+		endToolSpan(ctx, span, o, errTypeUnknown, nil)
+		return o
 	}
+	ctx, span := startToolSpan(ctx, d.name, call)
 	res, err := d.run(ctx, t, json.RawMessage(call.Arguments))
 	if err != nil {
 		var ie *toolInputError
 		if !errors.As(err, &ie) {
 			t.recordError(err)
 		}
-		return toolOutcome{call: call, failed: true, content: errorResult(modelErrorText(err))}
+		o := toolOutcome{call: call, failed: true, content: errorResult(modelErrorText(err))}
+		endToolSpan(ctx, span, o, toolErrorType(err), err)
+		return o
 	}
 	t.noteToolResult(d.name, res)
-	return toolOutcome{call: call, content: compactJSON(res)}
+	o := toolOutcome{call: call, content: compactJSON(res)}
+	endToolSpan(ctx, span, o, "", nil)
+	return o
 }
 
 // modelErrorText is err as the model reads it: an UpGrade answer keeps its

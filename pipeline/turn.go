@@ -109,7 +109,9 @@ func (t *turn) chat(ctx context.Context, node string, req llm.Request) (*llm.Res
 	if req.Temperature == nil {
 		req.Temperature = t.a.set.Temperature
 	}
+	ctx, span := startChatSpan(ctx, node, req)
 	resp, err := t.a.deps.LLM.Chat(llm.WithNode(ctx, node), req)
+	endChatSpan(ctx, span, resp, err)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", node, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 	"github.com/upgrade-agent/upgrade-agent/internal/retry"
+	"github.com/upgrade-agent/upgrade-agent/internal/tracing"
 )
 
 // Config says how to reach one UpGrade server.
@@ -124,6 +125,11 @@ func New(cfg Config) (*Client, error) {
 	if c.hc == nil {
 		c.hc = sharedHTTPClient()
 	}
+	// Calls made under a traced context become otelhttp client spans;
+	// untraced ones go straight through.
+	traced := *c.hc
+	traced.Transport = tracing.Transport(traced.Transport)
+	c.hc = &traced
 	if cfg.ClientAPIKey != "" {
 		jwt := clientJWT(cfg.ClientAPIKey, cfg.ClientAPISecret)
 		c.clientAuth = "Bearer " + jwt

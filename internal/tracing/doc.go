@@ -1,0 +1,11 @@
+// Package tracing turns on OpenTelemetry for one process: spans as JSON
+// lines in a file (--trace, OTel's stdout exporter) and, when
+// OTEL_EXPORTER_OTLP_ENDPOINT is set, over OTLP/HTTP. The spans follow the
+// GenAI semantic conventions of semconv v1.40.0.
+//
+// The provider travels in the context, never in a global: code that makes
+// spans calls Start with its context and gets OTel's no-op span when
+// tracing is off, so a run without --trace pays one context lookup per
+// span. The package must not install a global provider, nor do any work
+// at init.
+package tracing
