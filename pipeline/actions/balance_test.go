@@ -344,3 +344,51 @@ func containsStr(list []string, s string) bool {
 	}
 	return false
 }
+
+func TestChiSquareSurvival(t *testing.T) {
+	tests := []struct {
+		x    float64
+		df   int
+		want float64
+		tol  float64
+	}{
+		{3.841458820694124, 1, 0.05, 1e-9},
+		{5.991464547107979, 2, 0.05, 1e-9},
+		{7.814727903251178, 3, 0.05, 1e-9},
+		{6.634896601021214, 1, 0.01, 1e-9},
+		{18.307038053275146, 10, 0.05, 1e-9},
+		{3.841, 1, 0.05, 1e-4}, // the rounded textbook value
+		{5.991, 2, 0.05, 1e-4},
+		{0, 3, 1, 0},
+		{1, 1, math.Erfc(math.Sqrt(0.5)), 1e-12},
+		{4, 2, math.Exp(-2), 1e-12}, // df 2: P = e^(-x/2)
+		{100, 2, math.Exp(-50), 1e-25},
+		{2, 4, math.Exp(-1) * 2, 1e-12}, // df 4: P = e^(-x/2) (1 + x/2)
+		{124.342, 100, 0.05, 1e-4},
+		{1000, 3, 0, 1e-200},
+	}
+	for _, tt := range tests {
+		got := ChiSquareSurvival(tt.x, tt.df)
+		if math.Abs(got-tt.want) > tt.tol {
+			t.Errorf("ChiSquareSurvival(%v, %d) = %.15g, want %.15g", tt.x, tt.df, got, tt.want)
+		}
+	}
+	if !math.IsNaN(ChiSquareSurvival(1, 0)) {
+		t.Error("df 0 must give NaN")
+	}
+}
+
+func TestUpperGammaQ(t *testing.T) {
+	// Q(1, x) = e^-x; Q(0.5, x) = erfc(sqrt(x)); both sides of x = a+1.
+	for _, x := range []float64{0.01, 0.5, 1.9, 2.1, 5, 30} {
+		if got, want := UpperGammaQ(1, x), math.Exp(-x); math.Abs(got-want) > 1e-14 {
+			t.Errorf("Q(1, %v) = %v, want %v", x, got, want)
+		}
+		if got, want := UpperGammaQ(0.5, x), math.Erfc(math.Sqrt(x)); math.Abs(got-want) > 1e-14 {
+			t.Errorf("Q(0.5, %v) = %v, want %v", x, got, want)
+		}
+	}
+	if UpperGammaQ(3, 0) != 1 || UpperGammaQ(3, math.Inf(1)) != 0 || !math.IsNaN(UpperGammaQ(-1, 1)) {
+		t.Error("edge cases")
+	}
+}
