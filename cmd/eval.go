@@ -50,8 +50,8 @@ Reports passes per case, pass@1, pass^k, pass@k, LLM calls, tokens, turn
 latency and, with prices, the cost. Exit 0 when pass@1 is at least --min-pass,
 1 below it, 2 for bad case files or flags, 3 when the model cannot be reached.`,
 		Example: `  upgrade-agent eval --model gpt-4.1-mini --trials 5
-  upgrade-agent eval evals/flags --price-in 0.4 --price-out 1.6 --out eval-out/
-  upgrade-agent eval --llm script:evals/testdata/perfect.yaml --trials 2 -o json`,
+  upgrade-agent eval evals --price-in 0.4 --price-out 1.6 --out eval-out/
+  upgrade-agent eval --llm script:pipeline/eval/testdata/perfect.yaml --trials 2 -o json`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Paths = args
 			if len(opts.Paths) == 0 {

@@ -23,6 +23,9 @@ var helpExampleSkips = map[string]string{
 	`upgrade-agent completion fish > ~/.config/fish/completions/upgrade-agent.fish`:          "writes into the home folder",
 	`upgrade-agent sim serve --addr 127.0.0.1:3030 --data sim.json`:                          "serves until interrupted (sim_serve.txtar runs it)",
 	`upgrade-agent --store postgres://agent@db.example/upgrade sessions import session.json`: "needs that database (docs/teams.md's set-up runs against one)",
+	`upgrade-agent eval --model gpt-4.1-mini --trials 5`:                                     "needs a real model and its key (eval.txtar runs eval with scripted models)",
+	`upgrade-agent eval evals --price-in 0.4 --price-out 1.6 --out eval-out/`:                "needs a real model and its key (eval.txtar runs eval with scripted models)",
+	`upgrade-agent eval --llm script:pipeline/eval/testdata/perfect.yaml --trials 2 -o json`: "needs the repository's bundled suite and script (pipeline/eval's tests run them)",
 }
 
 // helpExampleCodes are the exit codes of the example lines that do not

@@ -80,7 +80,8 @@ type Client struct {
 	token        string
 	clientAuth   string // "Bearer <jwt>" or ""
 	secrets      []string
-	hc           *http.Client
+	hc           *http.Client // shared, or the one Config gave
+	traced       *http.Client // hc with the tracing transport: what requests go through
 	timing       retry.Settings
 
 	fetchVersion sync.Mutex // one GET / at a time; later callers reuse its answer
@@ -129,7 +130,7 @@ func New(cfg Config) (*Client, error) {
 	// untraced ones go straight through.
 	traced := *c.hc
 	traced.Transport = tracing.Transport(traced.Transport)
-	c.hc = &traced
+	c.traced = &traced
 	if cfg.ClientAPIKey != "" {
 		jwt := clientJWT(cfg.ClientAPIKey, cfg.ClientAPISecret)
 		c.clientAuth = "Bearer " + jwt
@@ -632,7 +633,7 @@ func (c *Client) attempt(ctx context.Context, r request, payload []byte, n int) 
 	}
 
 	start := time.Now()
-	resp, err := c.hc.Do(req)
+	resp, err := c.traced.Do(req)
 	if err != nil {
 		c.logRequest(ctx, r, 0, time.Since(start), n, auth)
 		return attemptResult{err: c.transportError(ctx, actx, r, shownURL, err), retryable: ctx.Err() == nil}
