@@ -100,6 +100,13 @@ func run(ctx context.Context, o options, log io.Writer) ([]row, error) {
 	rows = append(rows, fr...)
 	rows = append(rows, ls.rows...)
 
+	fmt.Fprintln(log, "benchtable: a scripted turn with tracing off and on...")
+	tf, err := tracingFigures(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	rows = append(rows, tf...)
+
 	fmt.Fprintln(log, "benchtable: whole `ask` processes...")
 	ar, err := askProcesses(ctx, root, o.askRuns)
 	if err != nil {
