@@ -36,10 +36,6 @@ const (
 	errTypeInput   = "invalid_arguments"
 )
 
-// TraceID is the id of the trace the turn running under ctx belongs to,
-// "" when tracing is off: what audit entries and changes record.
-func TraceID(ctx context.Context) string { return tracing.TraceID(ctx) }
-
 func inputKind(in Input) string {
 	switch in.(type) {
 	case Message:

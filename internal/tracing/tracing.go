@@ -18,7 +18,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 )
@@ -148,8 +147,6 @@ func Redact(ctx context.Context, s string) string {
 	}
 	return redact.String(s)
 }
-
-var noopTracer = noop.NewTracerProvider().Tracer("")
 
 // Start starts a span of kind internal (or as opts say) under ctx's span;
 // without a provider it returns ctx and a no-op span.
