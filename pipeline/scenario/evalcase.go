@@ -27,13 +27,15 @@ type Case struct {
 	Budget Budget
 }
 
-// Turn is one message of the person and how they answer a confirmation.
+// Turn is one message of the person and how they answer the
+// confirmations it leads to.
 type Turn struct {
 	Line int
 	Say  string
-	// Answer is "yes", "no" or a sentence; "" = a confirmation in this
-	// turn fails the trial.
-	Answer string
+	// Answers are played in order, each only when the agent asks: "yes",
+	// "no" or a sentence ("make it 60/40 instead", then "yes": a changed
+	// mind). None = a confirmation in this turn fails the trial.
+	Answers []string
 }
 
 // Budget bounds a trial; 0 = unbounded.
@@ -167,7 +169,7 @@ func (d *decoder) evalCase(f *caseYAML) (*Case, error) {
 		n := d.at("turns", i)
 		t := Turn{Line: n.Line}
 		set(d, &t.Say, &f.Turns[i].Say, what+".say", d.str)
-		set(d, &t.Answer, &f.Turns[i].Answer, what+".answer", d.answer)
+		set(d, &t.Answers, &f.Turns[i].Answer, what+".answer", d.answers)
 		if d.err == nil && t.Say == "" {
 			d.fail(n, "%s: say is required (what the person types)", what)
 		}
@@ -220,6 +222,26 @@ func (d *decoder) evalCase(f *caseYAML) (*Case, error) {
 	return c, nil
 }
 
+// answers are a turn's answers: one answer or a list of them.
+func (d *decoder) answers(n *yaml.Node, what string) ([]string, error) {
+	if n.Kind != yaml.SequenceNode {
+		a, err := d.answer(n, what)
+		return []string{a}, err
+	}
+	if len(n.Content) == 0 {
+		return nil, d.errf(n, "%s: an empty list; leave answer out when the turn needs none", what)
+	}
+	out := make([]string, len(n.Content))
+	for i, item := range n.Content {
+		a, err := d.answer(resolve(item), fmt.Sprintf("%s[%d]", what, i))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = a
+	}
+	return out, nil
+}
+
 // answer is a turn's answer: yes, no or a sentence. YAML reads a bare
 // yes/no as a boolean; both spellings mean the same here.
 func (d *decoder) answer(n *yaml.Node, what string) (string, error) {
@@ -242,10 +264,10 @@ func (c *Case) Scenario() *Scenario {
 	sc := &Scenario{Name: c.Name, File: c.File, Backend: BackendSim, Seed: 1, LLM: LLMSpec{Mode: LLMLive},
 		Options: Options{Confirm: "always", WaitJobs: DefaultWaitJobs}, Setup: c.Setup}
 	for _, t := range c.Turns {
-		say := Step{Line: t.Line, Kind: StepSay, Text: t.Say, NoConfirmation: t.Answer == ""}
+		say := Step{Line: t.Line, Kind: StepSay, Text: t.Say, NoConfirmation: len(t.Answers) == 0}
 		sc.Steps = append(sc.Steps, say)
-		if t.Answer != "" {
-			sc.Steps = append(sc.Steps, Step{Line: t.Line, Kind: StepAnswer, Text: t.Answer, IfAsked: true})
+		for _, a := range t.Answers {
+			sc.Steps = append(sc.Steps, Step{Line: t.Line, Kind: StepAnswer, Text: a, IfAsked: true})
 		}
 	}
 	sc.Steps[len(sc.Steps)-1].Expect = c.Expect
