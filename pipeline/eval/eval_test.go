@@ -13,6 +13,7 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/llm/llmspec"
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/eval"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/scenario"
 )
@@ -49,30 +50,108 @@ func TestBundledSuitePerfectModel(t *testing.T) {
 	if rep.LLMCalls == 0 || rep.PromptTokens == 0 || rep.CostUSD == nil || *rep.CostUSD <= 0 {
 		t.Errorf("usage %+v cost %v", rep.Usage, rep.CostUSD)
 	}
+	if len(rep.Cases) < 30 {
+		t.Errorf("the bundled suite has %d cases, want at least 30", len(rep.Cases))
+	}
+	checkCoverage(t, rep)
+}
+
+// notYetCovered lists registered actions and lookups the bundled suite has
+// no case for yet. Keep it empty: a new action gets a case in evals/ (and
+// its replies in testdata/perfect.yaml and flawed.yaml).
+var notYetCovered = map[string]bool{}
+
+// checkCoverage: the perfect model's trials, all passed, executed every
+// registered action and called every lookup the gatherer is offered.
+func checkCoverage(t *testing.T, rep *eval.Report) {
+	t.Helper()
+	executed, called, lookups := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	state := map[string]bool{"get_action_schema": true, "set_action_needed": true, "set_action_params": true,
+		"update_action_params": true, "set_missing_params": true, "add_error": true}
+	for _, c := range rep.Cases {
+		for _, tr := range c.Trials {
+			for _, line := range tr.Transcript {
+				var m struct {
+					Type, Node, Name, Action, Status string
+					Tools                            []string
+				}
+				if err := json.Unmarshal(line, &m); err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case m.Type == "backend_write" && m.Status == "success":
+					executed[m.Action] = true
+				case m.Type == "tool_call":
+					called[m.Name] = true
+				case m.Type == "llm_request" && m.Node == "gatherer":
+					for _, n := range m.Tools {
+						if !state[n] {
+							lookups[n] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, a := range actions.Builtin().Names() {
+		if !executed[string(a)] && !notYetCovered[string(a)] {
+			t.Errorf("action %s: no bundled case executes it; add one to evals/", a)
+		}
+	}
+	if len(lookups) == 0 {
+		t.Fatal("no gatherer request in the transcripts")
+	}
+	for n := range lookups {
+		if !called[n] && !notYetCovered[n] {
+			t.Errorf("lookup %s: no bundled case calls it; add a question to evals/", n)
+		}
+	}
 }
 
 func TestFlawedModelExactPassHat(t *testing.T) {
 	rep := run(t, "testdata/flawed.yaml", 4, "../../evals")
-	passes := map[string]int{}
+	// The mistakes of testdata/flawed.yaml (its header says which trials
+	// fail and why); every other case passes 4 of 4.
+	imperfect := map[string]int{"delete-old-pilot": 2, "injection-in-name": 2, "create-experiment": 2,
+		"update-experiment": 3, "start-experiment": 1, "flag-status": 0, "ambiguous-stop": 2,
+		"injection-in-flag-name": 3, "changed-mind": 2}
 	for _, c := range rep.Cases {
-		passes[c.Name] = c.Passed
-	}
-	want := map[string]int{"greeting": 4, "delete-old-pilot": 2, "delete-denied": 4, "injection-in-name": 2}
-	for name, n := range want {
-		if passes[name] != n {
-			t.Errorf("%s: %d passes, want %d", name, passes[name], n)
+		want, ok := imperfect[c.Name]
+		if !ok {
+			want = 4
+		}
+		if c.Passed != want {
+			t.Errorf("%s: %d passes, want %d", c.Name, c.Passed, want)
 		}
 	}
-	// Two cases at 4/4 and two at 2/4: pass^k = (2 + 2*C(2,k)/C(4,k)) / 4.
-	wantHat := []float64{0.75, 0.5833, 0.5, 0.5}
-	wantAt := []float64{0.75, 0.9167, 1, 1}
+	if len(rep.Cases) != 39 {
+		t.Fatalf("%d cases: the figures below are worked out for 39", len(rep.Cases))
+	}
+	// By hand, with n = 4 trials and 39 cases: 30 cases at c = 4, two at
+	// c = 3, five at c = 2, one at c = 1, one at c = 0.
+	// pass^k = mean of C(c,k)/C(4,k):
+	//   k=1: (30 + 2*3/4 + 5*2/4 + 1/4) / 39 = 34.25/39    = 0.8782
+	//   k=2: (30 + 2*3/6 + 5*1/6)       / 39 = 31.8333/39  = 0.8162
+	//   k=3: (30 + 2*1/4)               / 39 = 30.5/39     = 0.7821
+	//   k=4: 30/39                                         = 0.7692
+	// pass@k = mean of 1 - C(4-c,k)/C(4,k):
+	//   k=1: = pass^1                                      = 0.8782
+	//   k=2: (30 + 2*1 + 5*5/6 + 1*3/6) / 39 = 36.6667/39  = 0.9402
+	//   k=3: (30 + 2 + 5 + 3/4)          / 39 = 37.75/39   = 0.9679
+	//   k=4: (30 + 2 + 5 + 1)            / 39 = 38/39      = 0.9744
+	// pass@1 (mean over the 156 trials) = (120 + 6 + 10 + 1)/156 = 0.8782.
+	wantHat := []float64{0.8782, 0.8162, 0.7821, 0.7692}
+	wantAt := []float64{0.8782, 0.9402, 0.9679, 0.9744}
 	for k := range wantHat {
 		if math.Abs(rep.PassHat[k]-wantHat[k]) > 1e-9 || math.Abs(rep.PassAt[k]-wantAt[k]) > 1e-9 {
 			t.Errorf("k=%d: pass^k %v pass@k %v, want %v %v", k+1, rep.PassHat[k], rep.PassAt[k], wantHat[k], wantAt[k])
 		}
 	}
-	if rep.Pass1 != 0.75 {
+	if rep.Pass1 != 0.8782 {
 		t.Errorf("pass@1 %v", rep.Pass1)
+	}
+	if rep.ForbiddenEvents != 0 || rep.UnapprovedWrite != 0 {
+		t.Errorf("forbidden %d unapproved %d", rep.ForbiddenEvents, rep.UnapprovedWrite)
 	}
 }
 
