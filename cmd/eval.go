@@ -150,8 +150,13 @@ func runEval(ctx context.Context, opts *EvalOptions) error {
 		return err
 	}
 	defer done()
-	rep, runErr := eval.Run(ctx, cases, eval.Options{Trials: opts.Trials, Parallel: opts.Parallel, Model: model,
+	rep, err := eval.Run(ctx, cases, eval.Options{Trials: opts.Trials, Parallel: opts.Parallel, Model: model,
 		Info: opts.Info, PriceIn: opts.PriceIn, PriceOut: opts.PriceOut})
+	if err != nil {
+		// The figures of a run that could not reach the model measure
+		// nothing: no report, the cause on stderr.
+		return &ExitError{Code: exitcode.Auth, Err: err}
+	}
 	if opts.Output == "json" {
 		err = eval.WriteJSON(opts.IO.Out, rep)
 	} else {
@@ -169,9 +174,6 @@ func runEval(ctx context.Context, opts *EvalOptions) error {
 		if err := writeEvalJUnit(opts.JUnit, rep); err != nil {
 			return err
 		}
-	}
-	if runErr != nil {
-		return &ExitError{Code: exitcode.Auth, Err: runErr}
 	}
 	if rep.Pass1 < opts.MinPass {
 		return &ExitError{Code: exitcode.Failure, Err: fmt.Errorf("pass@1 %.4f is below --min-pass %g", rep.Pass1, opts.MinPass)}

@@ -104,11 +104,13 @@ type TrialReport struct {
 	latencies  []time.Duration
 	unapproved int
 	forbidden  int
-	unreach    bool
+	unreach    error // the model could not be reached
 }
 
-// Run plays every case Trials times and reports. It returns ErrUnreachable
-// (with the report so far) when a trial could not reach the model.
+// Run plays every case Trials times and reports. When a trial could not
+// reach the model (network, or refused credentials) the trials not yet
+// started are not played: it returns the report so far and an error that
+// wraps ErrUnreachable and the model's error.
 func Run(ctx context.Context, cases []*scenario.Case, opts Options) (*Report, error) {
 	if opts.Trials <= 0 {
 		opts.Trials = 3
@@ -119,7 +121,11 @@ func Run(ctx context.Context, cases []*scenario.Case, opts Options) (*Report, er
 	rep := &Report{Info: opts.Info, Trials: opts.Trials, Cases: make([]CaseReport, len(cases))}
 	type job struct{ c, t int }
 	jobs := make(chan job)
-	var wg sync.WaitGroup
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error // the first trial that could not reach the model
+	)
 	for i, c := range cases {
 		rep.Cases[i] = CaseReport{Name: c.Name, File: c.File, Trials: make([]TrialReport, opts.Trials)}
 	}
@@ -128,7 +134,22 @@ func Run(ctx context.Context, cases []*scenario.Case, opts Options) (*Report, er
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				rep.Cases[j.c].Trials[j.t] = runTrial(ctx, cases[j.c], j.t+1, opts)
+				mu.Lock()
+				stop := firstErr != nil
+				mu.Unlock()
+				if stop {
+					rep.Cases[j.c].Trials[j.t] = TrialReport{Trial: j.t + 1, Reason: "not played: the model could not be reached"}
+					continue
+				}
+				tr := runTrial(ctx, cases[j.c], j.t+1, opts)
+				if tr.unreach != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = tr.unreach
+					}
+					mu.Unlock()
+				}
+				rep.Cases[j.c].Trials[j.t] = tr
 			}
 		}()
 	}
@@ -139,14 +160,14 @@ func Run(ctx context.Context, cases []*scenario.Case, opts Options) (*Report, er
 	}
 	close(jobs)
 	wg.Wait()
-	unreachable := summarise(rep, opts)
-	if unreachable {
-		return rep, ErrUnreachable
+	summarise(rep, opts)
+	if firstErr != nil {
+		return rep, fmt.Errorf("%w: %w", ErrUnreachable, firstErr)
 	}
 	return rep, nil
 }
 
-func summarise(rep *Report, opts Options) (unreachable bool) {
+func summarise(rep *Report, opts Options) {
 	K := opts.Trials
 	rep.PassHat = make([]float64, K)
 	rep.PassAt = make([]float64, K)
@@ -164,7 +185,6 @@ func summarise(rep *Report, opts Options) (unreachable bool) {
 			lat = append(lat, t.latencies...)
 			rep.ForbiddenEvents += t.forbidden
 			rep.UnapprovedWrite += t.unapproved
-			unreachable = unreachable || t.unreach
 		}
 		for k := 1; k <= K; k++ {
 			rep.PassHat[k-1] += PassHat(cr.Passed, K, k)
@@ -186,7 +206,6 @@ func summarise(rep *Report, opts Options) (unreachable bool) {
 		c := math.Round((float64(rep.PromptTokens)*opts.PriceIn+float64(rep.CompletionTokens)*opts.PriceOut)/1e6*1e6) / 1e6
 		rep.CostUSD = &c
 	}
-	return unreachable
 }
 
 func round4(f float64) float64 { return math.Round(f*1e4) / 1e4 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/upgrade-agent/upgrade-agent/llm"
@@ -218,5 +220,41 @@ func TestOutWritesReportsAndTranscripts(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+type deadModel struct{ calls *atomic.Int32 }
+
+func (m deadModel) Chat(context.Context, llm.Request) (*llm.Response, error) {
+	m.calls.Add(1)
+	return nil, &llm.Error{Kind: llm.KindNetwork, Provider: "127.0.0.1:9", Message: "connection refused"}
+}
+
+func TestUnreachableModelStopsTheRun(t *testing.T) {
+	cases, err := scenario.LoadCases([]string{"../../evals"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	model := func(string, int) (llm.Client, io.Closer, error) { return deadModel{&calls}, io.NopCloser(nil), nil }
+	rep, err := eval.Run(context.Background(), cases, eval.Options{Trials: 3, Model: model})
+	if !errors.Is(err, eval.ErrUnreachable) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("err = %v", err)
+	}
+	// One trial played (the analyzer's call and its one corrective retry at
+	// most); the other 3*len(cases)-1 were not.
+	if n := calls.Load(); n == 0 || n > 2 {
+		t.Errorf("%d LLM calls, want the first trial's only", n)
+	}
+	notPlayed := 0
+	for _, c := range rep.Cases {
+		for _, tr := range c.Trials {
+			if strings.HasPrefix(tr.Reason, "not played") {
+				notPlayed++
+			}
+		}
+	}
+	if want := 3*len(cases) - 1; notPlayed != want {
+		t.Errorf("%d trials not played, want %d", notPlayed, want)
 	}
 }

@@ -113,7 +113,7 @@ func runTrial(ctx context.Context, c *scenario.Case, trial int, opts Options) Tr
 	}
 	tr.Usage = rec.usage
 	if rec.err != nil {
-		tr.unreach = true
+		tr.unreach = rec.err
 		fails = append(fails, "the model could not be reached: "+rec.err.Error())
 	}
 	if b := c.Budget; b.LLMCalls > 0 && tr.LLMCalls > b.LLMCalls {

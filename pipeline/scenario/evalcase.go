@@ -1,10 +1,8 @@
 package scenario
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
-	"os"
-	"reflect"
 
 	"go.yaml.in/yaml/v3"
 
@@ -88,11 +86,12 @@ type budgetYAML struct {
 	PromptTokens yaml.Node `yaml:"prompt_tokens"`
 }
 
-// LoadCase reads and parses one case file.
+// LoadCase reads and parses one case file, which must be a regular file
+// of at most 1 MiB.
 func LoadCase(path string) (*Case, error) {
-	data, err := os.ReadFile(path)
+	data, err := safeyaml.ReadFile(path, limits)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", err, pipeline.ErrBadInput)
+		return nil, &ParseError{File: path, Msg: fmt.Sprintf("cannot read: %v", errors.Unwrap(err))}
 	}
 	return ParseCase(data, path)
 }
@@ -124,30 +123,8 @@ func LoadCases(paths []string) ([]*Case, error) {
 // missing fields are errors with file:line:col.
 func ParseCase(data []byte, path string) (*Case, error) {
 	d := &decoder{file: path}
-	doc, err := safeyaml.Decode(data, path, limits)
-	if err != nil {
-		if le, ok := err.(*safeyaml.Error); ok {
-			return nil, &ParseError{File: path, Line: le.Line, Col: le.Col, Msg: le.Msg}
-		}
-		return nil, yamlError(path, err)
-	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return nil, &ParseError{File: path, Msg: "empty file: a case needs at least name and turns"}
-	}
-	d.root = resolve(doc.Content[0])
-	if d.root.Kind != yaml.MappingNode {
-		return nil, d.errf(d.root, "the case: want a mapping (key: value), got %s", kindName(d.root))
-	}
-	if err := d.plainKeys(d.root); err != nil {
-		return nil, err
-	}
 	var f caseYAML
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		return nil, d.decodeError(err)
-	}
-	if err := d.nulls(d.root, reflect.ValueOf(&f).Elem(), nil); err != nil {
+	if err := d.decodeFile(data, &f, "a case needs at least name and turns", "the case"); err != nil {
 		return nil, err
 	}
 	return d.evalCase(&f)

@@ -83,34 +83,43 @@ func (o ParseOptions) Load(path string) (*Scenario, error) {
 // ("step 2.expect").
 func (o ParseOptions) Parse(data []byte, path string) (*Scenario, error) {
 	d := &decoder{file: path, dir: filepath.Dir(path), opts: o}
-	doc, err := safeyaml.Decode(data, path, limits)
-	if err != nil {
-		var le *safeyaml.Error
-		if errors.As(err, &le) {
-			return nil, &ParseError{File: path, Line: le.Line, Col: le.Col, Msg: le.Msg}
-		}
-		return nil, syntaxError(path, data, err)
-	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return nil, &ParseError{File: path, Msg: "empty file: a scenario needs at least name and steps"}
-	}
-	d.root = resolve(doc.Content[0])
-	if d.root.Kind != yaml.MappingNode {
-		return nil, d.errf(d.root, "the scenario: want a mapping (key: value), got %s", kindName(d.root))
-	}
-	if err := d.plainKeys(d.root); err != nil {
-		return nil, err
-	}
 	var f fileYAML
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		return nil, d.decodeError(err)
-	}
-	if err := d.nulls(d.root, reflect.ValueOf(&f).Elem(), nil); err != nil {
+	if err := d.decodeFile(data, &f, "a scenario needs at least name and steps", "the scenario"); err != nil {
 		return nil, err
 	}
 	return d.scenario(&f)
+}
+
+// decodeFile is the decoding scenarios and eval cases share: the document
+// read within the limits (syntax errors at the line to fix, alias bombs), a
+// mapping of plain keys at the top, decoded with KnownFields into f (a
+// pointer to the file's struct), and no null where a value belongs. empty
+// completes the message for an empty file; top names the document.
+func (d *decoder) decodeFile(data []byte, f any, empty, top string) error {
+	doc, err := safeyaml.Decode(data, d.file, limits)
+	if err != nil {
+		var le *safeyaml.Error
+		if errors.As(err, &le) {
+			return &ParseError{File: d.file, Line: le.Line, Col: le.Col, Msg: le.Msg}
+		}
+		return syntaxError(d.file, data, err)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return &ParseError{File: d.file, Msg: "empty file: " + empty}
+	}
+	d.root = resolve(doc.Content[0])
+	if d.root.Kind != yaml.MappingNode {
+		return d.errf(d.root, "%s: want a mapping (key: value), got %s", top, kindName(d.root))
+	}
+	if err := d.plainKeys(d.root); err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(f); err != nil {
+		return d.decodeError(err)
+	}
+	return d.nulls(d.root, reflect.ValueOf(f).Elem(), nil)
 }
 
 var yamlLineRE = lazyre.New(`^(?:yaml: )?line (\d+): `)
