@@ -90,7 +90,10 @@ type SessionDetail struct {
 	PendingAction string                `json:"pending_action,omitempty" yaml:"pending_action,omitempty"`
 	History       []pipeline.Exchange   `json:"history" yaml:"history"`
 	Actions       []pipeline.LogEntry   `json:"execution_log" yaml:"execution_log"`
-	Path          string                `json:"path" yaml:"path"`
+	// TurnUsage is the LLM work of each run that called the model, the
+	// most recent 50 (none in sessions saved before it was recorded).
+	TurnUsage []pipeline.TurnUsage `json:"turn_usage" yaml:"turn_usage"`
+	Path      string               `json:"path" yaml:"path"`
 	// UpgradeServer is the UpGrade the session belongs to ("" = not recorded).
 	UpgradeServer string `json:"upgrade_server,omitempty" yaml:"upgrade_server,omitempty"`
 	// Proposal is what the audit trail recorded when the awaited
@@ -119,7 +122,10 @@ func runSessionsShow(_ context.Context, f *Factory, id string) error {
 	}
 	d := SessionDetail{ID: cp.SessionID, Status: string(cp.Status), Turns: cp.Counters.Turns, CreatedAt: cp.CreatedAt,
 		UpdatedAt: cp.UpdatedAt, Usage: cp.Usage, Interrupt: cp.Interrupt, PendingAction: st.ActionNeeded,
-		History: st.ConversationHistory, Actions: st.ExecutionLog, Path: store.Where(id), UpgradeServer: cp.UpgradeServer}
+		History: st.ConversationHistory, Actions: st.ExecutionLog, TurnUsage: st.TurnUsage, Path: store.Where(id), UpgradeServer: cp.UpgradeServer}
+	if d.TurnUsage == nil {
+		d.TurnUsage = []pipeline.TurnUsage{}
+	}
 	if ic := cp.Interrupt; ic != nil && ic.Confirmation != nil {
 		d.Proposal = proposalOf(f, cp.SessionID, ic)
 	}
@@ -139,6 +145,17 @@ func runSessionsShow(_ context.Context, f *Factory, id string) error {
 			fmt.Fprintf(w, "Awaiting: confirmation of %s%s\n%s\n", ic.Confirmation.Action, d.Proposal.describe(ic), ic.Confirmation.Message)
 		case ic.Job != nil:
 			fmt.Fprintf(w, "Awaiting: job %s (%s)\n", ic.Job.ID, ic.Job.Action)
+		}
+	}
+	if len(d.TurnUsage) > 0 {
+		fmt.Fprintln(w, "\nLLM per turn:")
+		for _, u := range d.TurnUsage {
+			est := ""
+			if u.Estimated {
+				est = " (estimated: characters/4)"
+			}
+			fmt.Fprintf(w, "  turn %d  %s  %d calls, %d prompt + %d completion tokens (%d cached)%s\n",
+				u.Turn, u.At.Format(time.RFC3339), u.LLMCalls, u.PromptTokens, u.CompletionTokens, u.CachedTokens, est)
 		}
 	}
 	if len(d.Actions) > 0 {

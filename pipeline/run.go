@@ -426,11 +426,24 @@ func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
 func (a *Agent) fail(t *turn, err error) (*Result, error) {
 	t.st.RetryInput = t.input
 	t.recordError(err)
-	t.sess.cp.Usage = t.sess.cp.Usage.Add(a.usageOf(t))
+	a.recordUsage(t)
 	if serr := t.sess.save(a.deps.Store, t.sess.statusAtRest(false), "", a.mcpCaps()); serr != nil {
 		err = errors.Join(err, serr)
 	}
 	return a.result(t, StatusFailed), err
+}
+
+// recordUsage adds the turn's LLM work to the session's totals and to its
+// per-turn records.
+func (a *Agent) recordUsage(t *turn) {
+	cp := t.sess.cp
+	u := a.usageOf(t)
+	cp.Usage = cp.Usage.Add(u)
+	if u.LLMCalls == 0 {
+		return // a yes or a job check the executor answered alone
+	}
+	t.st.addTurnUsage(TurnUsage{Turn: cp.Counters.Turns, At: a.now().UTC(), LLMCalls: u.LLMCalls, PromptTokens: u.PromptTokens,
+		CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens, Estimated: t.estimated})
 }
 
 func (a *Agent) usageOf(t *turn) checkpoint.Usage {
@@ -458,7 +471,7 @@ func (a *Agent) finish(t *turn, rep Reply) (*Result, error) {
 	} else {
 		cp.Counters.ConsecutiveAutoReplies++
 	}
-	cp.Usage = cp.Usage.Add(a.usageOf(t))
+	a.recordUsage(t)
 	st.CurrentState = StateAnalyzing
 
 	rest := t.sess.statusAtRest(t.end.terminateSession)

@@ -115,6 +115,23 @@ type State struct {
 	HistoryDropped int `json:"history_dropped,omitempty"`
 	// LogDropped counts execution log entries removed for the same reason.
 	LogDropped int `json:"log_dropped,omitempty"`
+	// TurnUsage is the LLM work of each run of the agent (a message, an
+	// answer, a resume), the last maxStoredExchanges of them, for
+	// `sessions show`. Absent in checkpoints written before it existed.
+	TurnUsage []TurnUsage `json:"turn_usage,omitempty"`
+}
+
+// TurnUsage is the LLM work of one run of the agent: the turn it belongs
+// to (an answer to a confirmation continues its turn), its calls and
+// tokens, estimated (characters/4) when a provider sent no usage.
+type TurnUsage struct {
+	Turn             int       `json:"turn"`
+	At               time.Time `json:"at"`
+	LLMCalls         int       `json:"llm_calls"`
+	PromptTokens     int       `json:"prompt_tokens"`
+	CompletionTokens int       `json:"completion_tokens"`
+	CachedTokens     int       `json:"cached_tokens"`
+	Estimated        bool      `json:"estimated,omitempty"`
 }
 
 // Limits that keep a long session's checkpoint small. Prompts use a much
@@ -183,6 +200,13 @@ func (s *State) addExchange(user, assistant string, at time.Time) {
 	if n := len(s.ConversationHistory) - maxStoredExchanges; n > 0 {
 		s.ConversationHistory = append([]Exchange(nil), s.ConversationHistory[n:]...)
 		s.HistoryDropped += n
+	}
+}
+
+func (s *State) addTurnUsage(u TurnUsage) {
+	s.TurnUsage = append(s.TurnUsage, u)
+	if n := len(s.TurnUsage) - maxStoredExchanges; n > 0 {
+		s.TurnUsage = append([]TurnUsage(nil), s.TurnUsage[n:]...)
 	}
 }
 

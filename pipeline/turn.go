@@ -48,6 +48,7 @@ type accounting struct {
 	trace       []string
 	llmCalls    int
 	usage       llm.Usage
+	estimated   bool // a provider sent no usage: characters/4
 	transitions int
 }
 
@@ -116,6 +117,7 @@ func (t *turn) chat(ctx context.Context, node string, req llm.Request) (*llm.Res
 		return nil, fmt.Errorf("%s: %w", node, err)
 	}
 	t.usage.Add(resp.Usage)
+	t.estimated = t.estimated || resp.UsageEstimated
 	return resp, nil
 }
 
