@@ -31,7 +31,9 @@ type EvalOptions struct {
 	PriceIn  float64
 	PriceOut float64
 	MinPass  float64
-	Output   string
+	// Temperature is sent with every LLM call; nil = not sent.
+	Temperature *float32
+	Output      string
 	// Model opens the model of one trial; Info describes it.
 	Model func() (eval.ModelFunc, func(), error)
 	Info  eval.Info
@@ -40,6 +42,7 @@ type EvalOptions struct {
 // NewCmdEval builds "eval".
 func NewCmdEval(f *Factory, runF func(context.Context, *EvalOptions) error) *cobra.Command {
 	opts := &EvalOptions{IO: f.IO}
+	var temperature float64
 	c := &cobra.Command{
 		Use:   "eval [PATH...]",
 		Short: "Measure the configured model on goal cases (pass^k, tokens, cost)",
@@ -54,6 +57,13 @@ latency and, with prices, the cost. Exit 0 when pass@1 is at least --min-pass,
   upgrade-agent eval --llm script:pipeline/eval/testdata/perfect.yaml --trials 2 -o json`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Paths = args
+			if c.Flags().Changed("temperature") {
+				if temperature < 0 || temperature > 2 {
+					return &UsageError{Err: fmt.Errorf("--temperature %g: want a value from 0 to 2", temperature)}
+				}
+				t := float32(temperature)
+				opts.Temperature = &t
+			}
 			if len(opts.Paths) == 0 {
 				opts.Paths = []string{"evals"}
 			}
@@ -81,6 +91,7 @@ latency and, with prices, the cost. Exit 0 when pass@1 is at least --min-pass,
 	c.Flags().Float64Var(&opts.PriceIn, "price-in", 0, "`USD` per million prompt tokens (for the cost)")
 	c.Flags().Float64Var(&opts.PriceOut, "price-out", 0, "`USD` per million completion tokens (for the cost)")
 	c.Flags().Float64Var(&opts.MinPass, "min-pass", 0, "exit 1 when pass@1 is below `RATE` (0..1)")
+	c.Flags().Float64Var(&temperature, "temperature", 0, "send `T` (0..2, 0 included) as the temperature of every LLM call; unset: the provider's default")
 	return withOutputs(c, "json")
 }
 
@@ -151,7 +162,7 @@ func runEval(ctx context.Context, opts *EvalOptions) error {
 	}
 	defer done()
 	rep, err := eval.Run(ctx, cases, eval.Options{Trials: opts.Trials, Parallel: opts.Parallel, Model: model,
-		Info: opts.Info, PriceIn: opts.PriceIn, PriceOut: opts.PriceOut})
+		Info: opts.Info, PriceIn: opts.PriceIn, PriceOut: opts.PriceOut, Temperature: opts.Temperature})
 	if err != nil {
 		// The figures of a run that could not reach the model measure
 		// nothing: no report, the cause on stderr.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,9 @@ type Options struct {
 	PriceIn, PriceOut float64
 	// Timeout bounds one trial; 0 = the scenario runner's default.
 	Timeout time.Duration
+	// Temperature is sent with every LLM call of every trial (0 too); nil
+	// = not sent, the provider's default. The report names it.
+	Temperature *float32
 }
 
 // Info describes the run.
@@ -119,6 +123,12 @@ func Run(ctx context.Context, cases []*scenario.Case, opts Options) (*Report, er
 		opts.Parallel = 1
 	}
 	rep := &Report{Info: opts.Info, Trials: opts.Trials, Cases: make([]CaseReport, len(cases))}
+	rep.Info.Temperature = nil
+	if opts.Temperature != nil {
+		// Through the decimal text, so 0.7 reads 0.7 and not 0.699999988.
+		f, _ := strconv.ParseFloat(strconv.FormatFloat(float64(*opts.Temperature), 'g', -1, 32), 64)
+		rep.Info.Temperature = &f
+	}
 	type job struct{ c, t int }
 	jobs := make(chan job)
 	var (

@@ -5,16 +5,22 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/llm/llmspec"
+	"github.com/upgrade-agent/upgrade-agent/llm/llmtest"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/eval"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/scenario"
@@ -258,3 +264,109 @@ func TestUnreachableModelStopsTheRun(t *testing.T) {
 		t.Errorf("%d trials not played, want %d", notPlayed, want)
 	}
 }
+
+// TestTemperatureIsSentAndReported: the temperature of a run reaches the
+// wire in every LLM call of every trial, 0 included (go-openai would drop
+// it: llm's transport puts it back), and the report names it; without one
+// no temperature is sent and the report says null.
+func TestTemperatureIsSentAndReported(t *testing.T) {
+	cases, err := scenario.LoadCases([]string{"../../evals/greeting.yaml", "../../evals/delete-denied.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile("testdata/perfect.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var byCase map[string]yaml.Node
+	if err := yaml.Unmarshal(script, &byCase); err != nil {
+		t.Fatal(err)
+	}
+	for _, temp := range []*float32{ptr(float32(0)), ptr(float32(0.7)), nil} {
+		var mu sync.Mutex
+		var servers []*llmtest.Server
+		model := func(name string, _ int) (llm.Client, io.Closer, error) {
+			n := byCase[name]
+			text, err := yaml.Marshal(&n)
+			if err != nil {
+				return nil, nil, err
+			}
+			replies, err := llmtest.ParseScript(text, name)
+			if err != nil {
+				return nil, nil, err
+			}
+			srv := llmtest.NewServer(t)
+			srv.Enqueue(replies...)
+			mu.Lock()
+			servers = append(servers, srv)
+			mu.Unlock()
+			c, err := llm.New(llm.Options{BaseURL: srv.URL(), Model: "m"})
+			return c, closer(srv.Close), err
+		}
+		rep, err := eval.Run(context.Background(), cases, eval.Options{Trials: 2, Model: model, Temperature: temp})
+		if err != nil || rep.Pass1 != 1 {
+			t.Fatalf("temperature %v: pass@1 %v, %v", temp, rep.Pass1, err)
+		}
+		calls := 0
+		for _, srv := range servers {
+			for _, req := range srv.Requests() {
+				calls++
+				var body map[string]any
+				if err := json.Unmarshal(req.Body, &body); err != nil {
+					t.Fatal(err)
+				}
+				got, sent := body["temperature"]
+				switch {
+				case temp == nil && sent:
+					t.Errorf("call %d (%s): temperature %v sent, want none", req.Call, req.Node, got)
+				case temp != nil && (!sent || math.Abs(got.(float64)-float64(*temp)) > 1e-6):
+					t.Errorf("call %d (%s): temperature %v (sent %v), want %v", req.Call, req.Node, got, sent, *temp)
+				}
+			}
+		}
+		if calls != rep.LLMCalls || calls == 0 {
+			t.Errorf("%d requests on the wire, the report counts %d", calls, rep.LLMCalls)
+		}
+		var out bytes.Buffer
+		if err := eval.WriteJSON(&out, rep); err != nil {
+			t.Fatal(err)
+		}
+		var j struct {
+			Info struct {
+				Temperature *float64 `json:"temperature"`
+			} `json:"info"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &j); err != nil {
+			t.Fatal(err)
+		}
+		var text bytes.Buffer
+		if err := eval.WriteText(&text, rep); err != nil {
+			t.Fatal(err)
+		}
+		want := "temperature default"
+		switch {
+		case temp == nil && j.Info.Temperature != nil:
+			t.Errorf("JSON temperature %v, want null", *j.Info.Temperature)
+		case temp != nil && (j.Info.Temperature == nil || *j.Info.Temperature != float64(float32ToDecimal(*temp))):
+			t.Errorf("JSON temperature %v, want %v", j.Info.Temperature, *temp)
+		}
+		if temp != nil {
+			want = fmt.Sprintf("temperature %g", float32ToDecimal(*temp))
+		}
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the report does not say %q:\n%s", want, text.String())
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// float32ToDecimal is the float64 a person means by a float32 flag value.
+func float32ToDecimal(f float32) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
+	return v
+}
+
+type closer func()
+
+func (c closer) Close() error { c(); return nil }

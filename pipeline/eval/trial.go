@@ -74,7 +74,7 @@ func runTrial(ctx context.Context, c *scenario.Case, trial int, opts Options) Tr
 	}
 	rec := &recorder{inner: client}
 	sc := c.Scenario()
-	rep, _ := scenario.Run(ctx, sc, scenario.RunOptions{LLM: rec, Timeout: opts.Timeout})
+	rep, _ := scenario.Run(ctx, sc, scenario.RunOptions{LLM: rec, Timeout: opts.Timeout, Temperature: opts.Temperature})
 	cerr := closer.Close()
 
 	fails := append([]string(nil), rep.Failures...)

@@ -43,6 +43,9 @@ type RunOptions struct {
 	LLMOptions llm.Options
 	// Model is the model name sent with live calls; "" = LLMOptions.Model.
 	Model string
+	// Temperature is sent with every LLM call; nil = not sent (the
+	// provider's default).
+	Temperature *float32
 
 	// Jobs builds the job runner; nil = the deterministic in-process
 	// runner of this package (a job runs to its end while a turn waits on
@@ -394,7 +397,7 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 		Now: r.clk.now, NewID: func() string { return fmt.Sprintf("id-%04d", ids.Add(1)) },
 		Logger: logger,
 	}, pipeline.Settings{
-		Model: model, Policy: sc.Options.Confirm, Yes: sc.Options.Yes,
+		Model: model, Temperature: r.opts.Temperature, Policy: sc.Options.Confirm, Yes: sc.Options.Yes,
 		MaxLLMCalls: sc.Options.MaxAutoReplies, MaxConsecutiveAutoReplies: sc.Options.MaxConsecutiveAutoReplies,
 		TerminationWords: sc.Options.TerminationWords, Secrets: secrets,
 		WaitJobs: sc.Options.WaitJobs, Output: output, ReplyWording: sc.Options.ReplyWording,
