@@ -45,8 +45,10 @@ type Options struct {
 
 // Info describes the run.
 type Info struct {
-	Model       string   `json:"model"`
-	BaseURLHost string   `json:"base_url_host"`
+	Model       string `json:"model"`
+	BaseURLHost string `json:"base_url_host"`
+	// Temperature is what was sent (Run sets it from Options.Temperature);
+	// null: none, the provider's default.
 	Temperature *float64 `json:"temperature"`
 	Date        string   `json:"date"`
 	Version     string   `json:"version"`

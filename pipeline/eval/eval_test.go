@@ -370,3 +370,35 @@ func float32ToDecimal(f float32) float64 {
 type closer func()
 
 func (c closer) Close() error { c(); return nil }
+
+// TestCaseAnswersAndErrors: a turn's answer is one answer or a list, each
+// played only when the agent asks; mistakes name file:line:col, and text
+// that is not YAML the line from which it stops parsing.
+func TestCaseAnswersAndErrors(t *testing.T) {
+	c, err := scenario.ParseCase([]byte("name: x\nturns:\n  - say: create it\n    answer: [make it 60/40, yes]\n  - say: hi\n"), "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Turns[0].Answers; len(got) != 2 || got[0] != "make it 60/40" || got[1] != "yes" || c.Turns[1].Answers != nil {
+		t.Fatalf("answers %q, %q", got, c.Turns[1].Answers)
+	}
+	var kinds []string
+	for _, st := range c.Scenario().Steps {
+		kinds = append(kinds, fmt.Sprintf("%s:%v:%v", st.Kind, st.IfAsked, st.NoConfirmation))
+	}
+	if want := "say:false:false answer:true:false answer:true:false say:false:true"; strings.Join(kinds, " ") != want {
+		t.Errorf("steps %v, want %s", kinds, want)
+	}
+	for _, tc := range []struct{ text, want string }{
+		{"name: x\nturns:\n  - say: hi\n    answer: []\n", "x.yaml:4:13: turn 1.answer: an empty list"},
+		{"name: x\nturns:\n  - say: hi\n    answer: [yes, {a: b}]\n", "x.yaml:4:19: turn 1.answer[1]: want text"},
+		{"name: x\nturns:\n  - say: hi\nexpect:\n  experiments: [{name: a}\nforbid: [write]\n", "x.yaml:5: "},
+		{"", "x.yaml: empty file: a case needs"},
+		{"- a\n", "x.yaml:1:1: the case: want a mapping"},
+	} {
+		_, err := scenario.ParseCase([]byte(tc.text), "x.yaml")
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %s...", tc.text, err, tc.want)
+		}
+	}
+}
