@@ -81,6 +81,13 @@ func (e *Experiment) QueryList() ([]Query, error) {
 // UpdateExperiment), with a fresh id, after every existing query. The
 // existing queries are kept as read: a PUT without them deletes them.
 func (e *Experiment) AddQuery(name, metricKey, measure string, op QueryOp) (string, error) {
+	return e.AddQueryWithID(NewID(), name, metricKey, measure, op)
+}
+
+// AddQueryWithID is AddQuery with the query's id chosen by the caller (a
+// UUID): a PUT keeps it, so an action that derives it from its
+// confirmation finds its query again after a crash.
+func (e *Experiment) AddQueryWithID(id, name, metricKey, measure string, op QueryOp) (string, error) {
 	order := len(e.Queries) + 1
 	if qs, err := e.QueryList(); err == nil {
 		for _, q := range qs {
@@ -89,7 +96,6 @@ func (e *Experiment) AddQuery(name, metricKey, measure string, op QueryOp) (stri
 			}
 		}
 	}
-	id := NewID()
 	raw, err := json.Marshal(map[string]any{
 		"id": id, "name": name, "query": op, "metric": map[string]string{"key": metricKey},
 		"repeatedMeasure": measure, "order": order,

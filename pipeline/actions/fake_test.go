@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/http"
@@ -498,4 +499,22 @@ func seeded() *fakeAPI {
 	f.add(groupExp())
 	f.add(streamExp())
 	return f
+}
+
+// The fake holds no metrics: the metric actions are tested against the
+// simulator (metric_test.go).
+func (f *fakeAPI) Metrics(context.Context) ([]upgrade.MetricNode, error) {
+	return []upgrade.MetricNode{}, nil
+}
+
+func (f *fakeAPI) SaveMetrics(context.Context, []upgrade.MetricUnit, []string) ([]upgrade.MetricNode, error) {
+	return nil, errors.New("fake: no metrics")
+}
+
+func (f *fakeAPI) DeleteMetric(context.Context, string) ([]upgrade.MetricNode, error) {
+	return nil, errors.New("fake: no metrics")
+}
+
+func (f *fakeAPI) ReadResults(context.Context, string) (*upgrade.ResultsInput, error) {
+	return nil, errors.New("fake: no results")
 }
