@@ -35,6 +35,8 @@ type fakeAPI struct {
 
 	fl *flagStore // feature flags and segments (flag_fake_test.go)
 
+	metrics []upgrade.MetricNode // read only: the metric actions run against the simulator
+
 	inflight, maxInflight int
 	// gateAt > 0 holds every Init until that many calls are in flight at
 	// once (or the gate times out), so a test can prove concurrency
@@ -501,10 +503,13 @@ func seeded() *fakeAPI {
 	return f
 }
 
-// The fake holds no metrics: the metric actions are tested against the
-// simulator (metric_test.go).
+// The fake only reads the metrics a test gives it (the plan goldens): the
+// metric actions run against the simulator (metric_test.go).
 func (f *fakeAPI) Metrics(context.Context) ([]upgrade.MetricNode, error) {
-	return []upgrade.MetricNode{}, nil
+	if err := f.enter("Metrics"); err != nil {
+		return nil, err
+	}
+	return append([]upgrade.MetricNode{}, f.metrics...), nil
 }
 
 func (f *fakeAPI) SaveMetrics(context.Context, []upgrade.MetricUnit, []string) ([]upgrade.MetricNode, error) {

@@ -207,7 +207,7 @@ func planCreateMetric(b *Planner, p CreateMetricParams) error {
 			b.Line("%s)", line)
 		}
 	}
-	b.Fact("UpGrade keeps logged values only of metrics an experiment query uses: add a query (add_experiment_query) before students log.")
+	b.Line("UpGrade keeps logged values only of metrics an experiment query uses: add a query before students log.")
 	return nil
 }
 

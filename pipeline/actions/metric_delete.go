@@ -106,7 +106,7 @@ func planDeleteMetric(b *Planner, p DeleteMetricParams) error {
 	for _, q := range qs {
 		b.Line("  %s", q)
 	}
-	b.Warn("%s and their results disappear", plural(len(qs), "experiment query", "experiment queries"))
+	b.Warn("%s", plural(len(qs), "experiment query and its results disappear", "experiment queries and their results disappear"))
 	return nil
 }
 

@@ -10,41 +10,14 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/upgrade/readmodel"
 )
 
-// The read-only lookups of issue 29: get_metrics (object metric) and
-// get_experiment_results (object experiment), offered only in their
-// object's scope.
-
-// MetricsArgs are get_metrics' arguments.
-type MetricsArgs struct {
-	Context string `json:"context,omitempty" jsonschema:"app context"`
-}
-
-// ResultsArgs are get_experiment_results' arguments.
-type ResultsArgs struct {
-	ExperimentID string `json:"experiment_id" jsonschema:"id or name"`
-}
+// What the read-only lookups of issue 29 compute: get_metrics (object
+// metric) and get_experiment_results (object experiment) are offered by
+// the pipeline, among its built-in lookups, in their object's scope.
 
 // resultsAPI is what the lookups read.
 type resultsAPI interface {
 	MetricAPI
 	ExperimentAPI
-}
-
-func init() {
-	RegisterLookup(LookupDef[MetricsArgs]{
-		Name: "get_metrics", Object: ObjectMetric,
-		Description: "Metrics and their queries.",
-		Run: func(ctx context.Context, env Env, a MetricsArgs) (any, error) {
-			return MetricsInfo(ctx, env.API, a.Context)
-		},
-	})
-	RegisterLookup(LookupDef[ResultsArgs]{
-		Name: "get_experiment_results", Object: ObjectExperiment,
-		Description: "Results per condition, with intervals.",
-		Run: func(ctx context.Context, env Env, a ResultsArgs) (any, error) {
-			return ExperimentResults(ctx, env.API, a.ExperimentID)
-		},
-	})
 }
 
 // metricInfos reads the metrics with the queries that use each.

@@ -99,7 +99,7 @@ func TestMetricAndQueryLifecycle(t *testing.T) {
 	// "AVG", a null optional, a repeated measure in other case: the plan
 	// offers the matching stddev.
 	plan, _ := run(t, c, parsed(t, "add_experiment_query", `{"experiment_id": "`+id+`", "name": " Mean score ", "metric_key": "score", "operation": "AVG", "repeated_measure": " most_recent ", "compare": null}`))
-	if !slices.ContainsFunc(plan.Facts, func(f string) bool { return strings.Contains(f, "stddev query on score") }) {
+	if !strings.Contains(plan.Message, "stddev query on score") {
 		t.Errorf("the avg plan does not offer the stddev: %+v", plan)
 	}
 	run(t, c, parsed(t, "add_experiment_query", `{"experiment_id": "`+id+`", "name": "SD score", "metric_key": "score", "operation": "Standard Deviation"}`))
@@ -203,14 +203,27 @@ func TestMetricActionsReconcile(t *testing.T) {
 	}
 }
 
-// runLookup calls a built-in lookup as the gatherer does, with raw
-// arguments as a model writes them.
+// runLookup calls what a metric lookup of the pipeline computes, with raw
+// arguments as a model writes them, decoded as the pipeline decodes them.
 func runLookup(t *testing.T, c *upgrade.Client, name, raw string) (any, error) {
 	t.Helper()
-	for _, l := range Builtin().Lookups() {
-		if l.Name == name {
-			return l.Run(context.Background(), Env{API: c}, json.RawMessage(raw))
+	switch name {
+	case "get_metrics":
+		a, err := Decode[struct {
+			Context string `json:"context,omitempty"`
+		}](name, json.RawMessage(raw))
+		if err != nil {
+			return nil, err
 		}
+		return MetricsInfo(context.Background(), c, a.Context)
+	case "get_experiment_results":
+		a, err := Decode[struct {
+			ExperimentID string `json:"experiment_id"`
+		}](name, json.RawMessage(raw))
+		if err != nil {
+			return nil, err
+		}
+		return ExperimentResults(context.Background(), c, a.ExperimentID)
 	}
 	t.Fatalf("no lookup %s", name)
 	return nil, nil
@@ -262,4 +275,39 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// withMetrics gives the fake a continuous score and a categorical outcome
+// metric, and Math Hints a query on each.
+func withMetrics(f *fakeAPI) {
+	score := upgrade.MetricNode{Key: "score", Context: []string{"assign-prog"}, Children: []upgrade.MetricNode{}}
+	score.Metadata.Type = upgrade.MetricContinuous
+	outcome := upgrade.MetricNode{Key: "outcome", Context: []string{"assign-prog"}, Children: []upgrade.MetricNode{},
+		AllowedData: []json.RawMessage{json.RawMessage(`"pass"`), json.RawMessage(`"fail"`)}}
+	outcome.Metadata.Type = upgrade.MetricCategorical
+	f.metrics = []upgrade.MetricNode{score, outcome}
+	e := f.get(mathHintsID)
+	if _, err := e.AddQueryWithID("c0de0000-0000-4000-8000-000000000001", "Mean score", "score", upgrade.RepeatedMostRecent, upgrade.QueryOp{OperationType: "avg"}); err != nil {
+		panic(err)
+	}
+	if _, err := e.AddQueryWithID("c0de0000-0000-4000-8000-000000000002", "Pass rate", "outcome", upgrade.RepeatedMostRecent,
+		upgrade.QueryOp{OperationType: "percentage", CompareFn: "=", CompareValue: "pass"}); err != nil {
+		panic(err)
+	}
+	f.add(e)
+}
+
+// metricPlanCases are the confirmations of the metric actions (plan_test.go).
+func metricPlanCases() []planCase {
+	return []planCase{
+		{name: "metric_create_continuous", setup: withMetrics, p: CreateMetricParams{Context: []string{"assign-prog"}, Key: "time_on_task", Type: "continuous"}},
+		{name: "metric_create_grouped", setup: withMetrics, p: CreateMetricParams{Context: []string{"assign-prog"}, Group: "workspace",
+			Keys: []string{"w1", "w2"}, Attributes: []MetricAttributeParam{{Key: "time", Type: "continuous"}, {Key: "result", Type: "categorical", AllowedValues: []string{"solved", "gave up"}}}}},
+		{name: "metric_delete_used", setup: withMetrics, p: DeleteMetricParams{Key: "score"}},
+		{name: "query_add_avg", setup: withMetrics, p: AddExperimentQueryParams{ExperimentID: mathHintsID, Name: "Best score", MetricKey: "score",
+			Operation: "avg", RepeatedMeasure: upgrade.RepeatedMostRecent}},
+		{name: "query_add_categorical", setup: withMetrics, p: AddExperimentQueryParams{ExperimentID: mathHintsID, Name: "Fail count", MetricKey: "outcome",
+			Operation: "count", RepeatedMeasure: upgrade.RepeatedEarliest, Compare: &CompareParam{Fn: "=", Value: "fail"}}},
+		{name: "query_remove", setup: withMetrics, p: RemoveExperimentQueryParams{ExperimentID: mathHintsID, QueryID: "c0de0000-0000-4000-8000-000000000002"}},
+	}
 }

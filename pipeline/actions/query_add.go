@@ -185,11 +185,13 @@ func planAddQuery(b *Planner, p AddExperimentQueryParams) error {
 		return err
 	}
 	b.Line("add query %s to experiment %s (id %s): %s.", quote(p.Name), quote(e.Name), e.ID, p.describe())
-	b.Line("The experiment's %s kept.", plural(len(qs), "other query is", "other queries are"))
+	if len(qs) > 0 {
+		b.Line("The experiment's %s kept.", plural(len(qs), "other query is", "other queries are"))
+	}
 	if p.Operation == "avg" && !slices.ContainsFunc(qs, func(q upgrade.Query) bool {
 		return q.MetricKey == p.MetricKey && q.Query.OperationType == "stddev"
 	}) {
-		b.Fact("For an interval on the difference of means, also add a stddev query on %s (operation stddev, repeated measure %s).", p.MetricKey, p.RepeatedMeasure)
+		b.Line("For an interval on the difference of means, also add a stddev query on %s (operation stddev, repeated measure %s).", p.MetricKey, p.RepeatedMeasure)
 	}
 	return nil
 }

@@ -642,10 +642,6 @@ type LookupTool struct {
 	Run func(ctx context.Context, env Env, raw json.RawMessage) (any, error)
 }
 
-// RegisterLookup adds a lookup to the built-in set, from the init of its
-// file, as Register does for an action.
-func RegisterLookup[A any](d LookupDef[A]) { AddLookup(builtins, d) }
-
 // AddLookup adds a lookup to r. It panics on a declaration that cannot
 // work, as Add does.
 func AddLookup[A any](r *Registry, d LookupDef[A]) {
