@@ -77,6 +77,20 @@ func (e *Experiment) QueryList() ([]Query, error) {
 	return out, nil
 }
 
+// Summary says what the query computes: `percentage of passed = "yes"`;
+// a query whose metric is gone names none.
+func (q Query) Summary() string {
+	key := q.MetricKey
+	if key == "" {
+		key = "(no metric)"
+	}
+	s := q.Query.OperationType + " of " + key
+	if q.Query.CompareFn != "" {
+		s += fmt.Sprintf(" %s %q", q.Query.CompareFn, q.Query.CompareValue)
+	}
+	return s
+}
+
 // AddQuery appends a query to the experiment (to be sent with
 // UpdateExperiment), with a fresh id, after every existing query. The
 // existing queries are kept as read: a PUT without them deletes them.

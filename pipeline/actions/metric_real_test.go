@@ -63,29 +63,6 @@ func startSimURL(t *testing.T) string {
 	return srv.URL()
 }
 
-// runKeyed is run with the confirmation key given: the ids an action
-// derives from it (the experiment's, a query's) are the run's own.
-func runKeyed(t *testing.T, api API, p Params, key string) json.RawMessage {
-	t.Helper()
-	ctx := context.Background()
-	if probs, err := Validate(ctx, api, p); err != nil || len(probs) > 0 {
-		t.Fatalf("%s: problems %v, err %v", p.Action(), probs, err)
-	}
-	plan, err := BuildPlan(ctx, api, p)
-	if err != nil {
-		t.Fatalf("%s: plan: %v", p.Action(), err)
-	}
-	confirmed, err := Parse(string(plan.Action), plan.Params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := mustBound(confirmed).Execute(ctx, Env{API: api}, key)
-	if err != nil {
-		t.Fatalf("%s: execute: %v", p.Action(), err)
-	}
-	return out.Result
-}
-
 // resultsDataset plays the dataset on base and returns its numbers as
 // "query/condition: n value" lines, sorted.
 func resultsDataset(t *testing.T, base, runID string) []string {
@@ -125,7 +102,7 @@ func resultsDataset(t *testing.T, base, runID string) []string {
 		_, _ = c.DeleteMetric(ctx, passed)
 	})
 	control, variant := info.Conditions[0], info.Conditions[1]
-	raw := runKeyed(t, c, CreateExperimentParams{Name: name, Context: appContext,
+	_, raw := runKeyed(t, c, CreateExperimentParams{Name: name, Context: appContext,
 		DecisionPoints: []DecisionPointParam{{Site: info.ExpPoints[0], Target: info.ExpIDs[0]}},
 		Conditions:     []ConditionParam{{Code: control, Weight: ptr(50.0)}, {Code: variant, Weight: ptr(50.0)}}}, name)
 	id := decode[ExperimentResult](t, raw).ID

@@ -99,11 +99,7 @@ func planRemoveQuery(b *Planner, p RemoveExperimentQueryParams) error {
 	if err != nil || !ok {
 		return fmt.Errorf("experiment %q has no query %q", e.Name, p.QueryID)
 	}
-	what := q.Query.OperationType + " of " + identOrNone(q.MetricKey)
-	if q.Query.CompareFn != "" {
-		what += fmt.Sprintf(" %s %s", q.Query.CompareFn, quote(q.Query.CompareValue))
-	}
-	b.Line("remove query %s (id %s: %s) from experiment %s (id %s).", quote(q.Name), q.ID, what, quote(e.Name), e.ID)
+	b.Line("remove query %s (id %s: %s) from experiment %s (id %s).", quote(q.Name), q.ID, q.Summary(), quote(e.Name), e.ID)
 	b.Line("The metric and the values logged for it stay; the experiment's other queries are kept.")
 	return nil
 }

@@ -208,8 +208,7 @@ func (r *run) applyResultsSetup(ctx context.Context) ([]string, error) {
 	env := actions.Env{API: r.admin}
 	var lines []string
 	for i, m := range r.sc.Setup.Metrics {
-		where := fmt.Sprintf("%s:%d: setup metric %q", r.sc.File, m.Line, m.Key)
-		if err := r.setupCreate(ctx, env, "metric", m.Params, fmt.Sprintf("scenario-setup/%s/metric/%d", r.sc.Name, i), where); err != nil {
+		if err := r.setupCreate(ctx, env, "metric", m.Key, m.Line, i, m.Params); err != nil {
 			return nil, err
 		}
 	}
@@ -227,8 +226,7 @@ func (r *run) applyResultsSetup(ctx context.Context) ([]string, error) {
 		}
 	}
 	for i, q := range r.sc.Setup.Queries {
-		where := fmt.Sprintf("%s:%d: setup query %q", r.sc.File, q.Line, q.Name)
-		if err := r.setupCreate(ctx, env, "experiment_query", q.Params, fmt.Sprintf("scenario-setup/%s/query/%d", r.sc.Name, i), where); err != nil {
+		if err := r.setupCreate(ctx, env, "experiment_query", q.Name, q.Line, i, q.Params); err != nil {
 			return nil, err
 		}
 	}
@@ -240,7 +238,7 @@ func (r *run) applyResultsSetup(ctx context.Context) ([]string, error) {
 		for _, e := range es {
 			qs, _ := e.QueryList()
 			for _, q := range qs {
-				lines = append(lines, fmt.Sprintf("query %q of %q: %s", q.Name, e.Name, describeQuery(q)))
+				lines = append(lines, fmt.Sprintf("query %q of %q: %s, %s", q.Name, e.Name, q.Summary(), q.RepeatedMeasure))
 			}
 		}
 	}
@@ -254,9 +252,12 @@ func (r *run) applyResultsSetup(ctx context.Context) ([]string, error) {
 	return lines, nil
 }
 
-// setupCreate binds, validates and executes the action that makes one
-// setup object; a refused object is an error naming its fields.
-func (r *run) setupCreate(ctx context.Context, env actions.Env, object string, raw json.RawMessage, key, where string) error {
+// setupCreate binds, validates and executes the action that makes the
+// i-th setup object of its kind (written on line); a refused object is an
+// error naming its fields.
+func (r *run) setupCreate(ctx context.Context, env actions.Env, object, id string, line, i int, raw json.RawMessage) error {
+	where := fmt.Sprintf("%s:%d: setup %s %q", r.sc.File, line, strings.ReplaceAll(object, "_", " "), id)
+	key := fmt.Sprintf("scenario-setup/%s/%s/%d", r.sc.Name, object, i)
 	b, err := actions.BindCreate(object, raw)
 	if err != nil {
 		return fmt.Errorf("%s: %w", where, err)
@@ -279,14 +280,6 @@ func (r *run) setupCreate(ctx context.Context, env actions.Env, object string, r
 		return fmt.Errorf("%s: %w", where, err)
 	}
 	return nil
-}
-
-func describeQuery(q upgrade.Query) string {
-	s := q.Query.OperationType + " of " + q.MetricKey
-	if q.Query.CompareFn != "" {
-		s += fmt.Sprintf(" %s %q", q.Query.CompareFn, q.Query.CompareValue)
-	}
-	return s + ", " + q.RepeatedMeasure
 }
 
 // playStudents initialises, assigns, marks and logs each student of s,
