@@ -31,8 +31,10 @@ import (
 // value = result. It always runs against the simulator; with
 // UPGRADE_REAL_URL set (a disposable UpGrade 6.5) it runs there too, and the
 // same dataset on a fresh simulator gives the same numbers, since both draw
-// conditions from the experiment and user ids. It makes only things named
-// realresults-test-<run> and deletes them at the end.
+// conditions from the experiment and user ids. Then a rename and a post
+// rule (update_experiment) and the start (update_experiment_status) keep
+// every query, as a PUT without them would delete them. It makes only
+// things named realresults-test-<run> and deletes them at the end.
 func TestResultsEqualServerAnalyse(t *testing.T) {
 	var rb [4]byte
 	_, _ = rand.Read(rb[:])
@@ -117,7 +119,27 @@ func resultsDataset(t *testing.T, base, runID string) []string {
 		q.ExperimentID = id
 		runKeyed(t, c, q, name+"/"+q.Name)
 	}
+	queryIDs := func(step string) string {
+		t.Helper()
+		e, err := c.Experiment(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs, err := e.QueryList()
+		if err != nil || len(qs) != 5 {
+			t.Fatalf("after %s: %d queries (%v), want the 5 added", step, len(qs), err)
+		}
+		ids := make([]string, len(qs))
+		for i, q := range qs {
+			ids[i] = q.ID + " " + q.MetricKey
+		}
+		return strings.Join(ids, ", ")
+	}
+	added := queryIDs("adding the queries")
 	runKeyed(t, c, UpdateExperimentStatusParams{ExperimentID: id, Status: "enrolling"}, name+"/start")
+	if got := queryIDs("the start"); got != added {
+		t.Errorf("the start changed the queries: %s, were %s", got, added)
+	}
 
 	// The scenario's values: each condition's students take them in turn.
 	values := map[string][2][]any{
@@ -193,6 +215,17 @@ func resultsDataset(t *testing.T, base, runID string) []string {
 		t.Errorf("%d numbers for %d queries of two conditions: %v", len(out), len(ids), out)
 	}
 	sort.Strings(out)
+
+	// A PUT without queries deletes them all on 6.5: the rename and the
+	// post rule of update_experiment send them back, ids and metrics kept.
+	runKeyed(t, c, UpdateExperimentParams{ExperimentID: id, Name: ptr(name + " renamed")}, name+"/rename")
+	if got := queryIDs("a rename"); got != added {
+		t.Errorf("the rename changed the queries: %s, were %s", got, added)
+	}
+	runKeyed(t, c, UpdateExperimentParams{ExperimentID: id, PostExperimentRule: &PostRuleParam{Rule: "assign", ConditionCode: variant}}, name+"/post")
+	if got := queryIDs("a post rule"); got != added {
+		t.Errorf("the post rule changed the queries: %s, were %s", got, added)
+	}
 	return out
 }
 
