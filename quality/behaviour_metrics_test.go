@@ -130,6 +130,12 @@ func TestBindingMetrics(t *testing.T) {
 			vars: []bindVariant{
 				{"capitalised type, blanks in values", `{context: [assign-prog], key: mastery, type: Categorical, allowed_values: [" low", "mid ", high]}`},
 			}},
+		{action: "create_metric", say: "Define a categorical metric level with values 1, 2 and 3 in assign-prog.",
+			plain:   `{"context":["assign-prog"],"key":"level","type":"categorical","allowed_values":["1","2","3"]}`,
+			backend: []check{hasMetrics(append([]string{"level:categorical(1,2,3)"}, seededMetrics...)...)},
+			vars: []bindVariant{
+				{"numbers for values", `{context: [assign-prog], key: level, type: categorical, allowed_values: [1, 2, 3]}`},
+			}},
 		{action: "delete_metric", say: "Delete the metric passed.",
 			plain:   `{"key":"passed"}`,
 			backend: []check{hasMetrics("score:continuous"), hasQueries("Math Hints Live", meanScore)},
