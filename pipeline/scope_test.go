@@ -36,12 +36,12 @@ func TestScopeFromTheAnalyzer(t *testing.T) {
 		{"Feature Flag", []string{flagOnly}, []string{expOnly}},
 		{"feature flag", []string{flagOnly}, []string{expOnly}},
 		{"flags", []string{flagOnly}, []string{expOnly}},
-		{" Experiment ", []string{expOnly, "get_context_metadata"}, []string{flagOnly, segOnly}},
+		{" Experiment ", []string{expOnly, "get_context_metadata", "get_experiment_results"}, []string{flagOnly, segOnly, "get_metrics"}},
 		{"segments", []string{segOnly}, []string{flagOnly, expOnly}},
 		{"", []string{flagOnly, expOnly, segOnly}, nil},
 		{"null", []string{flagOnly, expOnly, segOnly}, nil},
 		{"weather", []string{flagOnly, expOnly, segOnly}, nil},
-		{"metric", []string{flagOnly, expOnly, segOnly}, nil}, // no metric tools yet: every tool
+		{"Metrics", []string{"get_metrics", "get_core_terms"}, []string{flagOnly, expOnly, segOnly, "get_experiment_results"}},
 		{nil, []string{flagOnly, expOnly, segOnly}, nil},
 	} {
 		name, _ := tc.object.(string)

@@ -43,6 +43,8 @@ type behaviourCase struct {
 	steps []turnStep
 	// backend is checked after the last step.
 	backend []check
+	// seed, when set, arranges more on the backend before the first step.
+	seed func(t *testing.T, w *world)
 }
 
 // turnStep is one command line: a message (the first starts the session),
@@ -220,6 +222,9 @@ func runBehaviour(t *testing.T, cases []behaviourCase) {
 // playCase runs one conversation and checks it.
 func playCase(t *testing.T, tc behaviourCase) {
 	w := newWorld(t)
+	if tc.seed != nil {
+		tc.seed(t, w)
+	}
 	model := llmtest.NewServer(nil)
 	t.Cleanup(model.Close)
 	c := newCLI(t)

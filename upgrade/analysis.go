@@ -77,10 +77,31 @@ func (e *Experiment) QueryList() ([]Query, error) {
 	return out, nil
 }
 
+// Summary says what the query computes: `percentage of passed = "yes"`;
+// a query whose metric is gone names none.
+func (q Query) Summary() string {
+	key := q.MetricKey
+	if key == "" {
+		key = "(no metric)"
+	}
+	s := q.Query.OperationType + " of " + key
+	if q.Query.CompareFn != "" {
+		s += fmt.Sprintf(" %s %q", q.Query.CompareFn, q.Query.CompareValue)
+	}
+	return s
+}
+
 // AddQuery appends a query to the experiment (to be sent with
 // UpdateExperiment), with a fresh id, after every existing query. The
 // existing queries are kept as read: a PUT without them deletes them.
 func (e *Experiment) AddQuery(name, metricKey, measure string, op QueryOp) (string, error) {
+	return e.AddQueryWithID(NewID(), name, metricKey, measure, op)
+}
+
+// AddQueryWithID is AddQuery with the query's id chosen by the caller (a
+// UUID): a PUT keeps it, so an action that derives it from its
+// confirmation finds its query again after a crash.
+func (e *Experiment) AddQueryWithID(id, name, metricKey, measure string, op QueryOp) (string, error) {
 	order := len(e.Queries) + 1
 	if qs, err := e.QueryList(); err == nil {
 		for _, q := range qs {
@@ -89,7 +110,6 @@ func (e *Experiment) AddQuery(name, metricKey, measure string, op QueryOp) (stri
 			}
 		}
 	}
-	id := NewID()
 	raw, err := json.Marshal(map[string]any{
 		"id": id, "name": name, "query": op, "metric": map[string]string{"key": metricKey},
 		"repeatedMeasure": measure, "order": order,

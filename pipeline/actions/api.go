@@ -86,6 +86,15 @@ type CatalogAPI interface {
 	SegmentReader
 }
 
+// MetricAPI is the metric routes and what the results read
+// (upgrade-results-designs.md sections 1-2, 4-5).
+type MetricAPI interface {
+	Metrics(ctx context.Context) ([]upgrade.MetricNode, error)
+	SaveMetrics(ctx context.Context, units []upgrade.MetricUnit, contexts []string) ([]upgrade.MetricNode, error)
+	DeleteMetric(ctx context.Context, key string) ([]upgrade.MetricNode, error)
+	ReadResults(ctx context.Context, id string) (*upgrade.ResultsInput, error)
+}
+
 // API is every operation together: what Env carries, so that one concrete
 // client serves every action.
 type API interface {
@@ -94,6 +103,7 @@ type API interface {
 	FlagAPI
 	SegmentAPI
 	MetadataAPI
+	MetricAPI
 }
 
 // The real client must keep satisfying API; this fails to compile otherwise.

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 	"sync"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/stats"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
@@ -357,25 +357,15 @@ func SummarizeBalance(ctx context.Context, api ExperimentAPI, p BalanceParams, t
 	// The test runs over the conditions the weights give a chance; a
 	// zero-weight condition that nevertheless got users makes the fit
 	// fail outright, which the p-value of the others would hide.
-	var obs, exp []float64
+	var obs []int
+	var shares []float64
 	inTest := 0
 	for _, c := range res.Conditions {
 		if c.ExpectedShare > 0 {
-			obs = append(obs, float64(c.Count))
+			obs = append(obs, c.Count)
+			shares = append(shares, c.ExpectedShare)
 			inTest += c.Count
 		}
-	}
-	for _, c := range res.Conditions {
-		if c.ExpectedShare > 0 {
-			exp = append(exp, c.ExpectedShare)
-		}
-	}
-	sumW := 0.0
-	for _, w := range exp {
-		sumW += w
-	}
-	for i := range exp {
-		exp[i] = exp[i] / sumW * float64(inTest)
 	}
 	switch {
 	case e == nil:
@@ -383,17 +373,12 @@ func SummarizeBalance(ctx context.Context, api ExperimentAPI, p BalanceParams, t
 		res.Warnings = append(res.Warnings, "fewer than two conditions with a weight: no test of the balance is possible")
 	case inTest == 0:
 	default:
-		small := false
-		for i := range obs {
-			d := obs[i] - exp[i]
-			res.ChiSquare += d * d / exp[i]
-			if exp[i] < 5 {
-				small = true
-			}
+		fit, err := stats.SampleRatio(obs, shares)
+		if err != nil {
+			return nil, fmt.Errorf("balance test: %w", err)
 		}
-		res.DF = len(obs) - 1
-		res.PValue = ChiSquareSurvival(res.ChiSquare, res.DF)
-		if small {
+		res.ChiSquare, res.DF, res.PValue = fit.ChiSquare, fit.DF, fit.P
+		if smallExpected(shares, inTest) {
 			res.Warnings = append(res.Warnings, "some expected counts are below 5: the chi-square p-value is only approximate")
 		}
 		if res.PValue < Significance {
@@ -446,87 +431,18 @@ func balanceExperiment(ctx context.Context, api ExperimentAPI, p BalanceParams) 
 		len(es), fmtExperiments(es)), nil
 }
 
-// ChiSquareSurvival is P(X >= x) for X chi-square distributed with df
-// degrees of freedom: the p-value of a chi-square statistic.
-func ChiSquareSurvival(x float64, df int) float64 {
-	if df <= 0 || math.IsNaN(x) {
-		return math.NaN()
+// smallExpected reports whether a condition's expected count (its share
+// of the weights times the users in the test) is below 5, where the
+// chi-square p-value is only approximate.
+func smallExpected(shares []float64, total int) bool {
+	sum := 0.0
+	for _, w := range shares {
+		sum += w
 	}
-	if x <= 0 {
-		return 1
-	}
-	return UpperGammaQ(float64(df)/2, x/2)
-}
-
-// UpperGammaQ is the regularized upper incomplete gamma function
-// Q(a, x) = Γ(a, x) / Γ(a), for a > 0 and x >= 0. Below x = a+1 the power
-// series of P = 1 - Q converges fast; above it, the continued fraction of
-// Q does (evaluated with the modified Lentz method).
-func UpperGammaQ(a, x float64) float64 {
-	switch {
-	case a <= 0 || x < 0 || math.IsNaN(a) || math.IsNaN(x):
-		return math.NaN()
-	case x == 0:
-		return 1
-	case math.IsInf(x, 1):
-		return 0
-	}
-	if x < a+1 {
-		return 1 - lowerGammaSeries(a, x)
-	}
-	return upperGammaFraction(a, x)
-}
-
-const (
-	gammaEps     = 1e-15
-	gammaMaxIter = 10000
-	gammaTiny    = 1e-300
-)
-
-// gammaPrefix is x^a e^-x / Γ(a), computed in logs to avoid overflow.
-func gammaPrefix(a, x float64) float64 {
-	lg, _ := math.Lgamma(a)
-	return math.Exp(a*math.Log(x) - x - lg)
-}
-
-// lowerGammaSeries is P(a, x) = x^a e^-x / Γ(a) * Σ x^n / (a (a+1) ... (a+n)).
-func lowerGammaSeries(a, x float64) float64 {
-	term := 1 / a
-	sum := term
-	for n := 1; n < gammaMaxIter; n++ {
-		term *= x / (a + float64(n))
-		sum += term
-		if math.Abs(term) < math.Abs(sum)*gammaEps {
-			break
+	for _, w := range shares {
+		if w/sum*float64(total) < 5 {
+			return true
 		}
 	}
-	return sum * gammaPrefix(a, x)
-}
-
-// upperGammaFraction is Q(a, x) from its continued fraction
-// 1/(x+1-a- 1(1-a)/(x+3-a- 2(2-a)/(x+5-a- ...))).
-func upperGammaFraction(a, x float64) float64 {
-	b := x + 1 - a
-	c := 1 / gammaTiny
-	d := 1 / b
-	h := d
-	for i := 1; i < gammaMaxIter; i++ {
-		an := -float64(i) * (float64(i) - a)
-		b += 2
-		d = an*d + b
-		if math.Abs(d) < gammaTiny {
-			d = gammaTiny
-		}
-		c = b + an/c
-		if math.Abs(c) < gammaTiny {
-			c = gammaTiny
-		}
-		d = 1 / d
-		delta := d * c
-		h *= delta
-		if math.Abs(delta-1) < gammaEps {
-			break
-		}
-	}
-	return h * gammaPrefix(a, x)
+	return false
 }

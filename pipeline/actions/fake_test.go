@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/http"
@@ -33,6 +34,8 @@ type fakeAPI struct {
 	replaceIDs bool // like the real server: condition/partition ids are replaced on write
 
 	fl *flagStore // feature flags and segments (flag_fake_test.go)
+
+	metrics []upgrade.MetricNode // read only: the metric actions run against the simulator
 
 	inflight, maxInflight int
 	// gateAt > 0 holds every Init until that many calls are in flight at
@@ -498,4 +501,25 @@ func seeded() *fakeAPI {
 	f.add(groupExp())
 	f.add(streamExp())
 	return f
+}
+
+// The fake only reads the metrics a test gives it (the plan goldens): the
+// metric actions run against the simulator (metric_test.go).
+func (f *fakeAPI) Metrics(context.Context) ([]upgrade.MetricNode, error) {
+	if err := f.enter("Metrics"); err != nil {
+		return nil, err
+	}
+	return append([]upgrade.MetricNode{}, f.metrics...), nil
+}
+
+func (f *fakeAPI) SaveMetrics(context.Context, []upgrade.MetricUnit, []string) ([]upgrade.MetricNode, error) {
+	return nil, errors.New("fake: no metrics")
+}
+
+func (f *fakeAPI) DeleteMetric(context.Context, string) ([]upgrade.MetricNode, error) {
+	return nil, errors.New("fake: no metrics")
+}
+
+func (f *fakeAPI) ReadResults(context.Context, string) (*upgrade.ResultsInput, error) {
+	return nil, errors.New("fake: no results")
 }

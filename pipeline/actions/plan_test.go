@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,7 +95,7 @@ func planCases() []planCase {
 
 func TestBuildPlanGolden(t *testing.T) {
 	seen := map[Name]bool{}
-	for _, tc := range append(planCases(), flagPlanCases()...) {
+	for _, tc := range slices.Concat(planCases(), flagPlanCases(), metricPlanCases()) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := seeded()
 			if tc.flags {

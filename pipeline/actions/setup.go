@@ -9,10 +9,14 @@ import (
 // BindCreate binds the params that create one object of kind object (as
 // spec/pipeline.md names objects: "experiment", "feature_flag", "segment") with
 // the action the agent uses for it, found in the registry by its name,
-// create_<object>. Setup and the agent so agree on defaults, spellings and
-// validation, and a caller that sets up a backend names no action.
+// create_<object> (or add_<object> for a part of another object, such as
+// "experiment_query"). Setup and the agent so agree on defaults, spellings
+// and validation, and a caller that sets up a backend names no action.
 func BindCreate(object string, raw json.RawMessage) (*Bound, error) {
 	a, ok := builtins.Lookup("create_" + object)
+	if !ok {
+		a, ok = builtins.Lookup("add_" + object)
+	}
 	if !ok {
 		return nil, fmt.Errorf("%w: no action creates a %q", ErrUnknownAction, object)
 	}

@@ -33,6 +33,13 @@ func startSim(tb testing.TB, version string) *upgrade.Client {
 // stale check, execute.
 func run(t *testing.T, api API, p Params) (*Plan, []byte) {
 	t.Helper()
+	return runKeyed(t, api, p, "sim-"+string(p.Action()))
+}
+
+// runKeyed is run with the confirmation key given: the ids an action
+// derives from it (an experiment's, a query's) are the caller's own.
+func runKeyed(t *testing.T, api API, p Params, key string) (*Plan, []byte) {
+	t.Helper()
 	ctx := context.Background()
 	probs, err := Validate(ctx, api, p)
 	if err != nil || len(probs) > 0 {
@@ -49,7 +56,7 @@ func run(t *testing.T, api API, p Params) (*Plan, []byte) {
 	if stale, err := IsStale(ctx, api, plan); err != nil || stale {
 		t.Fatalf("%s: stale=%v err=%v right after planning", p.Action(), stale, err)
 	}
-	out, err := mustBound(confirmed).Execute(ctx, Env{API: api}, "sim-"+string(p.Action()))
+	out, err := mustBound(confirmed).Execute(ctx, Env{API: api}, key)
 	res := out.Result
 	if err != nil {
 		t.Fatalf("%s: execute: %v", p.Action(), err)

@@ -61,6 +61,9 @@ type setupYAML struct {
 	Users        []userYAML       `yaml:"users"`
 	Segments     []segmentYAML    `yaml:"segments"` // flags.go
 	Flags        []flagYAML       `yaml:"flags"`
+	Metrics      []metricYAML     `yaml:"metrics"` // setup_metrics.go
+	Queries      []querySetupYAML `yaml:"queries"`
+	Students     []studentsYAML   `yaml:"students"`
 }
 
 // experimentYAML is an experiment of setup and of expect.backend: the
@@ -154,6 +157,9 @@ type backendYAML struct {
 	FlagAbsent       yaml.Node           `yaml:"flag_absent"`
 	Segments         []segmentExpectYAML `yaml:"segments"`
 	SegmentAbsent    yaml.Node           `yaml:"segment_absent"`
+	Metrics          []metricExpectYAML  `yaml:"metrics"` // setup_metrics.go
+	MetricAbsent     yaml.Node           `yaml:"metric_absent"`
+	Queries          []queryExpectYAML   `yaml:"queries"`
 }
 
 // yamlTypes are the structs above by the name yaml.v3 gives them in its
@@ -162,7 +168,8 @@ var yamlTypes = sync.OnceValue(func() map[string]reflect.Type {
 	m := map[string]reflect.Type{}
 	for _, v := range []any{fileYAML{}, optionsYAML{}, setupYAML{}, experimentYAML{}, userYAML{}, stepYAML{},
 		resumeYAML{}, expectYAML{}, confirmationYAML{}, expectActionYAML{}, expectErrorYAML{}, jobYAML{}, backendYAML{},
-		segmentYAML{}, flagYAML{}, flagExpectYAML{}, segmentExpectYAML{}, caseYAML{}, turnYAML{}, caseExpectYAML{}, budgetYAML{}} {
+		segmentYAML{}, flagYAML{}, flagExpectYAML{}, segmentExpectYAML{}, metricYAML{}, querySetupYAML{}, studentsYAML{},
+		metricExpectYAML{}, queryExpectYAML{}, caseYAML{}, turnYAML{}, caseExpectYAML{}, budgetYAML{}} {
 		t := reflect.TypeOf(v)
 		m[t.String()] = t
 	}
@@ -338,6 +345,7 @@ func (d *decoder) setup(x *setupYAML, s *Setup) {
 	setupList(d, &s.Users, x.Users, "users", d.setupUser)
 	setupList(d, &s.Segments, x.Segments, "segments", d.setupSegment)
 	setupList(d, &s.Flags, x.Flags, "flags", d.setupFlag)
+	d.setupResults(x, s)
 }
 
 // setupList converts the entries of setup.<key> with conv, up to the
@@ -534,6 +542,7 @@ func (d *decoder) expect(x *expectYAML, step int, what string, e *Expect) {
 		set(d, &e.Backend.FlagAbsent, &b.FlagAbsent, bw+".flag_absent", d.strList)
 		e.Backend.Segments = backendList(d, b.Segments, step, bw, "segments", "name")
 		set(d, &e.Backend.SegmentAbsent, &b.SegmentAbsent, bw+".segment_absent", d.strList)
+		d.expectResults(b, e.Backend, step, bw)
 	}
 	set(d, &e.TerminationReason, &x.TerminationReason, w("termination_reason"), ptr(d.str))
 }

@@ -30,6 +30,7 @@ func (o outcome) status() string {
 type backendState struct {
 	experiments []upgrade.Experiment
 	flags       flagState                                    // read only when an expectation needs it
+	results     resultsState                                 // likewise (setup_metrics.go)
 	user        func(id string) (upgrade.InitResponse, bool) // nil when the backend cannot tell
 }
 
@@ -270,6 +271,7 @@ func checkBackend(b *ExpectBackend, be *backendState) []string {
 		out = append(out, subset(p, want, experimentView(&list[0]))...)
 	}
 	out = append(out, checkFlags(b, be.flags)...)
+	out = append(out, checkResults(b, be)...)
 	if len(b.Users) > 0 && be.user == nil {
 		out = append(out, "backend.users: only the embedded simulator can list users (backend: sim)")
 		return out

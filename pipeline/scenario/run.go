@@ -414,11 +414,18 @@ func (r *run) prepare(ctx context.Context) (func(), error) {
 	if err := r.applyFlagSetup(ctx); err != nil {
 		return cleanup, err
 	}
+	resultLines, err := r.applyResultsSetup(ctx)
+	if err != nil {
+		return cleanup, err
+	}
 	r.flagAware = usesFlags(sc)
 	r.learn(ctx)
 	r.tr.setup(sc, created)
 	if len(sc.Setup.Flags)+len(sc.Setup.Segments) > 0 {
 		r.tr.setupFlagLines(r.readFlags(ctx))
+	}
+	for _, l := range resultLines {
+		fmt.Fprintf(&r.tr.b, "  %s\n", l)
 	}
 	return cleanup, nil
 }
@@ -612,6 +619,9 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 	be := &backendState{experiments: es}
 	if expect.Backend != nil && len(expect.Backend.Flags)+len(expect.Backend.FlagAbsent)+len(expect.Backend.Segments)+len(expect.Backend.SegmentAbsent) > 0 {
 		be.flags = r.readFlags(ctx)
+	}
+	if expect.Backend != nil && expect.Backend.expectsResults() {
+		be.results = r.readResults(ctx)
 	}
 	if r.sim != nil {
 		be.user = r.sim.Sim().User

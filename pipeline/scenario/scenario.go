@@ -83,6 +83,9 @@ type Setup struct {
 	Users        []SetupUser
 	Segments     []SetupSegment // created before the flags (flags.go)
 	Flags        []SetupFlag
+	Metrics      []SetupMetric // setup_metrics.go
+	Queries      []SetupQuery
+	Students     []SetupStudents
 }
 
 // SetupExperiment is one experiment to create. Params holds the fields of
@@ -201,4 +204,9 @@ type ExpectBackend struct {
 	FlagAbsent    []string
 	Segments      []map[string]any
 	SegmentAbsent []string
+	// Metrics (by key) and Queries (by experiment and name) are
+	// subset-matched; MetricAbsent names metrics that must not exist.
+	Metrics      []map[string]any
+	MetricAbsent []string
+	Queries      []map[string]any
 }

@@ -37,7 +37,7 @@ func (t *transcript) header(sc *Scenario) {
 }
 
 func (t *transcript) setup(sc *Scenario, created []upgrade.Experiment) {
-	if len(created) == 0 && len(sc.Setup.Users) == 0 && !sc.Setup.AuthRequired && len(sc.Setup.Flags)+len(sc.Setup.Segments) == 0 {
+	if len(created) == 0 && len(sc.Setup.Users) == 0 && !sc.Setup.AuthRequired && len(sc.Setup.Flags)+len(sc.Setup.Segments)+len(sc.Setup.Metrics)+len(sc.Setup.Queries) == 0 {
 		return
 	}
 	t.b.WriteString("\nsetup:\n")

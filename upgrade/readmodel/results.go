@@ -128,8 +128,10 @@ func fmtP(p float64) string {
 }
 
 // EditedWhileEnrolling reads an experiment's audit entries: true when a
-// PUT (an update with a diff, not a list change) came after the
-// experiment first started enrolling.
+// PUT (an update with a diff, not a list change) that may have changed the
+// weights came after the experiment first started enrolling. A diff text
+// that names neither the conditions nor a weight (a rename, an added
+// query) leaves the weights as they were.
 func EditedWhileEnrolling(e *upgrade.Experiment, audit []upgrade.AuditEntry) bool {
 	start := ""
 	for _, l := range upgrade.SortedHistory(e.StateTimeLogs) {
@@ -147,7 +149,9 @@ func EditedWhileEnrolling(e *upgrade.Experiment, audit []upgrade.AuditEntry) boo
 		}
 		var d map[string]json.RawMessage
 		if json.Unmarshal(a.Data, &d) == nil {
-			if _, ok := d["diff"]; ok {
+			raw, ok := d["diff"]
+			var text string
+			if ok && (json.Unmarshal(raw, &text) != nil || strings.Contains(text, "conditions") || strings.Contains(text, "assignmentWeight")) {
 				return true
 			}
 		}

@@ -148,7 +148,10 @@ func TestEditedWhileEnrolling(t *testing.T) {
 	}{
 		{"before enrolling", []upgrade.AuditEntry{entry("2026-01-01T00:00:00.000Z", `{"diff":"x"}`)}, false},
 		{"a list change", []upgrade.AuditEntry{entry("2026-01-03T00:00:00.000Z", `{"list":{}}`)}, false},
-		{"a PUT while enrolling", []upgrade.AuditEntry{entry("2026-01-03T00:00:00.000Z", `{"diff":"x"}`)}, true},
+		{"new weights while enrolling", []upgrade.AuditEntry{entry("2026-01-03T00:00:00.000Z", `{"diff":" {\n   conditions: [\n     {\n-      assignmentWeight: 50\n+      assignmentWeight: 30\n"}`)}, true},
+		{"a diff of another shape", []upgrade.AuditEntry{entry("2026-01-03T00:00:00.000Z", `{"diff":{"conditions":1}}`)}, true},
+		{"a query added while enrolling", []upgrade.AuditEntry{entry("2026-01-03T00:00:00.000Z", `{"diff":" {\n-  queries: []\n+  queries: [{\"name\":\"SD\"}]\n }\n"}`)}, false},
+		{"a rename while enrolling", []upgrade.AuditEntry{entry("2026-01-03T00:00:00.000Z", `{"diff":" {\n-  name: \"a\"\n+  name: \"b\"\n }\n"}`)}, false},
 		{"no audit", nil, false},
 	} {
 		if got := EditedWhileEnrolling(e, tc.audit); got != tc.want {
