@@ -32,6 +32,8 @@ type UpdateExperimentParams struct {
 	InclusionGroups    *[]GroupParam         `json:"inclusion_groups,omitempty"`
 	ExclusionUsers     *[]string             `json:"exclusion_users,omitempty"`
 	ExclusionGroups    *[]GroupParam         `json:"exclusion_groups,omitempty"`
+	Factors            *[]FactorParam        `json:"factors,omitempty" jsonschema:"a factorial's complete new factors; levels are matched by name, the conditions remade (even split unless conditions give weights)" keyed:"name,levels"`
+	ConditionOrder     *string               `json:"condition_order,omitempty" jsonschema:"within-subjects: random, random round robin or ordered round robin"`
 }
 
 // Action implements Params.
@@ -56,6 +58,14 @@ func (p UpdateExperimentParams) canonical() UpdateExperimentParams {
 	if p.Conditions != nil {
 		cs := normConditions(*p.Conditions)
 		c.Conditions = &cs
+	}
+	if p.Factors != nil {
+		fs := normFactors(*p.Factors)
+		c.Factors = &fs
+	}
+	if p.ConditionOrder != nil {
+		v := conditionOrderValue(*p.ConditionOrder)
+		c.ConditionOrder = &v
 	}
 	if r := c.PostExperimentRule; r != nil && r.Rule == "" && r.ConditionCode != "" {
 		r.Rule = upgrade.PostRuleAssign // a condition to give everyone means assign
@@ -121,8 +131,12 @@ func validateUpdate(c *Checker, u UpdateExperimentParams) error {
 		c.Missing("fields", "name at least one field to change (status changes use update_experiment_status)")
 		return nil
 	}
-	if e.Type != "" && e.Type != upgrade.TypeSimple {
-		c.Add("experiment_id", "experiment %q is a %s experiment; the agent only edits Simple experiments", e.Name, e.Type)
+	if e.Type != "" && e.Type != upgrade.TypeSimple && e.Type != upgrade.TypeFactorial {
+		c.Add("experiment_id", "experiment %q is a %s experiment; the agent only edits Simple and Factorial experiments", e.Name, e.Type)
+		return nil
+	}
+	if u.Factors != nil && e.Type != upgrade.TypeFactorial {
+		c.Add("factors", "experiment %q is a simple experiment; a design cannot change from simple to factorial: create a new factorial experiment instead", e.Name)
 		return nil
 	}
 	return c.design(applyUpdate(designOf(e), u), e.ID, u.Name != nil)

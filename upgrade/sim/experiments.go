@@ -135,6 +135,12 @@ func (s *Sim) prepareBody(body []byte, verb string) (*upgrade.Experiment, []cond
 		payloads = append(payloads, p)
 	}
 	e.StateTimeLogs = nil // the server keeps its own log
+	shapeStored(&e)
+	if e.Type == upgrade.TypeFactorial {
+		if aerr := factorialError(&e); aerr != nil {
+			return nil, nil, false, aerr
+		}
+	}
 	normalizeStored(&e)
 	_, sent := m["conditionPayloads"]
 	return &e, payloads, sent && m["conditionPayloads"] != nil, nil
@@ -313,6 +319,9 @@ func (s *Sim) setStateLocked(id string, st upgrade.State, scheduleDate *string) 
 	s.auditExperiment(upgrade.AuditExperimentStateChanged, &e, obj{"previousState": old.State.Display(), "newState": st.Display()})
 	if st == upgrade.StateEnrolling && old.State != upgrade.StateEnrollmentComplete {
 		s.excludeReachedLocked(&e)
+	}
+	if st == upgrade.StateArchived {
+		s.snapshotLocked(&e)
 	}
 	return &e, nil
 }
