@@ -176,8 +176,8 @@ func TestValidate(t *testing.T) {
 			[]Problem{{Field: "status", Value: `"started"`, Message: `unknown status; use one of inactive, preview, scheduled, enrolling, enrollmentComplete, cancelled, archived, draft (or running, paused, completed)`}}},
 		{"status: already there", UpdateExperimentStatusParams{ExperimentID: mathHintsID, Status: "inactive"},
 			[]Problem{{Field: "status", Message: `experiment "Math Hints" is already inactive`}}},
-		{"status: refused transition", UpdateExperimentStatusParams{ExperimentID: mathHintsID, Status: "archived"},
-			[]Problem{{Field: "status", Message: `cannot change experiment "Math Hints" from inactive to archived; from inactive the experiment can go to enrolling (start), cancelled (cancel)`}}},
+		{"status: refused transition", UpdateExperimentStatusParams{ExperimentID: mathHintsID, Status: "enrollmentComplete"},
+			[]Problem{{Field: "status", Message: `cannot change experiment "Math Hints" from inactive to enrollmentComplete; from inactive the experiment can go to enrolling (start), cancelled (cancel), archived (archive)`}}},
 		{"status: unknown experiment", UpdateExperimentStatusParams{ExperimentID: unknownID, Status: "enrolling"},
 			[]Problem{{Field: "experiment_id", Message: "no experiment with id " + unknownID, NotFound: true}}},
 
@@ -277,6 +277,8 @@ func TestValidateTransitions(t *testing.T) {
 		{upgrade.StateEnrollmentComplete, upgrade.StateCancelled}: "cancel",
 		{upgrade.StateEnrollmentComplete, upgrade.StateArchived}:  "archive",
 		{upgrade.StateCancelled, upgrade.StateArchived}:           "archive",
+		{upgrade.StateInactive, upgrade.StateArchived}:            "archive",
+		{upgrade.StateEnrolling, upgrade.StateArchived}:           "archive",
 	}
 	for _, from := range states {
 		for _, to := range states {
