@@ -219,8 +219,11 @@ func (c *Checker) checkDesignKind(d CreateExperimentParams) {
 }
 
 func (c *Checker) checkFactors(d CreateExperimentParams) {
-	if len(d.Factors) < 2 {
-		c.Missing("factors", "a factorial design needs at least 2 factors, each with at least 2 levels (with one factor, use a simple experiment)")
+	switch len(d.Factors) {
+	case 0:
+		c.Missing("factors", "a factorial design needs at least 2 factors, each with at least 2 levels")
+	case 1:
+		c.Add("factors", "a factorial design needs at least 2 factors, each with at least 2 levels; with one factor, use a simple experiment whose conditions are its levels")
 	}
 	seenF := map[string]int{}
 	for i, f := range d.Factors {
@@ -235,8 +238,11 @@ func (c *Checker) checkFactors(d CreateExperimentParams) {
 		} else {
 			seenF[strings.ToLower(f.Name)] = i
 		}
-		if len(f.Levels) < 2 {
+		switch len(f.Levels) {
+		case 0:
 			c.Missing(fp+".levels", "factor %s needs at least 2 levels", quoteOrNone(f.Name))
+		case 1:
+			c.Add(fp+".levels", "factor %s has one level; a factor needs at least 2 levels", quoteOrNone(f.Name))
 		}
 		seenL := map[string]int{}
 		for k, l := range f.Levels {
