@@ -498,6 +498,7 @@ func (e Experiment) requestBody(shape SegmentShape) ([]byte, error) {
 	for i, p := range e.Partitions {
 		points[i] = wirePoint{p, p.Description}
 	}
+	e.Factors = sendableFactors(e.Factors)
 	type out struct {
 		experimentAlias
 		Inclusion  any               `json:"experimentSegmentInclusion"`
@@ -506,6 +507,26 @@ func (e Experiment) requestBody(shape SegmentShape) ([]byte, error) {
 		Partitions []wirePoint       `json:"partitions"`
 	}
 	return json.Marshal(out{experimentAlias(e), inc, exc, payloads, points})
+}
+
+// sendableFactors are factors as a 6.5 server takes them back: a level
+// read back with payload {type: string, value: null} (made without one)
+// is refused with a 400 when sent, so it goes without payload.
+func sendableFactors(fs []Factor) []Factor {
+	if fs == nil {
+		return nil
+	}
+	out := make([]Factor, len(fs))
+	for i, f := range fs {
+		f.Levels = slices.Clone(f.Levels)
+		for k := range f.Levels {
+			if p := f.Levels[k].Payload; p != nil && p.Value == nil {
+				f.Levels[k].Payload = nil
+			}
+		}
+		out[i] = f
+	}
+	return out
 }
 
 // ExperimentName is one row of GET /experiments/names.
