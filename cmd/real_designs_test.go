@@ -151,7 +151,7 @@ func designsFactorial(d *flagDriver) {
 	name := realName + "factorial"
 	d.act("create_experiment", map[string]any{"name": name, "context": "assign-prog", "design": "2x2",
 		"decision_points": []any{map[string]any{"site": "SelectSection", "target": "absolute_value_plot_equality"}},
-		"factors": map[string]any{"Color": []any{map[string]any{"name": "Red", "payload": "red-ui"}, "Blue"}, "Shape": []any{"Circle", "Square"}}},
+		"factors":         map[string]any{"Color": []any{map[string]any{"name": "Red", "payload": "red-ui"}, "Blue"}, "Shape": []any{"Circle", "Square"}}},
 		"Design: factorial, 2 factors:", `Color (Red [payload "red-ui"], Blue)`, `"Color=Blue; Shape=Square": 25%`)
 	id := d.experimentID(name)
 	e, err := d.api.Experiment(d.ctx(), id)

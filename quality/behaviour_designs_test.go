@@ -101,19 +101,25 @@ func TestHabitDesigns(t *testing.T) {
 			request("Create a factorial Hint Look.", "create_experiment", `{`+hintLook+`, design: factorial, factors: {Color: [Red, Blue], Shape: [Circle, Square]}}`),
 			yes("create_experiment"),
 			request("Add Green to the colors of Hint Look.", "update_experiment", `{experiment_id: Hint Look, factors: {Color: [Red, Blue, Green], Shape: [Circle, Square]}}`).
-				expect(func(w *turnWant) { w.params = `{"factors":[{"name":"Color","levels":[{"name":"Red"},{"name":"Blue"},{"name":"Green"}]},{"name":"Shape","levels":[{"name":"Circle"},{"name":"Square"}]}]}` }),
+				expect(func(w *turnWant) {
+					w.params = `{"factors":[{"name":"Color","levels":[{"name":"Red"},{"name":"Blue"},{"name":"Green"}]},{"name":"Shape","levels":[{"name":"Circle"},{"name":"Square"}]}]}`
+				}),
 			yes("update_experiment"),
 		}, backend: []check{hasDesign("Hint Look", upgrade.TypeFactorial, 6, upgrade.UnitIndividual, "")}},
 		{name: "within-subjects in display spellings with stray spaces", steps: []turnStep{
 			request("Create Practice Order where every student sees both, in order.", "create_experiment",
 				`{`+practice+`, assignment_unit: " Within Subjects ", condition_order: "Ordered Round Robin", group_type: "", consistency_rule: null}`).
-				expect(func(w *turnWant) { w.params = `{"assignment_unit":"within-subjects","condition_order":"ordered round robin"}` }),
+				expect(func(w *turnWant) {
+					w.params = `{"assignment_unit":"within-subjects","condition_order":"ordered round robin"}`
+				}),
 			yes("create_experiment"),
 		}, backend: []check{within(upgrade.OrderOrderedRoundRobin)}},
 		{name: "condition order with underscores, design simple", steps: []turnStep{
 			request("Create Practice Order, within subjects, shuffled round robin.", "create_experiment",
 				`{`+practice+`, design: simple, assignment_unit: within_subjects, condition_order: random_round_robin}`).
-				expect(func(w *turnWant) { w.params = `{"assignment_unit":"within-subjects","condition_order":"random round robin"}` }),
+				expect(func(w *turnWant) {
+					w.params = `{"assignment_unit":"within-subjects","condition_order":"random round robin"}`
+				}),
 			yes("create_experiment"),
 		}, backend: []check{within(upgrade.OrderRandomRoundRobin)}},
 		{name: "within-subjects without an order is asked for", steps: []turnStep{

@@ -104,7 +104,7 @@ type Experiment struct {
 	Inclusion      upgrade.Segment    `json:"inclusion"`
 	Exclusion      upgrade.Segment    `json:"exclusion"`
 	CreatedAt      string             `json:"created_at"`
-	UpdatedAt      string             `json:"updated_at"`	// Design is "factorial" for a factorial experiment ("" simple), with
+	UpdatedAt      string             `json:"updated_at"` // Design is "factorial" for a factorial experiment ("" simple), with
 	// its Factors; ConditionOrder is a within-subjects experiment's.
 	Design         string          `json:"design,omitempty"`
 	Factors        []FactorDetails `json:"factors,omitempty"`
@@ -149,7 +149,7 @@ type Details struct {
 	Inclusion      upgrade.Segment    `json:"inclusion"`
 	Exclusion      upgrade.Segment    `json:"exclusion"`
 	CreatedAt      string             `json:"created_at,omitempty"`
-	UpdatedAt      string             `json:"updated_at,omitempty"`	// Design is "factorial" for a factorial experiment ("" simple), with
+	UpdatedAt      string             `json:"updated_at,omitempty"` // Design is "factorial" for a factorial experiment ("" simple), with
 	// its Factors; ConditionOrder is a within-subjects experiment's.
 	Design         string          `json:"design,omitempty"`
 	Factors        []FactorDetails `json:"factors,omitempty"`
