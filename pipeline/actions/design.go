@@ -57,6 +57,11 @@ func designOf(e *upgrade.Experiment) CreateExperimentParams {
 	if e.Type == upgrade.TypeFactorial {
 		d.Design, d.Factors = DesignFactorial, factorsOf(e)
 	}
+	if d.ConsistencyRule == "" && e.AssignmentUnit == upgrade.UnitWithinSubjects {
+		// Optional for within-subjects (the web UI leaves it out): the
+		// agent's default, which the server takes.
+		d.ConsistencyRule = upgrade.ConsistencyIndividual
+	}
 	for _, c := range sortedConditions(e.Conditions) {
 		w := c.AssignmentWeight
 		d.Conditions = append(d.Conditions, ConditionParam{Code: c.ConditionCode, Weight: &w})

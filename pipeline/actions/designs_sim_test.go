@@ -182,3 +182,46 @@ func TestWithinSubjectsOnSimulator(t *testing.T) {
 		}
 	}
 }
+
+// TestWebUIDesignsOnSimulator: experiments made outside the agent (a
+// one-factor factorial whose assign code is a payload object, stored codes
+// of its own; a within-subjects experiment without consistency rule) are
+// visited and updated.
+func TestWebUIDesignsOnSimulator(t *testing.T) {
+	api := startSim(t, "6.5.0")
+	ctx := context.Background()
+	on, off := upgrade.NewID(), upgrade.NewID()
+	val := "hint-on"
+	one := &upgrade.Experiment{Name: "One Factor", Context: []string{"assign-prog"}, State: upgrade.StateInactive, Type: upgrade.TypeFactorial,
+		AssignmentUnit: upgrade.UnitIndividual, ConsistencyRule: upgrade.ConsistencyIndividual, PostExperimentRule: upgrade.PostRuleContinue,
+		FilterMode: upgrade.FilterIncludeAll, AssignmentAlgorithm: upgrade.AlgorithmRandom,
+		Factors: []upgrade.Factor{{Name: "Hint", Order: 1, Levels: []upgrade.Level{
+			{ID: on, Name: "On", Order: 1, Payload: &upgrade.LevelPayload{Type: "string", Value: &val}}, {ID: off, Name: "Off", Order: 2}}}},
+		Conditions: []upgrade.Condition{
+			{ID: upgrade.NewID(), ConditionCode: "hints-on", AssignmentWeight: 100, Order: 1, LevelCombinationElements: []upgrade.LevelCombinationElement{{ID: upgrade.NewID(), Level: upgrade.LevelRef{ID: on, Name: "On"}}}},
+			{ID: upgrade.NewID(), ConditionCode: "hints-off", AssignmentWeight: 0, Order: 2, LevelCombinationElements: []upgrade.LevelCombinationElement{{ID: upgrade.NewID(), Level: upgrade.LevelRef{ID: off, Name: "Off"}}}},
+		},
+		Partitions: []upgrade.DecisionPoint{{ID: upgrade.NewID(), Site: "SelectSection", Target: "absolute_value_plot_equality", Order: 1}}}
+	made, err := api.CreateExperiment(ctx, one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, api, UpdateExperimentStatusParams{ExperimentID: made.ID, Status: "enrolling"})
+	_, raw := run(t, api, VisitDecisionPointParams{UserID: "o1", Context: "assign-prog", Site: "SelectSection", Target: "absolute_value_plot_equality"})
+	if r := decode[visitResult](t, raw); r.Assigned == nil || r.Assigned.ConditionCode != "hints-on" {
+		t.Fatalf("one-factor visit marked %+v, want the stored code hints-on", r.Assigned)
+	}
+	run(t, api, UpdateExperimentParams{ExperimentID: made.ID, Description: ptr("one factor")})
+
+	ws := &upgrade.Experiment{Name: "UI Within", Context: []string{"assign-prog"}, State: upgrade.StateInactive, Type: upgrade.TypeSimple,
+		AssignmentUnit: upgrade.UnitWithinSubjects, ConditionOrder: upgrade.OrderRandom, PostExperimentRule: upgrade.PostRuleContinue,
+		FilterMode: upgrade.FilterIncludeAll, AssignmentAlgorithm: upgrade.AlgorithmRandom,
+		Conditions: []upgrade.Condition{{ID: upgrade.NewID(), ConditionCode: "control", AssignmentWeight: 50, Order: 1},
+			{ID: upgrade.NewID(), ConditionCode: "variant", AssignmentWeight: 50, Order: 2}},
+		Partitions: []upgrade.DecisionPoint{{ID: upgrade.NewID(), Site: "SelectSection", Target: "analyzing_step_functions", Order: 1}}}
+	made, err = api.CreateExperiment(ctx, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, api, UpdateExperimentParams{ExperimentID: made.ID, Description: ptr("made in the web UI")})
+}

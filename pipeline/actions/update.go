@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,7 +140,17 @@ func validateUpdate(c *Checker, u UpdateExperimentParams) error {
 		c.Add("factors", "experiment %q is a simple experiment; a design cannot change from simple to factorial: create a new factorial experiment instead", e.Name)
 		return nil
 	}
-	return c.design(applyUpdate(designOf(e), u), e.ID, u.Name != nil)
+	n := len(c.problems)
+	if err := c.design(applyUpdate(designOf(e), u), e.ID, u.Name != nil); err != nil {
+		return err
+	}
+	if u.Factors == nil {
+		// Factors made elsewhere (a web-UI factorial of one factor) are
+		// not the update's business: only factors it sets are checked.
+		added := slices.DeleteFunc(slices.Clone(c.problems[n:]), func(p Problem) bool { return strings.HasPrefix(p.Field, "factors") })
+		c.problems = append(c.problems[:n], added...)
+	}
+	return nil
 }
 
 func planUpdate(b *Planner, p UpdateExperimentParams) error {
