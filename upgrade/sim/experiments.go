@@ -284,6 +284,9 @@ func (s *Sim) updateLocked(id string, e *upgrade.Experiment, payloads []conditio
 	if e.State != old.State {
 		e.StateTimeLogs = append(slices.Clone(old.StateTimeLogs), upgrade.StateTimeLog{
 			ID: s.newID(), FromState: old.State, ToState: e.State, TimeLog: e.UpdatedAt})
+		if e.State == upgrade.StateArchived {
+			s.snapshotLocked(old)
+		}
 	}
 	s.st.Experiments[slices.Index(s.st.Experiments, old)] = e
 	s.idx[id] = e
