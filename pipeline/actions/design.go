@@ -174,7 +174,7 @@ func updateTouches(u UpdateExperimentParams) bool {
 		u.Description != nil || u.Tags != nil || u.AssignmentUnit != nil || u.GroupType != nil ||
 		u.ConsistencyRule != nil || u.PostExperimentRule != nil || u.FilterMode != nil ||
 		u.InclusionUsers != nil || u.InclusionGroups != nil || u.ExclusionUsers != nil || u.ExclusionGroups != nil ||
-		u.Factors != nil || u.ConditionOrder != nil
+		u.Factors != nil || u.ConditionOrder != nil || u.Design != nil
 }
 
 // write makes the server hold design d for experiment e (as read by

@@ -225,3 +225,18 @@ func TestWebUIDesignsOnSimulator(t *testing.T) {
 	}
 	run(t, api, UpdateExperimentParams{ExperimentID: made.ID, Description: ptr("made in the web UI")})
 }
+
+func TestUpdateDesignParam(t *testing.T) {
+	api := startSim(t, "6.5.0")
+	p := parseAs[CreateExperimentParams](t, CreateExperiment, `{"name":"Plain","context":"assign-prog",
+		"decision_points":[{"site":"SelectSection","target":"absolute_value_plot_equality"}],"conditions":{"control":50,"variant":50}}`)
+	_, raw := run(t, api, p)
+	id := decode[ExperimentResult](t, raw).ID
+	u := parseAs[UpdateExperimentParams](t, UpdateExperiment, `{"experiment_id":"`+id+`","design":"2x2"}`)
+	probs, err := Validate(context.Background(), api, u)
+	if err != nil || len(probs) != 1 || probs[0].Field != "design" {
+		t.Fatalf("simple -> factorial: %v %v", probs, err)
+	}
+	u = parseAs[UpdateExperimentParams](t, UpdateExperiment, `{"experiment_id":"`+id+`","design":"Simple","description":"same design"}`)
+	run(t, api, u)
+}

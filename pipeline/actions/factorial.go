@@ -50,6 +50,14 @@ func designValue(s string) string {
 	return strings.TrimSpace(s)
 }
 
+// designName is a design value as a person reads it.
+func designName(d string) string {
+	if d == "" {
+		return "simple"
+	}
+	return d
+}
+
 // isGridName reports whether s is "2x2", "2x3x2" and the like.
 func isGridName(s string) bool {
 	parts := strings.Split(strings.ReplaceAll(s, "×", "x"), "x")

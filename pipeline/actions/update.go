@@ -33,6 +33,7 @@ type UpdateExperimentParams struct {
 	InclusionGroups    *[]GroupParam         `json:"inclusion_groups,omitempty"`
 	ExclusionUsers     *[]string             `json:"exclusion_users,omitempty"`
 	ExclusionGroups    *[]GroupParam         `json:"exclusion_groups,omitempty"`
+	Design             *string               `json:"design,omitempty" jsonschema:"simple or factorial; a design does not change (create a new experiment)"`
 	Factors            *[]FactorParam        `json:"factors,omitempty" jsonschema:"a factorial's complete new factors; levels are matched by name, the conditions remade (even split unless conditions give weights)" keyed:"name,levels"`
 	ConditionOrder     *string               `json:"condition_order,omitempty" jsonschema:"within-subjects: random, random round robin or ordered round robin"`
 }
@@ -59,6 +60,10 @@ func (p UpdateExperimentParams) canonical() UpdateExperimentParams {
 	if p.Conditions != nil {
 		cs := normConditions(*p.Conditions)
 		c.Conditions = &cs
+	}
+	if p.Design != nil {
+		v := designValue(*p.Design)
+		c.Design = &v
 	}
 	if p.Factors != nil {
 		fs := normFactors(*p.Factors)
@@ -134,6 +139,10 @@ func validateUpdate(c *Checker, u UpdateExperimentParams) error {
 	}
 	if e.Type != "" && e.Type != upgrade.TypeSimple && e.Type != upgrade.TypeFactorial {
 		c.Add("experiment_id", "experiment %q is a %s experiment; the agent only edits Simple and Factorial experiments", e.Name, e.Type)
+		return nil
+	}
+	if u.Design != nil && *u.Design != designOf(e).Design {
+		c.AddValue("design", *u.Design, "experiment %q is %s; a design does not change between simple and factorial: create a new experiment instead", e.Name, designName(designOf(e).Design))
 		return nil
 	}
 	if u.Factors != nil && e.Type != upgrade.TypeFactorial {
