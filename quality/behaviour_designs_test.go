@@ -128,6 +128,19 @@ func TestHabitDesigns(t *testing.T) {
 					"- reply: In which order should each student get the conditions?\n" + respond,
 				want: turnWant{calls: 4, seen: []string{`"missing":["condition_order"]`}}},
 		}, backend: []check{noExp("Practice Order")}},
+		{name: "condition order changed, display case, design given as it is", steps: []turnStep{
+			request("Create Practice Order where every student sees both, in order.", "create_experiment",
+				`{`+practice+`, assignment_unit: within-subjects, condition_order: ordered round robin}`),
+			yes("create_experiment"),
+			request("Make the order of Practice Order random.", "update_experiment", `{experiment_id: Practice Order, condition_order: " Random ", design: Simple, factors: null}`).
+				expect(func(w *turnWant) { w.params = `{"condition_order":"random","design":""}` }),
+			yes("update_experiment"),
+		}, backend: []check{within(upgrade.OrderRandom)}},
+		{name: "a change of design is refused in Go", steps: []turnStep{
+			{say: "Make Math Hints a 2x2 factorial.",
+				llm:  analyze + gather("update_experiment", `{experiment_id: Math Hints, design: 2x2}`) + respond,
+				want: turnWant{field: "design", calls: 3}},
+		}, backend: []check{hasExp("Math Hints", upgrade.StateInactive, "control:50", "variant:50")}},
 		{name: "archive a running experiment, display name", steps: []turnStep{
 			request("Archive Math Hints Live.", "update_experiment_status", `{experiment_id: Math Hints Live, status: " Archived "}`).
 				expect(func(w *turnWant) { w.params = `{"status":"archived"}` }),
