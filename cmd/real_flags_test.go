@@ -339,6 +339,12 @@ func (d *flagDriver) cleanup() {
 // (exit 10, each of plan in the message), approves it in the next run and
 // checks that it ran once and succeeded.
 func (d *flagDriver) act(action string, params map[string]any, plan ...string) {
+	d.t.Helper()
+	d.actResult(action, params, plan...)
+}
+
+// actResult is act returning the action's record.
+func (d *flagDriver) actResult(action string, params map[string]any, plan ...string) pipeline.ActionOut {
 	t := d.t
 	t.Helper()
 	d.llm.Reset()
@@ -360,6 +366,7 @@ func (d *flagDriver) act(action string, params map[string]any, plan ...string) {
 	if code != 0 || done.Status != pipeline.StatusCompleted || len(done.Actions) != 1 || done.Actions[0].Status != "success" {
 		t.Fatalf("%s approved: exit %d, want one successful action\n%s\n%s", action, code, out, errOut)
 	}
+	return done.Actions[0]
 }
 
 // refused has the model propose action with params and checks that Go

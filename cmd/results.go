@@ -64,6 +64,12 @@ func writeResults(w io.Writer, r readmodel.Results, width int) error {
 		fmt.Fprintf(w, "\n%s\n", queryTitle(q))
 		t := Table{Columns: []Column{{Header: "CONDITION", Shrink: true}, {Header: "N"}, {Header: "VALUE"},
 			{Header: "INTERVAL"}, {Header: "VS FIRST"}}}
+		if len(q.Levels) > 0 {
+			if err := writeLevels(w, q, width); err != nil {
+				return err
+			}
+			fmt.Fprintln(w, "Interaction (per condition):")
+		}
 		for _, c := range q.Conditions {
 			t.Rows = append(t.Rows, resultRow(q, c))
 		}
@@ -89,6 +95,23 @@ func writeResults(w io.Writer, r readmodel.Results, width int) error {
 		writeWrapped(w, "- "+m, width)
 	}
 	return nil
+}
+
+// writeLevels is a factorial query's main effect, one row per level.
+func writeLevels(w io.Writer, q readmodel.QueryResults, width int) error {
+	fmt.Fprintln(w, "Main effect (per level):")
+	t := Table{Columns: []Column{{Header: "FACTOR", Shrink: true}, {Header: "LEVEL", Shrink: true}, {Header: "N"}, {Header: "VALUE"}}}
+	for _, l := range q.Levels {
+		value := "no data"
+		switch {
+		case q.Rejected:
+			value = "failed"
+		case l.Value != nil && l.N > 0:
+			value = readmodel.FormatNumber(*l.Value, q.Percent)
+		}
+		t.Rows = append(t.Rows, []string{l.Factor, l.Level, strconv.Itoa(l.N), value})
+	}
+	return t.Write(w, "text", width)
 }
 
 // srmLine is the sample-ratio line, a warning when the split is off.

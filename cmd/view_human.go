@@ -221,9 +221,21 @@ func (v *humanView) Experiment(e *upgrade.Experiment) error {
 		{"Description", d.Description},
 		{"Unit", d.Unit},
 		{"Group type", d.GroupType},
+	}
+	if d.ConditionOrder != "" {
+		pairs = append(pairs, [2]string{"Condition order", d.ConditionOrder})
+	}
+	for _, f := range d.Factors {
+		levels := make([]string, len(f.Levels))
+		for i, l := range f.Levels {
+			levels[i] = l.Name
+		}
+		pairs = append(pairs, [2]string{"Factor " + f.Name, list(levels)})
+	}
+	pairs = append(pairs, [][2]string{
 		{"Consistency", d.Consistency},
 		{"Post rule", d.PostRule},
-	}
+	}...)
 	if d.PostRule == upgrade.PostRuleAssign {
 		revert := d.RevertTo
 		if revert == "" {
@@ -244,10 +256,18 @@ func (v *humanView) Experiment(e *upgrade.Experiment) error {
 	}
 	fmt.Fprintln(v.out)
 	rows := make([][]string, 0, len(d.Conditions))
+	header := []string{"CONDITION", "WEIGHT", "ID"}
+	if d.Design != "" {
+		header = []string{"CONDITION", "LEVELS", "WEIGHT", "ID"}
+	}
 	for _, c := range d.Conditions {
+		if d.Design != "" {
+			rows = append(rows, []string{c.Code, strings.Join(c.Levels, ", "), formatWeight(c.Weight), c.ID})
+			continue
+		}
 		rows = append(rows, []string{c.Code, formatWeight(c.Weight), c.ID})
 	}
-	if err := RenderTable(v.out, []string{"CONDITION", "WEIGHT", "ID"}, rows); err != nil {
+	if err := RenderTable(v.out, header, rows); err != nil {
 		return err
 	}
 	fmt.Fprintln(v.out)
@@ -283,6 +303,19 @@ func (v *humanView) Stats(s StatsReport, _ *upgrade.EnrollmentStats) error {
 	rows = append(rows, []string{"TOTAL", strconv.Itoa(s.Users), strconv.Itoa(s.Groups), total})
 	if err := RenderTable(v.out, []string{"CONDITION", "USERS", "GROUPS", "SHARE"}, rows); err != nil {
 		return err
+	}
+	if len(s.Levels) > 0 {
+		fmt.Fprintln(v.out)
+		rows = rows[:0]
+		for _, l := range s.Levels {
+			rows = append(rows, []string{l.Factor, l.Level, strconv.Itoa(l.Users)})
+		}
+		if err := RenderTable(v.out, []string{"FACTOR", "LEVEL", "USERS"}, rows); err != nil {
+			return err
+		}
+	}
+	if s.WithinSubjects {
+		fmt.Fprintln(v.out, "\nWithin-subjects: a user counts in every condition they marked, so the conditions add up to more than the total.")
 	}
 	_, err := fmt.Fprintf(v.out, "\nExcluded: %d users, %d groups\n", s.UsersExcluded, s.GroupsExcluded)
 	return err

@@ -194,7 +194,7 @@ func TestHabitErrorResults(t *testing.T) {
 		}, backend: create.after},
 		{name: "unknown enum value", steps: []turnStep{
 			{say: create.say, llm: analyze + gather("create_experiment", `{name: Fraction Hints, context: assign-prog, decision_points: [{site: SelectSection, target: absolute_value_plot_equality}], conditions: [{code: control, weight: 50}, {code: variant, weight: 50}], assignment_unit: team}`) + respond,
-				want: turnWant{field: "assignment_unit", seen: []string{`unknown assignment unit \"team\"; use individual or group`}}},
+				want: turnWant{field: "assignment_unit", seen: []string{`unknown assignment unit \"team\"; use individual, group or within-subjects`}}},
 			{say: "individual", llm: analyze + "- call: {update_action_params: {key: assignment_unit, value: individual}}\n" + respond,
 				want: turnWant{status: "awaiting_confirmation", confirm: "create_experiment", exact: yamlToJSON(create.params)}},
 			create.approve(),

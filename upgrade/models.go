@@ -125,7 +125,61 @@ type Condition struct {
 	Name             string  `json:"name,omitempty"`
 	Description      string  `json:"description,omitempty"`
 	TwoCharacterID   string  `json:"twoCharacterId,omitempty"`
+	// LevelCombinationElements name the levels of a factorial condition.
+	LevelCombinationElements []LevelCombinationElement `json:"levelCombinationElements,omitempty"`
 }
+
+// LevelCombinationElement is one level of a factorial condition.
+type LevelCombinationElement struct {
+	ID    string   `json:"id"`
+	Level LevelRef `json:"level"`
+}
+
+// LevelRef names a level of a factor.
+type LevelRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+}
+
+// Factor is one factor of a factorial experiment.
+type Factor struct {
+	Name        string  `json:"name"`
+	Description string  `json:"description,omitempty"`
+	Order       int     `json:"order"`
+	Levels      []Level `json:"levels"`
+}
+
+// Level is one level of a factor. Payload is nil when there is none; a
+// 6.5 server reads a level created without one back as {type: string,
+// value: null}, which it refuses when sent back (so it is never sent).
+type Level struct {
+	ID          string        `json:"id"`
+	Name        string        `json:"name"`
+	Description string        `json:"description,omitempty"`
+	Order       int           `json:"order,omitempty"`
+	Payload     *LevelPayload `json:"payload,omitempty"`
+}
+
+// LevelPayload is a level's payload; Value nil reads as "none".
+type LevelPayload struct {
+	Type  string  `json:"type"`
+	Value *string `json:"value"`
+}
+
+// PayloadText is the level's payload value ("" when none).
+func (l Level) PayloadText() string {
+	if l.Payload == nil || l.Payload.Value == nil {
+		return ""
+	}
+	return *l.Payload.Value
+}
+
+// Condition order of a within-subjects experiment.
+const (
+	OrderRandom            = "random"
+	OrderRandomRoundRobin  = "random round robin"
+	OrderOrderedRoundRobin = "ordered round robin"
+)
 
 // DecisionPoint is what the server calls a partition: a site and an
 // optional target where a condition is chosen.
@@ -231,14 +285,18 @@ type Experiment struct {
 	EnrollmentCompleteCondition *EnrollmentCompleteCondition `json:"enrollmentCompleteCondition,omitempty"`
 	Conditions                  []Condition                  `json:"conditions"`
 	Partitions                  []DecisionPoint              `json:"partitions"`
-	Inclusion                   Segment                      `json:"-"`
-	Exclusion                   Segment                      `json:"-"`
-	ConditionPayloads           []json.RawMessage            `json:"conditionPayloads,omitempty"`
-	Queries                     []json.RawMessage            `json:"queries,omitempty"`
-	StateTimeLogs               []StateTimeLog               `json:"stateTimeLogs,omitempty"`
-	CreatedAt                   string                       `json:"createdAt,omitempty"`
-	UpdatedAt                   string                       `json:"updatedAt,omitempty"`
-	VersionNumber               int                          `json:"versionNumber,omitempty"`
+	// Factors are a factorial experiment's factors; ConditionOrder a
+	// within-subjects experiment's order of conditions.
+	Factors           []Factor          `json:"factors,omitempty"`
+	ConditionOrder    string            `json:"conditionOrder,omitempty"`
+	Inclusion         Segment           `json:"-"`
+	Exclusion         Segment           `json:"-"`
+	ConditionPayloads []json.RawMessage `json:"conditionPayloads,omitempty"`
+	Queries           []json.RawMessage `json:"queries,omitempty"`
+	StateTimeLogs     []StateTimeLog    `json:"stateTimeLogs,omitempty"`
+	CreatedAt         string            `json:"createdAt,omitempty"`
+	UpdatedAt         string            `json:"updatedAt,omitempty"`
+	VersionNumber     int               `json:"versionNumber,omitempty"`
 }
 
 // ConditionByCode returns the condition with that code, or nil.
@@ -386,6 +444,16 @@ func (e *Experiment) UnmarshalJSON(b []byte) error {
 	}
 	*e = Experiment(w.experimentAlias)
 	e.Inclusion, e.Exclusion = inc, exc
+	// A simple experiment answers "factors": [] and empty level
+	// combinations: the same as none.
+	if len(e.Factors) == 0 {
+		e.Factors = nil
+	}
+	for i := range e.Conditions {
+		if len(e.Conditions[i].LevelCombinationElements) == 0 {
+			e.Conditions[i].LevelCombinationElements = nil
+		}
+	}
 	return nil
 }
 
@@ -430,6 +498,7 @@ func (e Experiment) requestBody(shape SegmentShape) ([]byte, error) {
 	for i, p := range e.Partitions {
 		points[i] = wirePoint{p, p.Description}
 	}
+	e.Factors = sendableFactors(e.Factors)
 	type out struct {
 		experimentAlias
 		Inclusion  any               `json:"experimentSegmentInclusion"`
@@ -438,6 +507,26 @@ func (e Experiment) requestBody(shape SegmentShape) ([]byte, error) {
 		Partitions []wirePoint       `json:"partitions"`
 	}
 	return json.Marshal(out{experimentAlias(e), inc, exc, payloads, points})
+}
+
+// sendableFactors are factors as a 6.5 server takes them back: a level
+// read back with payload {type: string, value: null} (made without one)
+// is refused with a 400 when sent, so it goes without payload.
+func sendableFactors(fs []Factor) []Factor {
+	if fs == nil {
+		return nil
+	}
+	out := make([]Factor, len(fs))
+	for i, f := range fs {
+		f.Levels = slices.Clone(f.Levels)
+		for k := range f.Levels {
+			if p := f.Levels[k].Payload; p != nil && p.Value == nil {
+				f.Levels[k].Payload = nil
+			}
+		}
+		out[i] = f
+	}
+	return out
 }
 
 // ExperimentName is one row of GET /experiments/names.
@@ -548,6 +637,44 @@ type AssignedCondition struct {
 	ConditionCode string   `json:"conditionCode"`
 	Payload       *Payload `json:"payload"`
 	ExperimentID  string   `json:"experimentId"`
+	// CodeObject is a conditionCode that is not a string: a one-factor
+	// factorial answers its level's payload object there.
+	CodeObject string `json:"-"`
+}
+
+// UnmarshalJSON reads a conditionCode that is a string or an object.
+func (a *AssignedCondition) UnmarshalJSON(b []byte) error {
+	type plain AssignedCondition
+	var w struct {
+		plain
+		Code json.RawMessage `json:"conditionCode"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*a = AssignedCondition(w.plain)
+	if len(w.Code) > 0 && json.Unmarshal(w.Code, &a.ConditionCode) != nil {
+		a.CodeObject = string(w.Code)
+	}
+	return nil
+}
+
+// FactorLevels reads an assignment's assignedFactor: factor name -> level
+// name.
+func (a Assignment) FactorLevels() map[string]string {
+	var w []map[string]struct {
+		Level string `json:"level"`
+	}
+	if json.Unmarshal(a.AssignedFactor, &w) != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, m := range w {
+		for f, l := range m {
+			out[f] = l.Level
+		}
+	}
+	return out
 }
 
 // Assignment is one decision point of the answer of POST /v6/assign.

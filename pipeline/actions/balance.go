@@ -142,6 +142,12 @@ func planBalance(b *Planner, p BalanceParams) error {
 		if e.FilterMode == upgrade.FilterExcludeAll {
 			b.Warn("experiment %s only enrolls its inclusion lists (excludeAll): synthetic users outside them get the default condition", quote(e.Name))
 		}
+		switch {
+		case e.AssignmentUnit == upgrade.UnitWithinSubjects:
+			b.Warn("experiment %s is within-subjects (condition order %s): each synthetic user visits once and is marked with the first condition of their order (uniquifier 1), so the counts show first conditions, not the weights", quote(e.Name), identOrNone(e.ConditionOrder))
+		case e.Type == upgrade.TypeFactorial:
+			b.Line("Experiment %s is factorial (%s): each user is marked with the stored condition whose levels UpGrade assigned (its assign code is not a stored code).", quote(e.Name), fmtFactors(factorsOf(e)))
+		}
 	}
 	return nil
 }

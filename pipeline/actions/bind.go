@@ -456,6 +456,9 @@ func coerce(v any, t reflect.Type, path string, out *[]Problem) any {
 		if t == groupParamType {
 			v = groupShorthand(v) // "classId:c7", {"classId": "c7"}
 		}
+		if t == levelParamType {
+			v = levelShorthand(v) // "Red"
+		}
 		obj, ok := asObject(v)
 		if !ok {
 			addShape(out, path, "an object", v)

@@ -35,13 +35,18 @@ type CreateExperimentParams struct {
 	// explicit "random" is folded to empty, so it confirms and hashes like
 	// a create that leaves it out).
 	AssignmentAlgorithm string `json:"assignment_algorithm,omitempty" jsonschema:"random (default); ts_configurable (Thompson sampling) is refused: mooclets are off on a standard UpGrade 6.5"`
+	// Design is "" for a simple experiment (an explicit "simple" folds to
+	// it), factorial for one made of Factors.
+	Design         string        `json:"design,omitempty" jsonschema:"simple (default) or factorial"`
+	Factors        []FactorParam `json:"factors,omitempty" jsonschema:"design factorial: at least 2 factors of at least 2 levels; the conditions are every combination, coded Color=Red; Shape=Circle (leave conditions out for an even split)" keyed:"name,levels"`
+	ConditionOrder string        `json:"condition_order,omitempty" jsonschema:"with assignment_unit within-subjects: random, random round robin or ordered round robin"`
 }
 
 // Action implements Params.
 func (CreateExperimentParams) Action() Name { return CreateExperiment }
 
 func (p CreateExperimentParams) canonical() CreateExperimentParams {
-	return withDefaults(CreateExperimentParams{
+	return withDefaults(shapeDesign(CreateExperimentParams{
 		Name:                strings.TrimSpace(p.Name),
 		Context:             strings.TrimSpace(p.Context),
 		DecisionPoints:      normDecisionPoints(p.DecisionPoints),
@@ -58,7 +63,10 @@ func (p CreateExperimentParams) canonical() CreateExperimentParams {
 		ExclusionUsers:      trimList(p.ExclusionUsers),
 		ExclusionGroups:     normGroups(p.ExclusionGroups),
 		AssignmentAlgorithm: algorithmValue(p.AssignmentAlgorithm),
-	})
+		Design:              designValue(p.Design),
+		Factors:             normFactors(p.Factors),
+		ConditionOrder:      conditionOrderValue(p.ConditionOrder),
+	}))
 }
 
 func init() {

@@ -52,6 +52,15 @@ func designOf(e *upgrade.Experiment) CreateExperimentParams {
 		GroupType:       e.Group,
 		ConsistencyRule: e.ConsistencyRule,
 		FilterMode:      e.FilterMode,
+		ConditionOrder:  e.ConditionOrder,
+	}
+	if e.Type == upgrade.TypeFactorial {
+		d.Design, d.Factors = DesignFactorial, factorsOf(e)
+	}
+	if d.ConsistencyRule == "" && e.AssignmentUnit == upgrade.UnitWithinSubjects {
+		// Optional for within-subjects (the web UI leaves it out): the
+		// agent's default, which the server takes.
+		d.ConsistencyRule = upgrade.ConsistencyIndividual
 	}
 	for _, c := range sortedConditions(e.Conditions) {
 		w := c.AssignmentWeight
@@ -94,6 +103,19 @@ func applyUpdate(cur CreateExperimentParams, u UpdateExperimentParams) CreateExp
 	if u.Conditions != nil {
 		d.Conditions = append([]ConditionParam(nil), (*u.Conditions)...)
 	}
+	if u.Factors != nil {
+		d.Factors = slices.Clone(*u.Factors)
+	}
+	if d.Design == DesignFactorial && (u.Factors != nil || u.Conditions != nil) {
+		var given []ConditionParam
+		if u.Conditions != nil {
+			given = *u.Conditions
+		}
+		d.Conditions = factorialConditions(d.Factors, given)
+	}
+	if u.ConditionOrder != nil {
+		d.ConditionOrder = *u.ConditionOrder
+	}
 	if u.Description != nil {
 		d.Description = *u.Description
 	}
@@ -106,6 +128,10 @@ func applyUpdate(cur CreateExperimentParams, u UpdateExperimentParams) CreateExp
 		// unless the same update names one.
 		if d.AssignmentUnit != upgrade.UnitGroup && u.GroupType == nil {
 			d.GroupType = ""
+		}
+		// Likewise a condition order without a within-subjects unit.
+		if d.AssignmentUnit != upgrade.UnitWithinSubjects && u.ConditionOrder == nil {
+			d.ConditionOrder = ""
 		}
 	}
 	if u.GroupType != nil {
@@ -147,7 +173,8 @@ func updateTouches(u UpdateExperimentParams) bool {
 	return u.Name != nil || u.Context != nil || u.DecisionPoints != nil || u.Conditions != nil ||
 		u.Description != nil || u.Tags != nil || u.AssignmentUnit != nil || u.GroupType != nil ||
 		u.ConsistencyRule != nil || u.PostExperimentRule != nil || u.FilterMode != nil ||
-		u.InclusionUsers != nil || u.InclusionGroups != nil || u.ExclusionUsers != nil || u.ExclusionGroups != nil
+		u.InclusionUsers != nil || u.InclusionGroups != nil || u.ExclusionUsers != nil || u.ExclusionGroups != nil ||
+		u.Factors != nil || u.ConditionOrder != nil || u.Design != nil
 }
 
 // write makes the server hold design d for experiment e (as read by
@@ -261,6 +288,19 @@ func buildExperiment(base *upgrade.Experiment, d CreateExperimentParams) *upgrad
 	if d.AssignmentUnit == upgrade.UnitGroup {
 		e.Group = d.GroupType
 	}
+	e.ConditionOrder = ""
+	if d.AssignmentUnit == upgrade.UnitWithinSubjects {
+		e.ConditionOrder = d.ConditionOrder
+	}
+	var oldFactors []upgrade.Factor
+	if base != nil {
+		oldFactors = base.Factors
+	}
+	e.Factors = nil
+	if d.Design == DesignFactorial {
+		e.Type = upgrade.TypeFactorial
+		e.Factors = buildFactors(oldFactors, d.Factors)
+	}
 
 	oldConds := map[string]upgrade.Condition{}
 	oldParts := map[[2]string]upgrade.DecisionPoint{}
@@ -280,6 +320,15 @@ func buildExperiment(base *upgrade.Experiment, d CreateExperimentParams) *upgrad
 		}
 		if c.Weight != nil {
 			nc.AssignmentWeight = *c.Weight
+		}
+		if e.Type == upgrade.TypeFactorial {
+			// A code the agent did not make (the web UI's) keeps the
+			// elements it has: its levels keep their ids.
+			if els := levelElements(e.Factors, c.Code, nc.LevelCombinationElements); els != nil {
+				nc.LevelCombinationElements = els
+			}
+		} else {
+			nc.LevelCombinationElements = nil
 		}
 		nc.Order = i + 1
 		e.Conditions = append(e.Conditions, nc)

@@ -112,13 +112,24 @@ func (b *Planner) designLines(d CreateExperimentParams) {
 	for i, dp := range d.DecisionPoints {
 		b.Line("    %d. %s", i+1, fmtDecisionPoint(dp))
 	}
-	b.Line("  Conditions:")
+	if d.Design == DesignFactorial {
+		b.Line("  Design: factorial, %d factors:", len(d.Factors))
+		for i, f := range d.Factors {
+			b.Line("    %d. %s", i+1, fmtFactors([]FactorParam{f}))
+		}
+		b.Line("  Conditions (every combination of levels; codes made by the agent):")
+	} else {
+		b.Line("  Conditions:")
+	}
 	for i, c := range d.Conditions {
 		b.Line("    %d. %s: %s%%", i+1, ident(c.Code), fmtWeight(c.Weight))
 	}
 	unit := d.AssignmentUnit
-	if unit == upgrade.UnitGroup {
+	switch unit {
+	case upgrade.UnitGroup:
 		unit += " (group type " + ident(d.GroupType) + ")"
+	case upgrade.UnitWithinSubjects:
+		unit += " (every user gets every condition in turn, condition order " + d.ConditionOrder + ")"
 	}
 	b.Line("  Assignment unit: %s", unit)
 	b.Line("  Consistency rule: %s", d.ConsistencyRule)
@@ -180,7 +191,9 @@ var updateFields = []struct {
 		}
 		return joinOrNone(parts)
 	}},
+	{"factors", func(d CreateExperimentParams) string { return fmtFactors(d.Factors) }},
 	{"assignment_unit", func(d CreateExperimentParams) string { return identOrNone(d.AssignmentUnit) }},
+	{"condition_order", func(d CreateExperimentParams) string { return identOrNone(d.ConditionOrder) }},
 	{"group_type", func(d CreateExperimentParams) string { return identOrNone(d.GroupType) }},
 	{"consistency_rule", func(d CreateExperimentParams) string { return identOrNone(d.ConsistencyRule) }},
 	{"post_experiment_rule", func(d CreateExperimentParams) string { return fmtPostRule(d.PostExperimentRule) }},

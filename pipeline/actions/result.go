@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
@@ -63,11 +64,20 @@ func visit(ctx context.Context, api UserAPI, userID, appContext, site, target st
 	if err != nil {
 		return nil, fmt.Errorf("assign user %s: %w", userID, err)
 	}
-	ac := pickAssignment(as, site, target)
+	ac, entry := pickAssignment(as, site, target)
 	req := upgrade.MarkRequest{Data: upgrade.MarkData{Site: site, Target: target}, Status: upgrade.MarkNoConditionAssigned}
 	if ac != nil {
+		if ac, err = markable(ctx, api, ac, entry); err != nil {
+			return nil, fmt.Errorf("user %s: %w", userID, err)
+		}
 		req.Status = upgrade.MarkConditionApplied
 		req.Data.AssignedCondition = &upgrade.MarkCondition{ID: ac.ID, ConditionCode: ac.ConditionCode, ExperimentID: ac.ExperimentID}
+		if len(entry.AssignedCondition) > 1 {
+			// Within-subjects: the mark names the condition shown and its
+			// uniquifier, which the analysis joins logs on; "1" is the
+			// one a client's plain attributes are logged under.
+			req.Uniquifier = "1"
+		}
 	}
 	if _, err := api.Mark(ctx, userID, req); err != nil {
 		return nil, fmt.Errorf("mark user %s: %w", userID, err)
@@ -75,23 +85,88 @@ func visit(ctx context.Context, api UserAPI, userID, appContext, site, target st
 	return ac, nil
 }
 
-// pickAssignment finds the condition assigned at site/target. UpGrade
-// gives a user one experiment per decision point, so the first condition of
-// the matching entry is the one a client would apply. The default
-// condition counts as none.
-func pickAssignment(as []upgrade.Assignment, site, target string) *upgrade.AssignedCondition {
-	for _, a := range as {
+// experimentReader is the one read markable needs; the clients the
+// actions run with have it.
+type experimentReader interface {
+	Experiment(ctx context.Context, id string) (*upgrade.Experiment, error)
+}
+
+// markable is the condition to mark for an assignment. A factorial's
+// assign code ("Color=Red; Shape=Circle", or a one-factor level's payload
+// object) is not a stored code, and UpGrade's mark answers 500 to it: the
+// mark names the stored condition whose levels match the assignment.
+func markable(ctx context.Context, api UserAPI, ac *upgrade.AssignedCondition, entry *upgrade.Assignment) (*upgrade.AssignedCondition, error) {
+	if entry.ExperimentType != upgrade.TypeFactorial {
+		return ac, nil
+	}
+	er, ok := api.(experimentReader)
+	if !ok {
+		return ac, nil
+	}
+	e, err := er.Experiment(ctx, ac.ExperimentID)
+	if err != nil {
+		return nil, fmt.Errorf("reading factorial experiment %s to find the assigned condition: %w", ac.ExperimentID, err)
+	}
+	c := factorialCondition(e, entry.FactorLevels())
+	if c == nil {
+		c = e.ConditionByID(ac.ID)
+	}
+	if c == nil {
+		return nil, fmt.Errorf("experiment %s has no condition with the assigned levels", ac.ExperimentID)
+	}
+	out := *ac
+	out.ID, out.ConditionCode, out.CodeObject = c.ID, c.ConditionCode, ""
+	return &out, nil
+}
+
+// factorialCondition is the condition of e whose levels are those named
+// (factor name -> level name), or nil.
+func factorialCondition(e *upgrade.Experiment, levels map[string]string) *upgrade.Condition {
+	if len(levels) == 0 {
+		return nil
+	}
+	names := map[string]string{} // level id -> "factor=level"
+	for _, f := range e.Factors {
+		for _, l := range f.Levels {
+			names[l.ID] = f.Name + "=" + l.Name
+		}
+	}
+	for i, c := range e.Conditions {
+		if len(c.LevelCombinationElements) != len(levels) {
+			continue
+		}
+		match := true
+		for _, el := range c.LevelCombinationElements {
+			fname, lname, _ := strings.Cut(names[el.Level.ID], "=")
+			if levels[fname] != lname || lname == "" {
+				match = false
+				break
+			}
+		}
+		if match {
+			return &e.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// pickAssignment finds the condition assigned at site/target and its entry.
+// UpGrade gives a user one experiment per decision point, so the first
+// condition of the matching entry is the one a client would apply. The
+// default condition counts as none.
+func pickAssignment(as []upgrade.Assignment, site, target string) (*upgrade.AssignedCondition, *upgrade.Assignment) {
+	for k, a := range as {
 		if a.Site != site || a.Target != target {
 			continue
 		}
 		for i := range a.AssignedCondition {
 			c := a.AssignedCondition[i]
-			if c.ConditionCode != "" && c.ConditionCode != "default" {
-				return &c
+			if (c.ConditionCode != "" && c.ConditionCode != "default") || c.CodeObject != "" {
+				return &c, &as[k]
 			}
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 func nonNilGroup(m map[string][]string) map[string][]string {

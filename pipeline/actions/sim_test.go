@@ -136,9 +136,9 @@ func simLifecycle(t *testing.T, c *upgrade.Client) {
 	}
 
 	// Status: a refused transition, then start.
-	probs, err = Validate(ctx, c, UpdateExperimentStatusParams{ExperimentID: e.ID, Status: "archived"})
+	probs, err = Validate(ctx, c, UpdateExperimentStatusParams{ExperimentID: e.ID, Status: "paused"})
 	if err != nil || len(probs) != 1 || probs[0].Field != "status" {
-		t.Errorf("inactive -> archived: %v %v", probs, err)
+		t.Errorf("inactive -> enrollmentComplete: %v %v", probs, err)
 	}
 	plan, raw = run(t, c, UpdateExperimentStatusParams{ExperimentID: e.ID, Status: "running"})
 	if !strings.Contains(plan.Message, "inactive -> enrolling (start)") {

@@ -124,6 +124,12 @@ func planStatus(b *Planner, p UpdateExperimentStatusParams) error {
 		b.Line("The experiment stops: everyone gets the default condition.")
 	case upgrade.StateArchived:
 		b.Line("The experiment is archived: it stays readable but no longer runs.")
+		b.Warn("the analysis is frozen at this moment: UpGrade keeps the results of its queries as they are now, and archiving again later does not refresh them")
+		b.Warn("logs sent for its metrics from now on are dropped")
+		b.Warn("assignment stops: its decision points give no condition, and marks there enrol nobody")
+		if e.State == upgrade.StateEnrolling {
+			b.Warn("it is enrolling now: enrollment stops at once")
+		}
 	}
 	return nil
 }

@@ -24,6 +24,12 @@ var transitions = []Transition{
 	{upgrade.StateEnrollmentComplete, upgrade.StateCancelled, "cancel"},
 	{upgrade.StateEnrollmentComplete, upgrade.StateArchived, "archive"},
 	{upgrade.StateCancelled, upgrade.StateArchived, "archive"},
+	// Archive is offered from any state (docs/designs.md).
+	{upgrade.StateInactive, upgrade.StateArchived, "archive"},
+	{upgrade.StateEnrolling, upgrade.StateArchived, "archive"},
+	{upgrade.StatePreview, upgrade.StateArchived, "archive"},
+	{upgrade.StateScheduled, upgrade.StateArchived, "archive"},
+	{upgrade.StateDraft, upgrade.StateArchived, "archive"},
 }
 
 // TransitionsFrom lists the status changes offered from a state.

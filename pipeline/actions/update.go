@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,9 @@ type UpdateExperimentParams struct {
 	InclusionGroups    *[]GroupParam         `json:"inclusion_groups,omitempty"`
 	ExclusionUsers     *[]string             `json:"exclusion_users,omitempty"`
 	ExclusionGroups    *[]GroupParam         `json:"exclusion_groups,omitempty"`
+	Design             *string               `json:"design,omitempty" jsonschema:"simple or factorial; a design does not change (create a new experiment)"`
+	Factors            *[]FactorParam        `json:"factors,omitempty" jsonschema:"a factorial's complete new factors; levels are matched by name, the conditions remade (even split unless conditions give weights)" keyed:"name,levels"`
+	ConditionOrder     *string               `json:"condition_order,omitempty" jsonschema:"within-subjects: random, random round robin or ordered round robin"`
 }
 
 // Action implements Params.
@@ -56,6 +60,18 @@ func (p UpdateExperimentParams) canonical() UpdateExperimentParams {
 	if p.Conditions != nil {
 		cs := normConditions(*p.Conditions)
 		c.Conditions = &cs
+	}
+	if p.Design != nil {
+		v := designValue(*p.Design)
+		c.Design = &v
+	}
+	if p.Factors != nil {
+		fs := normFactors(*p.Factors)
+		c.Factors = &fs
+	}
+	if p.ConditionOrder != nil {
+		v := conditionOrderValue(*p.ConditionOrder)
+		c.ConditionOrder = &v
 	}
 	if r := c.PostExperimentRule; r != nil && r.Rule == "" && r.ConditionCode != "" {
 		r.Rule = upgrade.PostRuleAssign // a condition to give everyone means assign
@@ -121,11 +137,29 @@ func validateUpdate(c *Checker, u UpdateExperimentParams) error {
 		c.Missing("fields", "name at least one field to change (status changes use update_experiment_status)")
 		return nil
 	}
-	if e.Type != "" && e.Type != upgrade.TypeSimple {
-		c.Add("experiment_id", "experiment %q is a %s experiment; the agent only edits Simple experiments", e.Name, e.Type)
+	if e.Type != "" && e.Type != upgrade.TypeSimple && e.Type != upgrade.TypeFactorial {
+		c.Add("experiment_id", "experiment %q is a %s experiment; the agent only edits Simple and Factorial experiments", e.Name, e.Type)
 		return nil
 	}
-	return c.design(applyUpdate(designOf(e), u), e.ID, u.Name != nil)
+	if u.Design != nil && *u.Design != designOf(e).Design {
+		c.AddValue("design", *u.Design, "experiment %q is %s; a design does not change between simple and factorial: create a new experiment instead", e.Name, designName(designOf(e).Design))
+		return nil
+	}
+	if u.Factors != nil && e.Type != upgrade.TypeFactorial {
+		c.Add("factors", "experiment %q is a simple experiment; a design cannot change from simple to factorial: create a new factorial experiment instead", e.Name)
+		return nil
+	}
+	n := len(c.problems)
+	if err := c.design(applyUpdate(designOf(e), u), e.ID, u.Name != nil); err != nil {
+		return err
+	}
+	if u.Factors == nil {
+		// Factors made elsewhere (a web-UI factorial of one factor) are
+		// not the update's business: only factors it sets are checked.
+		added := slices.DeleteFunc(slices.Clone(c.problems[n:]), func(p Problem) bool { return strings.HasPrefix(p.Field, "factors") })
+		c.problems = append(c.problems[:n], added...)
+	}
+	return nil
 }
 
 func planUpdate(b *Planner, p UpdateExperimentParams) error {

@@ -173,7 +173,7 @@ func (c *Checker) design(d CreateExperimentParams, selfID string, checkName bool
 			c.Missing(f+".code", "condition code is required")
 		case strings.EqualFold(cond.Code, "default"):
 			c.Add(f+".code", "%q is reserved for UpGrade's default condition; choose another code", cond.Code)
-		case ctxOK && !contains(info.Conditions, cond.Code):
+		case ctxOK && d.Design == "" && !contains(info.Conditions, cond.Code):
 			c.Add(f+".code", "condition %q is not a condition of context %s; valid conditions: %s", cond.Code, d.Context, listOrNone(info.Conditions))
 		}
 		if j, dup := seenCode[cond.Code]; dup && cond.Code != "" {
@@ -198,12 +198,11 @@ func (c *Checker) design(d CreateExperimentParams, selfID string, checkName bool
 	}
 
 	switch d.AssignmentUnit {
-	case upgrade.UnitIndividual, upgrade.UnitGroup:
-	case upgrade.UnitWithinSubjects:
-		c.Add("assignment_unit", "within-subjects experiments are not supported by the agent; use individual or group")
+	case upgrade.UnitIndividual, upgrade.UnitGroup, upgrade.UnitWithinSubjects:
 	default:
-		c.Add("assignment_unit", "unknown assignment unit %q; use individual or group", d.AssignmentUnit)
+		c.Add("assignment_unit", "unknown assignment unit %q; use individual, group or within-subjects", d.AssignmentUnit)
 	}
+	c.checkDesignKind(d)
 	switch d.AssignmentAlgorithm {
 	case "", upgrade.AlgorithmRandom:
 	case upgrade.AlgorithmMooclet:

@@ -88,9 +88,9 @@ func TestValidate(t *testing.T) {
 			p.Conditions = []ConditionParam{{Code: "tutorbot-enabled1", Weight: ptr(33.33)}, {Code: "tutorbot-enabled2", Weight: ptr(33.33)}, {Code: "solver_bot_with_goal", Weight: ptr(33.33)}}
 		}), nil},
 		{"create: within-subjects", create(func(p *CreateExperimentParams) { p.AssignmentUnit = "within-subjects" }),
-			[]Problem{{Field: "assignment_unit", Message: "within-subjects experiments are not supported by the agent; use individual or group"}}},
+			[]Problem{{Field: "condition_order", Missing: true, Message: "condition_order is required with assignment_unit within-subjects: random, random round robin or ordered round robin"}}},
 		{"create: unknown unit", create(func(p *CreateExperimentParams) { p.AssignmentUnit = "school" }),
-			[]Problem{{Field: "assignment_unit", Message: `unknown assignment unit "school"; use individual or group`}}},
+			[]Problem{{Field: "assignment_unit", Message: `unknown assignment unit "school"; use individual, group or within-subjects`}}},
 		{"create: group unit without group type", create(func(p *CreateExperimentParams) { p.AssignmentUnit = "group" }),
 			[]Problem{{Field: "group_type", Message: "group_type is required with assignment_unit group; valid group types: schoolId, classId, instructorId", Missing: true}}},
 		{"create: group type not in context", create(func(p *CreateExperimentParams) { p.AssignmentUnit, p.GroupType = "group", "teacherId" }),
@@ -176,8 +176,8 @@ func TestValidate(t *testing.T) {
 			[]Problem{{Field: "status", Value: `"started"`, Message: `unknown status; use one of inactive, preview, scheduled, enrolling, enrollmentComplete, cancelled, archived, draft (or running, paused, completed)`}}},
 		{"status: already there", UpdateExperimentStatusParams{ExperimentID: mathHintsID, Status: "inactive"},
 			[]Problem{{Field: "status", Message: `experiment "Math Hints" is already inactive`}}},
-		{"status: refused transition", UpdateExperimentStatusParams{ExperimentID: mathHintsID, Status: "archived"},
-			[]Problem{{Field: "status", Message: `cannot change experiment "Math Hints" from inactive to archived; from inactive the experiment can go to enrolling (start), cancelled (cancel)`}}},
+		{"status: refused transition", UpdateExperimentStatusParams{ExperimentID: mathHintsID, Status: "enrollmentComplete"},
+			[]Problem{{Field: "status", Message: `cannot change experiment "Math Hints" from inactive to enrollmentComplete; from inactive the experiment can go to enrolling (start), cancelled (cancel), archived (archive)`}}},
 		{"status: unknown experiment", UpdateExperimentStatusParams{ExperimentID: unknownID, Status: "enrolling"},
 			[]Problem{{Field: "experiment_id", Message: "no experiment with id " + unknownID, NotFound: true}}},
 
@@ -277,6 +277,8 @@ func TestValidateTransitions(t *testing.T) {
 		{upgrade.StateEnrollmentComplete, upgrade.StateCancelled}: "cancel",
 		{upgrade.StateEnrollmentComplete, upgrade.StateArchived}:  "archive",
 		{upgrade.StateCancelled, upgrade.StateArchived}:           "archive",
+		{upgrade.StateInactive, upgrade.StateArchived}:            "archive",
+		{upgrade.StateEnrolling, upgrade.StateArchived}:           "archive",
 	}
 	for _, from := range states {
 		for _, to := range states {

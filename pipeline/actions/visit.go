@@ -67,6 +67,14 @@ func planVisit(b *Planner, p VisitDecisionPointParams) error {
 		return err
 	}
 	b.Line("Experiments at this decision point: %s.", fmtExperiments(es))
+	for _, e := range es {
+		switch {
+		case e.Type == upgrade.TypeFactorial:
+			b.Line("%s is factorial: the mark names the stored condition whose levels UpGrade assigns (its assign code is not a stored code).", quote(e.Name))
+		case e.AssignmentUnit == upgrade.UnitWithinSubjects:
+			b.Line("%s is within-subjects: the mark names the first condition of the user's order, with uniquifier 1; each visit moves the user on to the next.", quote(e.Name))
+		}
+	}
 	b.Line("This writes 1 synthetic user into UpGrade and may enroll them in an experiment.")
 	return nil
 }

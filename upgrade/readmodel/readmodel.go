@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
@@ -103,7 +104,11 @@ type Experiment struct {
 	Inclusion      upgrade.Segment    `json:"inclusion"`
 	Exclusion      upgrade.Segment    `json:"exclusion"`
 	CreatedAt      string             `json:"created_at"`
-	UpdatedAt      string             `json:"updated_at"`
+	UpdatedAt      string             `json:"updated_at"` // Design is "factorial" for a factorial experiment ("" simple), with
+	// its Factors; ConditionOrder is a within-subjects experiment's.
+	Design         string          `json:"design,omitempty"`
+	Factors        []FactorDetails `json:"factors,omitempty"`
+	ConditionOrder string          `json:"condition_order,omitempty"`
 }
 
 // ExperimentOf is e in the CLI's shape; empty lists are [], never null.
@@ -144,14 +149,88 @@ type Details struct {
 	Inclusion      upgrade.Segment    `json:"inclusion"`
 	Exclusion      upgrade.Segment    `json:"exclusion"`
 	CreatedAt      string             `json:"created_at,omitempty"`
-	UpdatedAt      string             `json:"updated_at,omitempty"`
+	UpdatedAt      string             `json:"updated_at,omitempty"` // Design is "factorial" for a factorial experiment ("" simple), with
+	// its Factors; ConditionOrder is a within-subjects experiment's.
+	Design         string          `json:"design,omitempty"`
+	Factors        []FactorDetails `json:"factors,omitempty"`
+	ConditionOrder string          `json:"condition_order,omitempty"`
 }
 
-// DetailsCondition is one condition of Details.
+// DetailsCondition is one condition of Details. Levels are a factorial
+// condition's levels, "Factor=Level" in factor order.
 type DetailsCondition struct {
-	Code   string  `json:"code"`
-	Weight float64 `json:"weight"`
-	ID     string  `json:"id"`
+	Code   string   `json:"code"`
+	Weight float64  `json:"weight"`
+	ID     string   `json:"id"`
+	Levels []string `json:"levels,omitempty"`
+}
+
+// FactorDetails is one factor of a factorial experiment.
+type FactorDetails struct {
+	Name   string         `json:"name"`
+	Levels []LevelDetails `json:"levels"`
+}
+
+// LevelDetails is one level of a factor.
+type LevelDetails struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Payload string `json:"payload,omitempty"`
+}
+
+// factorsOf are e's factors and levels in their order.
+func factorsOf(e *upgrade.Experiment) []FactorDetails {
+	if e.Type != upgrade.TypeFactorial {
+		return nil
+	}
+	fs := slices.Clone(e.Factors)
+	slices.SortStableFunc(fs, func(a, b upgrade.Factor) int { return a.Order - b.Order })
+	out := []FactorDetails{}
+	for _, f := range fs {
+		ls := slices.Clone(f.Levels)
+		slices.SortStableFunc(ls, func(a, b upgrade.Level) int { return a.Order - b.Order })
+		fd := FactorDetails{Name: f.Name, Levels: []LevelDetails{}}
+		for _, l := range ls {
+			fd.Levels = append(fd.Levels, LevelDetails{ID: l.ID, Name: l.Name, Payload: l.PayloadText()})
+		}
+		out = append(out, fd)
+	}
+	return out
+}
+
+// levelNames maps a level id to "Factor=Level".
+func levelNames(e *upgrade.Experiment) map[string]string {
+	out := map[string]string{}
+	for _, f := range e.Factors {
+		for _, l := range f.Levels {
+			out[l.ID] = f.Name + "=" + l.Name
+		}
+	}
+	return out
+}
+
+// conditionLevels are a factorial condition's levels, in factor order.
+func conditionLevels(e *upgrade.Experiment, c upgrade.Condition) []string {
+	if e.Type != upgrade.TypeFactorial {
+		return nil
+	}
+	names := levelNames(e)
+	order := map[string]int{}
+	for _, f := range e.Factors {
+		order[f.Name] = f.Order
+	}
+	var out []string
+	for _, el := range c.LevelCombinationElements {
+		if n, ok := names[el.Level.ID]; ok {
+			out = append(out, n)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b string) int {
+		fa, _, _ := strings.Cut(a, "=")
+		fb, _, _ := strings.Cut(b, "=")
+		return order[fa] - order[fb]
+	})
+	return out
 }
 
 // DetailsPoint is one decision point of Details.
@@ -189,8 +268,12 @@ func DetailsOf(e *upgrade.Experiment) Details {
 		}
 	}
 	for _, c := range conditions(e) {
-		d.Conditions = append(d.Conditions, DetailsCondition{Code: c.ConditionCode, Weight: c.AssignmentWeight, ID: c.ID})
+		d.Conditions = append(d.Conditions, DetailsCondition{Code: c.ConditionCode, Weight: c.AssignmentWeight, ID: c.ID, Levels: conditionLevels(e, c)})
 	}
+	if e.Type == upgrade.TypeFactorial {
+		d.Design, d.Factors = "factorial", factorsOf(e)
+	}
+	d.ConditionOrder = e.ConditionOrder
 	for _, p := range partitions(e) {
 		d.DecisionPoints = append(d.DecisionPoints, DetailsPoint{Site: p.Site, Target: p.Target, ExcludeIfReached: p.ExcludeIfReached})
 	}
@@ -221,6 +304,20 @@ type Enrollment struct {
 	// SampleRatio is the split checked against the weights, when the
 	// reader asked for it (SampleRatioOf).
 	SampleRatio *SampleRatio `json:"sample_ratio,omitempty"`
+	// Levels are a factorial's users per level: the users of every
+	// condition with that level.
+	Levels []LevelEnrollment `json:"levels,omitempty"`
+	// WithinSubjects says a user counts in every condition they marked,
+	// so the conditions' users add up to more than the users.
+	WithinSubjects bool `json:"within_subjects,omitempty"`
+}
+
+// LevelEnrollment is one level's users in a factorial experiment.
+type LevelEnrollment struct {
+	Factor  string `json:"factor"`
+	Level   string `json:"level"`
+	LevelID string `json:"level_id"`
+	Users   int    `json:"users"`
 }
 
 // EnrollmentOf combines an experiment and its enrollment counts: one entry
@@ -244,6 +341,20 @@ func EnrollmentOf(e *upgrade.Experiment, st *upgrade.EnrollmentStats) Enrollment
 	for _, c := range st.Conditions {
 		if !seen[c.ID] {
 			r.Conditions = append(r.Conditions, ConditionEnrollment{Condition: c.ID, ConditionID: c.ID, Users: c.Users, Groups: c.Groups})
+		}
+	}
+	r.WithinSubjects = e.AssignmentUnit == upgrade.UnitWithinSubjects
+	if e.Type == upgrade.TypeFactorial {
+		for _, f := range factorsOf(e) {
+			for _, l := range f.Levels {
+				le := LevelEnrollment{Factor: f.Name, Level: l.Name, LevelID: l.ID}
+				for _, c := range e.Conditions {
+					if slices.ContainsFunc(c.LevelCombinationElements, func(el upgrade.LevelCombinationElement) bool { return el.Level.ID == l.ID }) {
+						le.Users += byID[c.ID].Users
+					}
+				}
+				r.Levels = append(r.Levels, le)
+			}
 		}
 	}
 	total := 0

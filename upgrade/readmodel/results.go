@@ -68,7 +68,10 @@ type QueryResults struct {
 	Percent         bool             `json:"percent"`
 	Rejected        bool             `json:"rejected"`
 	Conditions      []ConditionValue `json:"conditions"`
-	Notes           []string         `json:"notes,omitempty"`
+	// Levels are a factorial's main effects, per level; its Conditions
+	// are then the interaction effect, per condition.
+	Levels []LevelValue `json:"levels,omitempty"`
+	Notes  []string     `json:"notes,omitempty"`
 }
 
 // SampleRatio is the sample-ratio check of the enrollment: a chi-square
@@ -199,10 +202,56 @@ func matchingStddev(q upgrade.Query, all []upgrade.Query) *upgrade.Query {
 	return nil
 }
 
+// valuesByCondition are a query's values per condition: its main effect,
+// or a factorial's interaction effect (its main effect is per level).
 func valuesByCondition(a upgrade.QueryResult) map[string]upgrade.ConditionResult {
 	out := map[string]upgrade.ConditionResult{}
-	for _, c := range a.MainEffect {
+	list := a.MainEffect
+	if isPerLevel(a) {
+		list = a.Interaction
+	}
+	for _, c := range list {
 		out[c.ConditionID] = c
+	}
+	return out
+}
+
+func isPerLevel(a upgrade.QueryResult) bool {
+	for _, c := range a.MainEffect {
+		if c.LevelID != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// LevelValue is one level's main effect in a factorial experiment: the
+// query over the users of every condition with that level.
+type LevelValue struct {
+	Factor  string   `json:"factor"`
+	Level   string   `json:"level"`
+	LevelID string   `json:"level_id"`
+	N       int      `json:"n"`
+	Value   *float64 `json:"value"`
+}
+
+// levelValues are the main effects of a factorial query, level by level
+// in factor order.
+func levelValues(e *upgrade.Experiment, a upgrade.QueryResult, rejected bool) []LevelValue {
+	byLevel := map[string]upgrade.ConditionResult{}
+	for _, c := range a.MainEffect {
+		byLevel[c.LevelID] = c
+	}
+	out := []LevelValue{}
+	for _, f := range factorsOf(e) {
+		for _, l := range f.Levels {
+			cr := byLevel[l.ID]
+			lv := LevelValue{Factor: f.Name, Level: l.Name, LevelID: l.ID, N: cr.Participants}
+			if !rejected && cr.Participants > 0 {
+				lv.Value = cr.Value
+			}
+			out = append(out, lv)
+		}
 	}
 	return out
 }
@@ -241,6 +290,9 @@ func queryResults(e *upgrade.Experiment, q upgrade.Query, all []upgrade.Query, b
 			cv.StatusReason = fmt.Sprintf("too little data (%d < %d)", cv.N, stats.MinPerCondition)
 		}
 		qr.Conditions = append(qr.Conditions, cv)
+	}
+	if e.Type == upgrade.TypeFactorial {
+		qr.Levels = levelValues(e, a, qr.Rejected)
 	}
 	if qr.Rejected {
 		return qr

@@ -42,8 +42,18 @@ func (s *Sim) handleAnalyse(c *call) {
 	}
 	out := []any{}
 	if err := s.view(func() {
+		archived := false
 		for _, id := range ids {
-			out = append(out, s.analyseLocked(id))
+			if e, q := s.queryByIDLocked(id); q != nil && s.st.Runtime[e.ID] != nil && s.st.Runtime[e.ID].Snapshot[q.ID] != nil {
+				archived = true
+			}
+		}
+		for _, id := range ids {
+			r := s.analyseLocked(id)
+			if _, found := r["mainEffect"]; !found && archived {
+				continue // unknown ids next to archived ones are dropped
+			}
+			out = append(out, r)
 		}
 	}); err != nil {
 		c.failErr(err)
@@ -59,30 +69,69 @@ func (s *Sim) analyseLocked(id string) obj {
 	if q == nil {
 		return obj{"id": id, "interactionEffect": nil}
 	}
-	zero := func(cond string) obj { return obj{"conditionId": cond, "result": "0", "participantsLogged": 0} }
-	var main []any
-	results, ok := s.queryResultsLocked(e, q)
-	if !ok {
-		main = append(main, "rejected")
-		for _, cnd := range e.Conditions {
-			main = append(main, zero(cnd.ID))
-		}
-		return obj{"id": id, "mainEffect": main, "interactionEffect": nil}
+	if rt := s.st.Runtime[e.ID]; rt != nil && rt.Snapshot[q.ID] != nil {
+		return rt.Snapshot[q.ID]
 	}
-	main = []any{}
+	return s.computeLocked(e, q)
+}
+
+// computeLocked analyses one query now. A factorial experiment's main
+// effect is per level, its interaction effect per condition.
+func (s *Sim) computeLocked(e *upgrade.Experiment, q *storedQuery) obj {
+	factorial := e.Type == upgrade.TypeFactorial
+	var groups []string
+	byLevel := "conditionId"
+	if factorial {
+		byLevel = "levelId"
+		for _, f := range sortedFactors(e) {
+			for _, l := range f.Levels {
+				groups = append(groups, l.ID)
+			}
+		}
+	} else {
+		for _, c := range e.Conditions {
+			groups = append(groups, c.ID)
+		}
+	}
+	main := s.effectLocked(e, q, groups, byLevel, factorial)
+	var inter any
+	if factorial {
+		var conds []string
+		for _, c := range e.Conditions {
+			conds = append(conds, c.ID)
+		}
+		inter = s.effectLocked(e, q, conds, "conditionId", false)
+	}
+	return obj{"id": q.ID, "mainEffect": main, "interactionEffect": inter}
+}
+
+// effectLocked is one list of results: per group (condition or level) in
+// order, those without data zero-filled at the end; ["rejected", zeros]
+// when the query fails.
+func (s *Sim) effectLocked(e *upgrade.Experiment, q *storedQuery, groups []string, key string, byLevel bool) []any {
+	zero := func(g string) obj { return obj{key: g, "result": "0", "participantsLogged": 0} }
+	results, ok := s.queryResultsLocked(e, q, byLevel)
+	if !ok {
+		main := []any{"rejected"}
+		for _, g := range groups {
+			main = append(main, zero(g))
+		}
+		return main
+	}
+	main := []any{}
 	var empty []string
-	for _, cnd := range e.Conditions {
-		r, has := results[cnd.ID]
+	for _, g := range groups {
+		r, has := results[g]
 		if !has {
-			empty = append(empty, cnd.ID)
+			empty = append(empty, g)
 			continue
 		}
-		main = append(main, obj{"conditionId": cnd.ID, "result": r.result, "participantsLogged": strconv.Itoa(r.n)})
+		main = append(main, obj{key: g, "result": r.result, "participantsLogged": strconv.Itoa(r.n)})
 	}
-	for _, cid := range empty {
-		main = append(main, zero(cid))
+	for _, g := range empty {
+		main = append(main, zero(g))
 	}
-	return obj{"id": id, "mainEffect": main, "interactionEffect": nil}
+	return main
 }
 
 type condResult struct {
@@ -90,9 +139,60 @@ type condResult struct {
 	n      int
 }
 
-// queryResultsLocked computes a query per condition; false means the query
-// fails on the server (answered as "rejected").
-func (s *Sim) queryResultsLocked(e *upgrade.Experiment, q *storedQuery) (map[string]condResult, bool) {
+// member is one user counted in a group (a condition or a level); uniqs,
+// when not nil, are the only log uniquifiers that join (within-subjects).
+type member struct {
+	group, uid string
+	uniqs      []string
+}
+
+// membersLocked are the users an analysis counts: enrolled, not excluded,
+// by condition (or by each level of it); a within-subjects user once per
+// condition marked, joined on the marks' uniquifiers.
+func (s *Sim) membersLocked(e *upgrade.Experiment, byLevel bool) []member {
+	rt := s.st.Runtime[e.ID]
+	if rt == nil {
+		return nil
+	}
+	var out []member
+	if e.AssignmentUnit == upgrade.UnitWithinSubjects {
+		for _, uid := range slices.Sorted(maps.Keys(rt.WSMarks)) {
+			if _, gone := rt.ExcludedUsers[uid]; gone {
+				continue
+			}
+			for _, cid := range wsConditionsOf(rt, uid) {
+				uniqs := []string{}
+				for _, m := range rt.WSMarks[uid] {
+					if m.ConditionID == cid && m.Uniquifier != "" {
+						uniqs = append(uniqs, m.Uniquifier)
+					}
+				}
+				out = append(out, member{group: cid, uid: uid, uniqs: uniqs})
+			}
+		}
+		return out
+	}
+	for _, uid := range slices.Sorted(maps.Keys(rt.Enrolled)) {
+		if _, gone := rt.ExcludedUsers[uid]; gone {
+			continue
+		}
+		cid := rt.Enrolled[uid].ConditionID
+		if !byLevel {
+			out = append(out, member{group: cid, uid: uid})
+			continue
+		}
+		if c := e.ConditionByID(cid); c != nil {
+			for _, el := range c.LevelCombinationElements {
+				out = append(out, member{group: el.Level.ID, uid: uid})
+			}
+		}
+	}
+	return out
+}
+
+// queryResultsLocked computes a query per condition (or level); false
+// means the query fails on the server (answered as "rejected").
+func (s *Sim) queryResultsLocked(e *upgrade.Experiment, q *storedQuery, byLevel bool) (map[string]condResult, bool) {
 	if q.MetricKey == nil {
 		return nil, false
 	}
@@ -107,22 +207,15 @@ func (s *Sim) queryResultsLocked(e *upgrade.Experiment, q *storedQuery) (map[str
 		return nil, false
 	}
 	perCond := map[string][]any{}
-	rt := s.st.Runtime[e.ID]
-	if rt != nil {
-		for _, uid := range slices.Sorted(maps.Keys(rt.Enrolled)) {
-			if _, out := rt.ExcludedUsers[uid]; out {
-				continue
-			}
-			v, has := s.userValueLocked(uid, *q.MetricKey, q.RepeatedMeasure, continuous)
-			if !has {
-				continue
-			}
-			if v == nil {
-				return nil, false // a value that is not a number
-			}
-			cid := rt.Enrolled[uid].ConditionID
-			perCond[cid] = append(perCond[cid], v)
+	for _, m := range s.membersLocked(e, byLevel) {
+		v, has := s.userValueLocked(m.uid, *q.MetricKey, q.RepeatedMeasure, continuous, m.uniqs)
+		if !has {
+			continue
 		}
+		if v == nil {
+			return nil, false // a value that is not a number
+		}
+		perCond[m.group] = append(perCond[m.group], v)
 	}
 	out := map[string]condResult{}
 	for cid, vals := range perCond {
@@ -139,15 +232,29 @@ func (s *Sim) queryResultsLocked(e *upgrade.Experiment, q *storedQuery) (map[str
 	return out, true
 }
 
+// snapshotLocked freezes the analysis of every query of e, once: the
+// first archive's answer is the one every later analyse returns.
+func (s *Sim) snapshotLocked(e *upgrade.Experiment) {
+	rt := s.runtimeOf(e.ID)
+	if rt.Snapshot != nil {
+		return
+	}
+	rt.Snapshot = map[string]obj{}
+	for _, q := range decodeQueries(e) {
+		q := q
+		rt.Snapshot[q.ID] = s.computeLocked(e, &q)
+	}
+}
+
 // userValueLocked is a user's value of a metric under a repeated measure:
 // MEAN averages the user's rows, MOST RECENT takes the row written last
 // (server time), the others the row written first. Rows from before the
 // user enrolled count too. A continuous value that is not a number gives
 // (nil, true).
-func (s *Sim) userValueLocked(uid, key, measure string, continuous bool) (any, bool) {
+func (s *Sim) userValueLocked(uid, key, measure string, continuous bool, uniqs []string) (any, bool) {
 	var rows []*logRow
 	for _, l := range s.st.Logs {
-		if l.UserID == uid && l.Key == key {
+		if l.UserID == uid && l.Key == key && (uniqs == nil || slices.Contains(uniqs, l.Uniquifier)) {
 			rows = append(rows, l)
 		}
 	}

@@ -24,8 +24,10 @@ const (
 )
 
 type assignedCondOut struct {
-	ID            string           `json:"id"`
-	ConditionCode string           `json:"conditionCode"`
+	ID string `json:"id"`
+	// ConditionCode is the code, or with a one-factor factorial the
+	// level's payload object.
+	ConditionCode any              `json:"conditionCode"`
 	Payload       *upgrade.Payload `json:"payload"`
 	ExperimentID  string           `json:"experimentId"`
 }
@@ -35,6 +37,7 @@ type assignmentOut struct {
 	Target            *string           `json:"target"`
 	ExperimentType    string            `json:"experimentType"`
 	AssignedCondition []assignedCondOut `json:"assignedCondition"`
+	AssignedFactor    []any             `json:"assignedFactor,omitempty"`
 }
 
 type markOut struct {
@@ -314,6 +317,12 @@ func (s *Sim) assignLocked(uid string, u *user, ctx string) []assignmentOut {
 	}
 	var out []assignmentOut
 	for _, e := range s.poolPicksLocked(uid, u, cands) {
+		if e.AssignmentUnit == upgrade.UnitWithinSubjects {
+			if rt := s.st.Runtime[e.ID]; e.State == upgrade.StateEnrolling && (rt == nil || rt.ExcludedUsers[uid] == "") {
+				out = append(out, s.wsEntries(e, uid)...)
+			}
+			continue
+		}
 		var held *upgrade.Condition
 		if en := s.enrollmentOf(e, uid); en != nil {
 			held = e.ConditionByID(en.ConditionID)
@@ -597,6 +606,11 @@ func entries(e *upgrade.Experiment, cond *upgrade.Condition) []assignmentOut {
 	if typ == "" {
 		typ = upgrade.TypeSimple
 	}
+	var code any = cond.ConditionCode
+	var factors []any
+	if typ == upgrade.TypeFactorial {
+		code, factors = factorialAssignment(e, cond)
+	}
 	out := make([]assignmentOut, 0, len(e.Partitions))
 	for _, p := range e.Partitions {
 		out = append(out, assignmentOut{
@@ -604,10 +618,28 @@ func entries(e *upgrade.Experiment, cond *upgrade.Condition) []assignmentOut {
 			Target:         nullable(p.Target),
 			ExperimentType: typ,
 			AssignedCondition: []assignedCondOut{{
-				ID: cond.ID, ConditionCode: cond.ConditionCode,
+				ID: cond.ID, ConditionCode: code,
 				Payload: payloadFor(payloads, cond.ID, p.ID), ExperimentID: e.ID,
 			}},
+			AssignedFactor: factors,
 		})
+	}
+	return out
+}
+
+// wsEntries is a within-subjects answer: at each decision point, the
+// conditions in the order the user gets them.
+func (s *Sim) wsEntries(e *upgrade.Experiment, uid string) []assignmentOut {
+	payloads := decodePayloads(e)
+	out := make([]assignmentOut, 0, len(e.Partitions))
+	for i := range e.Partitions {
+		p := &e.Partitions[i]
+		conds := []assignedCondOut{}
+		for _, c := range s.withinSubjectsCodes(e, uid, p) {
+			conds = append(conds, assignedCondOut{ID: c.ID, ConditionCode: c.ConditionCode,
+				Payload: payloadFor(payloads, c.ID, p.ID), ExperimentID: e.ID})
+		}
+		out = append(out, assignmentOut{Site: p.Site, Target: nullable(p.Target), ExperimentType: upgrade.TypeSimple, AssignedCondition: conds})
 	}
 	return out
 }
@@ -628,6 +660,7 @@ type markBody struct {
 	condCode     string
 	experimentID string
 	status       string
+	uniquifier   string
 }
 
 func parseMark(body []byte) (markBody, *apiError) {
@@ -654,7 +687,7 @@ func parseMark(body []byte) (markBody, *apiError) {
 		}
 	}
 	mb.status = ck.enum(m, "", "status", markStatuses, false)
-	ck.str(m, "", "uniquifier", false)
+	mb.uniquifier = ck.str(m, "", "uniquifier", false)
 	ck.str(m, "", "clientError", false)
 	return mb, ck.err()
 }
@@ -747,7 +780,14 @@ func (s *Sim) markLocked(uid string, u *user, mb markBody) (markOut, *apiError) 
 		s.st.Marks[uid+"\x1f"+key] = mk
 	}
 	mk.ExperimentID, mk.Condition, mk.Status = expID, mb.condCode, mb.status
-	if chosen != nil && (chosen.State == upgrade.StateEnrolling || chosen.State == upgrade.StateEnrollmentComplete) {
+	if chosen != nil && chosen.State == upgrade.StateArchived {
+		// An archived experiment enrols nobody, and the answer names no
+		// condition.
+		return markOut{ID: mk.ID, UserID: uid, Site: mb.site, Target: nullable(mb.target), ExperimentID: nullable(expID)}, nil
+	}
+	if chosen != nil && chosen.AssignmentUnit == upgrade.UnitWithinSubjects {
+		s.withinSubjectsMarkLocked(chosen, uid, u, hasDecisionPoint(chosen, key), mb)
+	} else if chosen != nil && (chosen.State == upgrade.StateEnrolling || chosen.State == upgrade.StateEnrollmentComplete) {
 		s.enrollLocked(chosen, uid, u, hasDecisionPoint(chosen, key), mb)
 		if chosen.EnrollmentCompleteCondition != nil {
 			s.checkEnrollmentCompleteLocked(chosen)
@@ -943,6 +983,9 @@ func (s *Sim) statsLocked(id string) (upgrade.EnrollmentStats, *apiError) {
 		out.GroupsExcluded = len(rt.ExcludedGroups)
 	}
 	out.Users, out.Groups = distinct(func(*enrollment) bool { return true })
+	if e.AssignmentUnit == upgrade.UnitWithinSubjects {
+		return s.wsStats(e, rt, out), nil
+	}
 	for _, cond := range e.Conditions {
 		cs := upgrade.ConditionStats{ID: cond.ID, Partitions: []upgrade.PartitionStats{}}
 		cs.Users, cs.Groups = distinct(func(en *enrollment) bool { return en.ConditionID == cond.ID })

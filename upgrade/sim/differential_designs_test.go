@@ -17,6 +17,12 @@ func designScenarios() []scenario {
 	}
 }
 
+// allDesignScenarios are the designs sequences the real-server
+// differential runs.
+func allDesignScenarios() []scenario {
+	return append(designScenarios(), factorialScenarios()...)
+}
+
 func moocletParams() map[string]any {
 	return map[string]any{"assignmentAlgorithm": "ts_configurable", "prior": map[string]any{"success": 1, "failure": 1}, "batch_size": 1}
 }

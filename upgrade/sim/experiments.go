@@ -135,6 +135,12 @@ func (s *Sim) prepareBody(body []byte, verb string) (*upgrade.Experiment, []cond
 		payloads = append(payloads, p)
 	}
 	e.StateTimeLogs = nil // the server keeps its own log
+	shapeStored(&e)
+	if e.Type == upgrade.TypeFactorial {
+		if aerr := factorialError(&e); aerr != nil {
+			return nil, nil, false, aerr
+		}
+	}
 	normalizeStored(&e)
 	_, sent := m["conditionPayloads"]
 	return &e, payloads, sent && m["conditionPayloads"] != nil, nil
@@ -278,6 +284,9 @@ func (s *Sim) updateLocked(id string, e *upgrade.Experiment, payloads []conditio
 	if e.State != old.State {
 		e.StateTimeLogs = append(slices.Clone(old.StateTimeLogs), upgrade.StateTimeLog{
 			ID: s.newID(), FromState: old.State, ToState: e.State, TimeLog: e.UpdatedAt})
+		if e.State == upgrade.StateArchived {
+			s.snapshotLocked(old)
+		}
 	}
 	s.st.Experiments[slices.Index(s.st.Experiments, old)] = e
 	s.idx[id] = e
@@ -313,6 +322,9 @@ func (s *Sim) setStateLocked(id string, st upgrade.State, scheduleDate *string) 
 	s.auditExperiment(upgrade.AuditExperimentStateChanged, &e, obj{"previousState": old.State.Display(), "newState": st.Display()})
 	if st == upgrade.StateEnrolling && old.State != upgrade.StateEnrollmentComplete {
 		s.excludeReachedLocked(&e)
+	}
+	if st == upgrade.StateArchived {
+		s.snapshotLocked(&e)
 	}
 	return &e, nil
 }

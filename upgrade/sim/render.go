@@ -77,7 +77,7 @@ func (s *Sim) baseView(e *upgrade.Experiment, display bool) obj {
 		"startOn": strPtr(e.StartOn), "endOn": strPtr(e.EndOn), "consistencyRule": nullIfEmpty(e.ConsistencyRule),
 		"assignmentUnit": e.AssignmentUnit, "postExperimentRule": e.PostExperimentRule,
 		"enrollmentCompleteCondition": ecc, "tags": e.Tags, "group": nullIfEmpty(e.Group),
-		"conditionOrder": nil, "filterMode": e.FilterMode, "backendVersion": s.version, "type": e.Type,
+		"conditionOrder": nullIfEmpty(e.ConditionOrder), "filterMode": e.FilterMode, "backendVersion": s.version, "type": e.Type,
 		"assignmentAlgorithm": alg, "revertTo": strPtr(e.RevertTo),
 		"createdAt": e.CreatedAt, "updatedAt": e.UpdatedAt, "versionNumber": e.VersionNumber,
 	}
@@ -104,7 +104,7 @@ func (s *Sim) conditionsView(e *upgrade.Experiment, v view) []any {
 				}
 			}
 			m["conditionPayloads"] = own
-			m["levelCombinationElements"] = []any{}
+			m["levelCombinationElements"] = elementsView(c)
 		case viewUpdate:
 			m["experimentId"] = e.ID
 		}
@@ -205,7 +205,7 @@ func (s *Sim) renderObj(e *upgrade.Experiment, v view) obj {
 	m["conditions"] = s.conditionsView(e, v)
 	m["partitions"] = s.partitionsView(e, v)
 	m["conditionPayloads"] = s.payloadsView(e, v)
-	m["factors"] = []any{}
+	m["factors"] = s.factorsView(e)
 	m["queries"] = s.queriesView(e, v == viewCreate)
 	if v == viewCreate {
 		return m

@@ -71,6 +71,11 @@ type runtime struct {
 	ExcludedUsers  map[string]string      `json:"excludedUsers,omitempty"`  // user -> reason
 	ExcludedGroups map[string]string      `json:"excludedGroups,omitempty"` // group id -> reason
 	Enrolled       map[string]*enrollment `json:"enrolled,omitempty"`       // user -> enrollment
+	// WSMarks are a within-subjects experiment's marks, per user.
+	WSMarks map[string][]wsMark `json:"wsMarks,omitempty"`
+	// Snapshot is each query's analysis made when the experiment was
+	// first archived (query id -> the analysis element).
+	Snapshot map[string]obj `json:"snapshot,omitempty"`
 }
 
 type enrollment struct {

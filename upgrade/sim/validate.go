@@ -322,6 +322,7 @@ func validateExperiment(m map[string]any) *apiError {
 	for _, key := range []string{"experimentSegmentInclusion", "experimentSegmentExclusion"} {
 		c.segments(m, key)
 	}
+	c.validateDesign(m)
 	return c.err()
 }
 
