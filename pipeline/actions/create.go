@@ -34,7 +34,9 @@ type CreateExperimentParams struct {
 	// AssignmentAlgorithm is empty for UpGrade's default, random (an
 	// explicit "random" is folded to empty, so it confirms and hashes like
 	// a create that leaves it out).
-	AssignmentAlgorithm string `json:"assignment_algorithm,omitempty" jsonschema:"random (default); ts_configurable (Thompson sampling) is refused: mooclets are off on a standard UpGrade 6.5"`
+	AssignmentAlgorithm string `json:"assignment_algorithm,omitempty" jsonschema:"random (default), stratified random sampling (needs stratification_factor); ts_configurable (Thompson sampling) is refused: mooclets are off on a standard UpGrade 6.5"`
+	// StratificationFactor names the factor of stratified random sampling.
+	StratificationFactor string `json:"stratification_factor,omitempty" jsonschema:"an existing factor (get_stratification_factors)"`
 }
 
 // Action implements Params.
@@ -58,6 +60,7 @@ func (p CreateExperimentParams) canonical() CreateExperimentParams {
 		ExclusionUsers:      trimList(p.ExclusionUsers),
 		ExclusionGroups:     normGroups(p.ExclusionGroups),
 		AssignmentAlgorithm: algorithmValue(p.AssignmentAlgorithm),
+		StratificationFactor: strings.TrimSpace(p.StratificationFactor),
 	})
 }
 
@@ -81,6 +84,7 @@ func init() {
 func planCreate(b *Planner, d CreateExperimentParams) error {
 	b.Line("Create experiment %s in context %s.", quote(d.Name), ident(d.Context))
 	b.designLines(d)
+	b.stratificationLines(d)
 	b.designWarnings(d, upgrade.Segment{})
 	b.Line("It is created inactive: nobody is enrolled until it is started.")
 	return nil
