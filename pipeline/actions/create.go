@@ -44,22 +44,24 @@ func (CreateExperimentParams) Action() Name { return CreateExperiment }
 
 func (p CreateExperimentParams) canonical() CreateExperimentParams {
 	return withDefaults(CreateExperimentParams{
-		Name:                 strings.TrimSpace(p.Name),
-		Context:              strings.TrimSpace(p.Context),
-		DecisionPoints:       normDecisionPoints(p.DecisionPoints),
-		Conditions:           normConditions(p.Conditions),
-		Description:          strings.TrimSpace(p.Description),
-		Tags:                 trimList(p.Tags),
-		AssignmentUnit:       enumValue(p.AssignmentUnit, units),
-		GroupType:            strings.TrimSpace(p.GroupType),
-		ConsistencyRule:      enumValue(p.ConsistencyRule, consistencies),
-		PostExperimentRule:   normPostRule(p.PostExperimentRule),
-		FilterMode:           upgrade.FilterModeOf(p.FilterMode),
-		InclusionUsers:       trimList(p.InclusionUsers),
-		InclusionGroups:      normGroups(p.InclusionGroups),
-		ExclusionUsers:       trimList(p.ExclusionUsers),
-		ExclusionGroups:      normGroups(p.ExclusionGroups),
-		AssignmentAlgorithm:  algorithmValue(p.AssignmentAlgorithm),
+		Name:                strings.TrimSpace(p.Name),
+		Context:             strings.TrimSpace(p.Context),
+		DecisionPoints:      normDecisionPoints(p.DecisionPoints),
+		Conditions:          normConditions(p.Conditions),
+		Description:         strings.TrimSpace(p.Description),
+		Tags:                trimList(p.Tags),
+		AssignmentUnit:      enumValue(p.AssignmentUnit, units),
+		GroupType:           strings.TrimSpace(p.GroupType),
+		ConsistencyRule:     enumValue(p.ConsistencyRule, consistencies),
+		PostExperimentRule:  normPostRule(p.PostExperimentRule),
+		FilterMode:          upgrade.FilterModeOf(p.FilterMode),
+		InclusionUsers:      trimList(p.InclusionUsers),
+		InclusionGroups:     normGroups(p.InclusionGroups),
+		ExclusionUsers:      trimList(p.ExclusionUsers),
+		ExclusionGroups:     normGroups(p.ExclusionGroups),
+		AssignmentAlgorithm: algorithmValue(p.AssignmentAlgorithm),
+
+		// Stratified random sampling (stratification_factor.go).
 		StratificationFactor: strings.TrimSpace(p.StratificationFactor),
 	})
 }

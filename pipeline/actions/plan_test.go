@@ -94,7 +94,7 @@ func planCases() []planCase {
 
 func TestBuildPlanGolden(t *testing.T) {
 	seen := map[Name]bool{}
-	for _, tc := range append(planCases(), flagPlanCases()...) {
+	for _, tc := range append(append(planCases(), flagPlanCases()...), portabilityPlanCases()...) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := seeded()
 			if tc.flags {

@@ -201,9 +201,9 @@ func planStratUpload(b *Planner, p CreateStratificationFactorParams) error {
 		return err
 	}
 	if cur == nil {
-		b.Line("Create stratification factor %s with %d users' values (%s).", quote(p.Name), len(p.Values), fmtCounts(uploadCounts(p)))
+		b.Line("Create stratification factor %s with %s (%s).", quote(p.Name), usersValues(len(p.Values)), fmtCounts(uploadCounts(p)))
 	} else {
-		b.Line("Upload %d users' values of stratification factor %s (%s).", len(p.Values), quote(p.Name), fmtCounts(uploadCounts(p)))
+		b.Line("Upload %s of stratification factor %s (%s).", usersValues(len(p.Values)), quote(p.Name), fmtCounts(uploadCounts(p)))
 		b.Line("  It holds %d users now (%s); a user uploaded again gets the new value.", cur.Users(), fmtCounts(cur.FactorValue))
 		if n := len(cur.ExperimentIDs); n > 0 {
 			b.Warn("%d experiment(s) stratify by this factor; UpGrade 6.5 draws them like random ones (no balancing observed)", n)
@@ -387,4 +387,11 @@ func (b *Planner) stratificationLines(d CreateExperimentParams) {
 	}
 	b.Line("  Assignment algorithm: stratified random sampling by factor %s", quote(d.StratificationFactor))
 	b.Warn("UpGrade 6.5 draws stratified experiments like random ones: no balancing across the factor's values was observed")
+}
+
+func usersValues(n int) string {
+	if n == 1 {
+		return "1 user's value"
+	}
+	return fmt.Sprintf("%d users' values", n)
 }
