@@ -23,11 +23,29 @@ type StratificationAPI interface {
 var _ StratificationAPI = (*upgrade.Client)(nil)
 
 func stratAPI(api any) (StratificationAPI, error) {
-	s, ok := api.(StratificationAPI)
+	s, ok := extension[StratificationAPI](api)
 	if !ok {
 		return nil, fmt.Errorf("this UpGrade backend (%T) has no stratification factor routes", api)
 	}
 	return s, nil
+}
+
+// extension finds an optional set of routes (T) on api, or on the API a
+// wrapper holds (one with an Underlying method, as the pipeline's turn
+// API is).
+func extension[T any](api any) (T, bool) {
+	for i := 0; i < 8 && api != nil; i++ {
+		if t, ok := api.(T); ok {
+			return t, true
+		}
+		u, ok := api.(interface{ Underlying() any })
+		if !ok {
+			break
+		}
+		api = u.Underlying()
+	}
+	var zero T
+	return zero, false
 }
 
 // stratFactors reads the factors; found is the one named (nil if none).
