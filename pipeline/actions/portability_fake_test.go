@@ -86,6 +86,7 @@ func portabilityPlanCases() []planCase {
 		{name: "stratification_upload_existing", p: CreateStratificationFactorParams{Name: "prior", Values: []StratValueParam{
 			{UserID: "s1", Value: "low"}}}},
 		{name: "stratification_delete", p: DeleteStratificationFactorParams{Name: "prior"}},
+		{name: "duplicate_experiment", p: DuplicateExperimentParams{ExperimentID: mathHintsID, Name: "Math Hints 2"}},
 		{name: "import_experiments_twin", p: ImportExperimentsParams{Files: []ImportFileParam{
 			{Name: "math.json", Content: `{"name":"Math Hints","context":["assign-prog"],"backendVersion":"6.5.0","factors":[],"conditions":[{},{}],"partitions":[{}]}`},
 			{Name: "two.json", Content: `[{"name":"New A","context":["assign-prog"],"backendVersion":"6.4.0","factors":[]},{"name":"New B","context":["mathstream"],"backendVersion":"6.5.0","factors":[]}]`},
