@@ -141,7 +141,7 @@ func init() {
 	})
 	AddLookup(builtins, LookupDef[struct{}]{
 		Name: "get_stratification_factors", Object: ObjectExperiment,
-		Description: "Stratification factors: value counts, experiments using them.",
+		Description: "Stratification factors with value counts.",
 		Run: func(ctx context.Context, env Env, _ struct{}) (any, error) {
 			all, _, err := stratFactors(ctx, env.API, "")
 			if err != nil {
