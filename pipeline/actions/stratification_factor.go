@@ -196,7 +196,7 @@ func validateStratUpload(c *Checker, p CreateStratificationFactorParams) error {
 		}
 		if v.Value == "" {
 			// UpGrade fails the whole upload (500) on a missing cell.
-			c.Missing(f+".value", "value is required for user %q (UpGrade refuses a file with an empty cell)", v.UserID)
+			c.Add(f+".value", "user %q has an empty value; give one (UpGrade refuses a file with an empty cell)", v.UserID)
 		} else if strings.ContainsAny(v.Value, ",\"\r\n") || strings.ContainsAny(v.UserID, ",\"\r\n") {
 			c.Add(f, "user %q: a comma, quote or line break cannot travel in UpGrade's CSV", v.UserID)
 		}
