@@ -103,7 +103,7 @@ func TestHabitPortability(t *testing.T) {
 		}, backend: []check{stratifiedBy("Strat Hints", "prior")}},
 		{name: "stratified create without a factor asks for it", steps: []turnStep{
 			{say: "Create Strat Hints in assign-prog, stratified.",
-				llm:  analyze + gather("create_experiment", `{name: Strat Hints, context: assign-prog, decision_points: [{site: SelectSection, target: analyzing_step_functions}], conditions: {control: 50, variant: 50}, assignment_algorithm: stratified random sampling, stratification_factor: null}`) + respond + respond,
+				llm: analyze + gather("create_experiment", `{name: Strat Hints, context: assign-prog, decision_points: [{site: SelectSection, target: analyzing_step_functions}], conditions: {control: 50, variant: 50}, assignment_algorithm: stratified random sampling, stratification_factor: null}`) + respond + respond,
 				// A missing param: the gatherer is asked once more, then the responder asks the person.
 				want: turnWant{calls: 4, seen: []string{"stratification_factor is required with stratified random sampling"}}},
 		}, backend: []check{noExperiment("Strat Hints")}},
