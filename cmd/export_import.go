@@ -124,3 +124,71 @@ func readImportFiles(paths []string) ([]actions.ImportFileParam, error) {
 	}
 	return out, nil
 }
+
+// NewCmdFlagsExport builds "flags export REF".
+func NewCmdFlagsExport(f *Factory) *cobra.Command {
+	var file string
+	c := &cobra.Command{
+		Use:     "export REF",
+		Short:   "Write a flag with its lists as UpGrade's export JSON",
+		Long:    `Write a feature flag with its include and exclude lists as UpGrade exports it (GET /flags/export/:id). Stdout unless -f FILE.`,
+		Example: `  upgrade-agent flags export HINT_PANEL -f hint-panel.json`,
+		Args:    exactArgs("REF"),
+		RunE: func(c *cobra.Command, args []string) error {
+			ctx := c.Context()
+			client, done, err := f.Upgrade(ctx)
+			if err != nil {
+				return err
+			}
+			defer done()
+			id, err := resolveFlagRef(ctx, client, args[0])
+			if err != nil {
+				return err
+			}
+			raw, err := client.ExportFlag(ctx, id)
+			if err != nil {
+				return err
+			}
+			return writeExport(f, file, raw)
+		},
+	}
+	c.Flags().StringVarP(&file, "file", "f", "", "write to `FILE` instead of stdout")
+	return c
+}
+
+// NewCmdSegmentsExport builds "segments export REF...".
+func NewCmdSegmentsExport(f *Factory) *cobra.Command {
+	var file string
+	c := &cobra.Command{
+		Use:     "export REF...",
+		Short:   "Write public segments as UpGrade's export JSON",
+		Long:    `Write public segments with their members as UpGrade exports them (GET /segments/export/json), an array. Stdout unless -f FILE.`,
+		Example: `  upgrade-agent segments export "pilot schools" -f pilot.json`,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			ctx := c.Context()
+			client, done, err := f.Upgrade(ctx)
+			if err != nil {
+				return err
+			}
+			defer done()
+			all, err := client.Segments(ctx)
+			if err != nil {
+				return err
+			}
+			ids := make([]string, len(args))
+			for i, ref := range args {
+				if ids[i], err = upgrade.ResolveSegment(all.Segments, ref); err != nil {
+					return err
+				}
+			}
+			raw, err := client.ExportSegments(ctx, ids)
+			if err != nil {
+				return err
+			}
+			return writeExport(f, file, raw)
+		},
+	}
+	c.Flags().StringVarP(&file, "file", "f", "", "write to `FILE` instead of stdout")
+	return c
+}

@@ -76,3 +76,27 @@ func (r ImportResult) ErrorText() string {
 	}
 	return strings.TrimSpace(*r.Error)
 }
+
+// ExportFlag returns a flag with its lists as the server exports it (GET
+// /flags/export/:id); an unknown flag is not_found.
+func (c *Client) ExportFlag(ctx context.Context, id string) (json.RawMessage, error) {
+	var out json.RawMessage
+	if err := c.call(ctx, request{method: http.MethodGet, path: "/flags/export/" + url.PathEscape(id), idempotent: true}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ExportSegments returns public segments with their members (GET
+// /segments/export/json?ids=...).
+func (c *Client) ExportSegments(ctx context.Context, ids []string) (json.RawMessage, error) {
+	q := url.Values{}
+	for _, id := range ids {
+		q.Add("ids", id)
+	}
+	var out json.RawMessage
+	if err := c.call(ctx, request{method: http.MethodGet, path: "/segments/export/json?" + q.Encode(), idempotent: true}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -18,6 +18,12 @@ import (
 // name or the id exists.
 
 func (s *Sim) portabilityRoute(m string, segs, low []string) func(*call) {
+	switch {
+	case len(segs) == 3 && low[0] == "flags" && low[1] == "export" && m == http.MethodGet:
+		return func(c *call) { s.handleFlagExport(c, segs[2]) }
+	case len(segs) == 3 && low[0] == "segments" && low[1] == "export" && low[2] == "json" && m == http.MethodGet:
+		return s.handleSegmentExport
+	}
 	if len(segs) != 2 || low[0] != "experiments" {
 		return nil
 	}
@@ -150,4 +156,42 @@ func (s *Sim) handleImport(c *call, write bool) {
 		return
 	}
 	c.ok(out)
+}
+
+// handleFlagExport answers a flag with its lists; an unknown one is a 404
+// in plain text.
+func (s *Sim) handleFlagExport(c *call, id string) {
+	var out obj
+	_ = s.view(func() {
+		cat := s.cat()
+		if f := cat.flag(id); f != nil {
+			out = s.flagWithLists(cat, f)
+		}
+	})
+	if out == nil {
+		c.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		c.w.WriteHeader(http.StatusNotFound)
+		_, _ = c.w.Write([]byte("Feature Flag not found"))
+		return
+	}
+	c.ok(out)
+}
+
+// handleSegmentExport answers the segments of ?ids= with their members;
+// an unknown id is a 500.
+func (s *Sim) handleSegmentExport(c *call) {
+	q := c.r.URL.Query()
+	ids := append(q["ids"], q["ids[]"]...)
+	s.answer(c, func() (any, *apiError) {
+		cat := s.cat()
+		out := []any{}
+		for _, id := range ids {
+			sg := cat.segment(id)
+			if sg == nil {
+				return nil, &apiError{Status: 500, Name: "Error", Type: typeQueryFailed, Message: "Segment not found: " + id}
+			}
+			out = append(out, s.segmentFull(cat, sg))
+		}
+		return out, nil
+	})
 }
