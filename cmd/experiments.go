@@ -21,6 +21,7 @@ func NewCmdExperiments(f *Factory) *cobra.Command {
 		NewCmdExperimentsStats(f, nil),
 		NewCmdExperimentsHistory(f, nil),
 		NewCmdExperimentsResults(f, nil),
+		NewCmdExperimentsExport(f), NewCmdExperimentsImport(f),
 	)
 	return c
 }

@@ -26,6 +26,10 @@ var helpExampleSkips = map[string]string{
 	`upgrade-agent eval --model gpt-4.1-mini --trials 5`:                                     "needs a real model and its key (eval.txtar runs eval with scripted models)",
 	`upgrade-agent eval evals --price-in 0.4 --price-out 1.6 --out eval-out/`:                "needs a real model and its key (eval.txtar runs eval with scripted models)",
 	`upgrade-agent eval --llm script:pipeline/eval/testdata/perfect.yaml --trials 2 -o json`: "needs the repository's bundled suite and script (pipeline/eval's tests run them)",
+	`upgrade-agent stratification upload prior.csv --yes`:                                    "needs its CSV file (stratification.txtar runs upload, show and rm)",
+	`upgrade-agent stratification show prior`:                                                "needs the factor an upload makes (stratification.txtar)",
+	`upgrade-agent stratification rm prior --yes`:                                            "needs the factor an upload makes (stratification.txtar)",
+	`upgrade-agent experiments import math-hints.json --yes`:                                 "makes a twin of Math Hints that later examples would find twice (experiments_export_import.txtar runs it)",
 }
 
 // helpExampleCodes are the exit codes of the example lines that do not

@@ -110,4 +110,8 @@ func (x turnAPI) ExperimentNames(ctx context.Context) ([]upgrade.ExperimentName,
 	return x.t.experimentNames(ctx)
 }
 
+// Underlying is the backend itself, for the actions' optional routes
+// (actions.StratificationAPI).
+func (x turnAPI) Underlying() any { return x.Backend }
+
 func (t *turn) api() turnAPI { return turnAPI{Backend: t.a.deps.API, t: t} }

@@ -278,6 +278,7 @@ type Experiment struct {
 	FilterMode                  string                       `json:"filterMode"`
 	Type                        string                       `json:"type"`
 	AssignmentAlgorithm         string                       `json:"assignmentAlgorithm,omitempty"`
+	StratificationFactor        *StratificationRef           `json:"stratificationFactor,omitempty"`
 	Group                       string                       `json:"group,omitempty"`
 	RevertTo                    *string                      `json:"revertTo"`
 	StartOn                     *string                      `json:"startOn,omitempty"`

@@ -34,12 +34,14 @@ type CreateExperimentParams struct {
 	// AssignmentAlgorithm is empty for UpGrade's default, random (an
 	// explicit "random" is folded to empty, so it confirms and hashes like
 	// a create that leaves it out).
-	AssignmentAlgorithm string `json:"assignment_algorithm,omitempty" jsonschema:"random (default); ts_configurable (Thompson sampling) is refused: mooclets are off on a standard UpGrade 6.5"`
+	AssignmentAlgorithm string `json:"assignment_algorithm,omitempty" jsonschema:"random (default), stratified random sampling (needs stratification_factor); ts_configurable (Thompson sampling) is refused: mooclets are off on a standard UpGrade 6.5"`
 	// Design is "" for a simple experiment (an explicit "simple" folds to
 	// it), factorial for one made of Factors.
 	Design         string        `json:"design,omitempty" jsonschema:"simple (default) or factorial"`
 	Factors        []FactorParam `json:"factors,omitempty" jsonschema:"design factorial: at least 2 factors of at least 2 levels; the conditions are every combination, coded Color=Red; Shape=Circle (leave conditions out for an even split)" keyed:"name,levels"`
 	ConditionOrder string        `json:"condition_order,omitempty" jsonschema:"with assignment_unit within-subjects: random, random round robin or ordered round robin"`
+	// StratificationFactor names the factor of stratified random sampling.
+	StratificationFactor string `json:"stratification_factor,omitempty" jsonschema:"an existing factor (get_stratification_factors)"`
 }
 
 // Action implements Params.
@@ -66,6 +68,9 @@ func (p CreateExperimentParams) canonical() CreateExperimentParams {
 		Design:              designValue(p.Design),
 		Factors:             normFactors(p.Factors),
 		ConditionOrder:      conditionOrderValue(p.ConditionOrder),
+
+		// Stratified random sampling (stratification_factor.go).
+		StratificationFactor: strings.TrimSpace(p.StratificationFactor),
 	}))
 }
 
@@ -89,6 +94,7 @@ func init() {
 func planCreate(b *Planner, d CreateExperimentParams) error {
 	b.Line("Create experiment %s in context %s.", quote(d.Name), ident(d.Context))
 	b.designLines(d)
+	b.stratificationLines(d)
 	b.designWarnings(d, upgrade.Segment{})
 	b.Line("It is created inactive: nobody is enrolled until it is started.")
 	return nil

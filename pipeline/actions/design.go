@@ -276,6 +276,7 @@ func buildExperiment(base *upgrade.Experiment, d CreateExperimentParams) *upgrad
 		e = *base
 	} else {
 		e = upgrade.Experiment{State: upgrade.StateInactive, Type: upgrade.TypeSimple, AssignmentAlgorithm: upgrade.AlgorithmRandom}
+		withStratification(&e, d)
 	}
 	e.Name = d.Name
 	e.Description = d.Description

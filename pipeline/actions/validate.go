@@ -208,9 +208,14 @@ func (c *Checker) design(d CreateExperimentParams, selfID string, checkName bool
 	case upgrade.AlgorithmMooclet:
 		c.Add("assignment_algorithm", "ts_configurable (Thompson sampling) cannot be used: UpGrade 6.5 refuses it with \"moocletPolicyParameters was provided but mooclets are not enabled on backend\"; an administrator would have to enable mooclets on the UpGrade backend (and run its mooclet service) first. Use random")
 	case upgrade.AlgorithmStratified:
-		c.Add("assignment_algorithm", "stratified random sampling is not supported by the agent yet; use random (UpGrade 6.5 draws stratified experiments like random ones anyway)")
+		if err := c.stratification(d.StratificationFactor); err != nil {
+			return err
+		}
 	default:
 		c.Add("assignment_algorithm", "unknown assignment algorithm %q; use random", d.AssignmentAlgorithm)
+	}
+	if d.StratificationFactor != "" && d.AssignmentAlgorithm != upgrade.AlgorithmStratified {
+		c.Add("stratification_factor", "stratification_factor applies only with assignment_algorithm stratified random sampling")
 	}
 	if d.AssignmentUnit == upgrade.UnitGroup {
 		if d.GroupType == "" {

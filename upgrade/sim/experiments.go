@@ -193,6 +193,9 @@ func (s *Sim) insertLocked(e *upgrade.Experiment, payloads []conditionPayload) (
 		return nil, &apiError{Status: 500, Name: "QueryFailedError", Type: typeQueryFailed,
 			Message: fmt.Sprintf("invalid input syntax for type uuid: %q", e.ID)}
 	}
+	if aerr := s.checkStratLocked(e); aerr != nil {
+		return nil, aerr
+	}
 	old := s.idx[e.ID]
 	if e.ID == "" {
 		e.ID = s.newID()
@@ -261,6 +264,9 @@ func (s *Sim) updateLocked(id string, e *upgrade.Experiment, payloads []conditio
 		}
 		// The server reads the missing row and fails on it.
 		return nil, typeError("Cannot read properties of undefined (reading 'state')")
+	}
+	if aerr := s.checkStratLocked(e); aerr != nil {
+		return nil, aerr
 	}
 	if !s.legacy {
 		if !payloadsSent {

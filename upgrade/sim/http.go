@@ -173,6 +173,10 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 		route(m, false, moocletsOff)
 	case len(segs) == 3 && low[0] == "experiments" && low[1] == "mooclet-rewards" && m == http.MethodGet:
 		route(m, true, moocletsOff)
+	case s.portabilityRoute(m, segs, low) != nil:
+		route(m, true, s.portabilityRoute(m, segs, low))
+	case s.stratificationRoute(m, segs, low) != nil:
+		route(m, true, s.stratificationRoute(m, segs, low))
 	default:
 		if h, admin := s.catalogRoute(m, segs, low); h != nil {
 			route(m, admin, h)

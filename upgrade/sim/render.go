@@ -225,7 +225,7 @@ func (s *Sim) renderObj(e *upgrade.Experiment, v view) obj {
 		m["experimentSegmentInclusion"] = []any{}
 		m["experimentSegmentExclusion"] = []any{}
 	}
-	m["stratificationFactor"] = nil
+	m["stratificationFactor"] = stratView(e)
 	return m
 }
 

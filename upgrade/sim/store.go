@@ -56,6 +56,8 @@ type state struct {
 	Metrics []*metricRow `json:"metrics,omitempty"`
 	Logs    []*logRow    `json:"logs,omitempty"`
 	LogSeq  int          `json:"logSeq,omitempty"`
+	// Strata are the stratification factors (stratification.go).
+	Strata []*stratFactor `json:"strata,omitempty"`
 }
 
 type user struct {

@@ -1,0 +1,102 @@
+package upgrade
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Moving designs between servers (upgrade-results-designs.md section 12):
+// export, validation of files to import, import.
+
+// ImportFile is one file sent to a validation or import route.
+type ImportFile struct {
+	FileName    string `json:"fileName"`
+	FileContent string `json:"fileContent"`
+}
+
+// ImportResult is the server's word on one file. Error is "" or absent
+// when there is none; UpGrade answers some incompatible files with an
+// empty error.
+type ImportResult struct {
+	FileName          string  `json:"fileName"`
+	Error             *string `json:"error"`
+	CompatibilityType string  `json:"compatibilityType"`
+}
+
+// Compatibility types of the validation routes.
+const (
+	Compatible   = "compatible"
+	Warning      = "warning"
+	Incompatible = "incompatible"
+)
+
+// ExportExperiments returns the full experiments (GET
+// /experiments/export?ids=...), as the server wrote them: an array, []
+// for unknown ids.
+func (c *Client) ExportExperiments(ctx context.Context, ids []string) (json.RawMessage, error) {
+	q := url.Values{}
+	for _, id := range ids {
+		q.Add("ids", id)
+	}
+	var out json.RawMessage
+	if err := c.call(ctx, request{method: http.MethodGet, path: "/experiments/export?" + q.Encode(), idempotent: true}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ValidateExperimentImport asks the server what importing files would do
+// (POST /experiments/validation). It only reads, so it is retried.
+func (c *Client) ValidateExperimentImport(ctx context.Context, files []ImportFile) ([]ImportResult, error) {
+	return c.importCall(ctx, "/experiments/validation", files, true)
+}
+
+// ImportExperiments imports files (POST /experiments/import): every
+// compatible and warning file becomes a new inactive experiment with new
+// ids, a twin when the name exists. Never retried.
+func (c *Client) ImportExperiments(ctx context.Context, files []ImportFile) ([]ImportResult, error) {
+	return c.importCall(ctx, "/experiments/import", files, false)
+}
+
+func (c *Client) importCall(ctx context.Context, path string, files []ImportFile, idempotent bool) ([]ImportResult, error) {
+	out := []ImportResult{}
+	if err := c.call(ctx, request{method: http.MethodPost, path: path, body: files, idempotent: idempotent}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ErrorText is the result's error, "" when none.
+func (r ImportResult) ErrorText() string {
+	if r.Error == nil {
+		return ""
+	}
+	return strings.TrimSpace(*r.Error)
+}
+
+// ExportFlag returns a flag with its lists as the server exports it (GET
+// /flags/export/:id); an unknown flag is not_found.
+func (c *Client) ExportFlag(ctx context.Context, id string) (json.RawMessage, error) {
+	var out json.RawMessage
+	if err := c.call(ctx, request{method: http.MethodGet, path: "/flags/export/" + url.PathEscape(id), idempotent: true}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ExportSegments returns public segments with their members (GET
+// /segments/export/json?ids=...).
+func (c *Client) ExportSegments(ctx context.Context, ids []string) (json.RawMessage, error) {
+	q := url.Values{}
+	for _, id := range ids {
+		q.Add("ids", id)
+	}
+	var out json.RawMessage
+	if err := c.call(ctx, request{method: http.MethodGet, path: "/segments/export/json?" + q.Encode(), idempotent: true}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,123 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+)
+
+// The portability sequences of the differential test: stratification
+// factors and experiment export, validation and import (labels in brackets
+// are rows of upgrade-results-designs.md sections 9 and 12).
+
+func portabilityScenarios() []scenario {
+	return []scenario{
+		{"stratification", scenarioStratification},
+		{"import", scenarioImport},
+	}
+}
+
+func scenarioStratification(p *party) {
+	f := fmt.Sprintf("dt_%s_prior", p.run)
+	u := func(n string) string { return p.user(n) }
+	csv := fmt.Sprintf("uuid,%s\n%s,low\n%s,high\n%s,low\n", f, u("1"), u("2"), u("3"))
+	p.call("[upload: rows]", "POST", "/stratification", map[string]any{"files": []any{map[string]any{"file": csv}}}, noShape())
+	list := p.call("[GET /stratification: counts]", "GET", "/stratification", nil, noShape())
+	for _, row := range asArray(list.body) {
+		if lookup(row, "factor") == f {
+			p.fact("[GET /stratification: counts] values", fmt.Sprint(lookup(row, "factorValue")))
+		}
+	}
+	p.call("[download CSV]", "GET", "/stratification/download/"+url.PathEscape(f), nil, noShape())
+	p.call("[download unknown factor]", "GET", "/stratification/download/"+url.PathEscape(f+"_none"), nil, noShape())
+	c := p.create("[srs create: stratificationFactor]", p.exp("srs", set("assignmentAlgorithm", "stratified random sampling"),
+		set("stratificationFactor", map[string]any{"stratificationFactorName": f})), "assignmentAlgorithm")
+	p.create("[srs, unknown factor]", p.exp("srs2", set("assignmentAlgorithm", "stratified random sampling"),
+		set("stratificationFactor", map[string]any{"stratificationFactorName": f + "_none"})))
+	p.call("[DELETE a used factor]", "DELETE", "/stratification/"+url.PathEscape(f), nil, noShape())
+	if id := c.str("id"); id != "" {
+		p.call("delete the srs experiment", "DELETE", "/experiments/"+id, nil, noShape())
+	}
+	p.call("[DELETE /stratification/:factor]", "DELETE", "/stratification/"+url.PathEscape(f), nil, values("stratificationFactorName"))
+	p.call("[DELETE /stratification/:factor] again", "DELETE", "/stratification/"+url.PathEscape(f), nil, noShape())
+}
+
+func scenarioImport(p *party) {
+	c := p.create("create the source", p.exp("source"))
+	id := c.str("id")
+	p.call("[export: ids forms] unknown", "GET", "/experiments/export?ids="+p.id("none"), nil, values("#"))
+	p.call("[export: bad ids]", "GET", "/experiments/export?ids=xyz", nil, noShape())
+	ex := p.call("[export: ids forms] ids[]", "GET", "/experiments/export?ids[]="+id, nil, values("#"), noShape())
+	items := asArray(ex.body)
+	if len(items) == 0 {
+		return
+	}
+	content, _ := json.Marshal(items[0])
+	files := []any{
+		map[string]any{"fileName": "ok.json", "fileContent": string(content)},
+		map[string]any{"fileName": "bad.json", "fileContent": "{"},
+		map[string]any{"fileName": "old.json", "fileContent": `{"name": "x"}`},
+	}
+	p.call("[validation results]", "POST", "/experiments/validation", files,
+		values("0.compatibilityType", "1.compatibilityType", "1.error", "2.compatibilityType", "2.error"))
+	p.call("[import answer]", "POST", "/experiments/import", files[:1], values("0.compatibilityType"))
+	p.call("[import: same id -> new twins]", "POST", "/experiments/import", files[:1], values("0.compatibilityType"))
+	var all []any
+	if a := p.call("list after import", "GET", "/experiments", nil, noShape()); a.status == http.StatusOK {
+		all = asArray(a.body)
+	}
+	twins := 0
+	for _, e := range all {
+		if lookup(e, "name") == lookup(items[0], "name") {
+			if lookup(e, "id") != id {
+				twins++
+				if s, _ := lookup(e, "id").(string); s != "" {
+					p.made = append(p.made, s)
+				}
+			}
+		}
+	}
+	p.fact("[import: twin state, new ids] twins", twins)
+}
+
+// TestPortabilityProbesOnSimulator runs the portability sequences on the
+// simulator alone: the statuses and facts 6.5 shows (section 9 and 12).
+func TestPortabilityProbesOnSimulator(t *testing.T) {
+	srv, err := Start(Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	obs := map[string]observation{}
+	for _, sc := range portabilityScenarios() {
+		p := &party{name: "sim", base: srv.URL(), hc: &http.Client{}, run: "ci", scen: sc.name, tb: t}
+		sc.run(p)
+		p.cleanup()
+		for _, o := range p.obs {
+			obs[o.label] = o
+		}
+	}
+	for label, want := range map[string]int{
+		"[upload: rows]": 200, "[GET /stratification: counts]": 200, "[download CSV]": 200, "[download unknown factor]": 404,
+		"[srs create: stratificationFactor]": 200, "[srs, unknown factor]": 500, "[DELETE a used factor]": 500,
+		"[DELETE /stratification/:factor]": 200, "[DELETE /stratification/:factor] again": 404,
+		"[export: ids forms] unknown": 200, "[export: bad ids]": 400, "[export: ids forms] ids[]": 200,
+		"[validation results]": 200, "[import answer]": 200, "[import: same id -> new twins]": 200,
+	} {
+		if got := obs[label].status; got != want {
+			t.Errorf("%s: status %d, want %d", label, got, want)
+		}
+	}
+	if got := obs["[GET /stratification: counts] values"].body; got != "map[high:1 low:2]" {
+		t.Errorf("counts: %v", got)
+	}
+	if got := obs["[import: twin state, new ids] twins"].body; got != 2 {
+		t.Errorf("twins: %v", got)
+	}
+	v := obs["[validation results]"].body
+	if lookup(v, "0.compatibilityType") != "compatible" || lookup(v, "1.error") != "Invalid JSON" || lookup(v, "2.error") != "" {
+		t.Errorf("validation: %v", v)
+	}
+}

@@ -1,0 +1,197 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
+)
+
+// Experiment export, import validation and import, as 6.5 answers them
+// (upgrade-results-designs.md section 12): the export is the full
+// experiment; validation says compatible, warning (another
+// backendVersion) or incompatible with the reason (UpGrade's is "" for a
+// file without backendVersion or factors); import makes every compatible
+// or warning file a new inactive experiment with new ids, a twin when the
+// name or the id exists.
+
+func (s *Sim) portabilityRoute(m string, segs, low []string) func(*call) {
+	switch {
+	case len(segs) == 3 && low[0] == "flags" && low[1] == "export" && m == http.MethodGet:
+		return func(c *call) { s.handleFlagExport(c, segs[2]) }
+	case len(segs) == 3 && low[0] == "segments" && low[1] == "export" && low[2] == "json" && m == http.MethodGet:
+		return s.handleSegmentExport
+	}
+	if len(segs) != 2 || low[0] != "experiments" {
+		return nil
+	}
+	switch {
+	case low[1] == "export" && m == http.MethodGet:
+		return s.handleExport
+	case low[1] == "validation" && m == http.MethodPost:
+		return func(c *call) { s.handleImport(c, false) }
+	case low[1] == "import" && m == http.MethodPost:
+		return func(c *call) { s.handleImport(c, true) }
+	}
+	return nil
+}
+
+func (s *Sim) handleExport(c *call) {
+	q := c.r.URL.Query()
+	ids := append(q["ids"], q["ids[]"]...)
+	if len(ids) == 0 {
+		c.fail(&apiError{Status: 400, Name: "BadRequestError", Type: typeIncorrectParam, Message: "Invalid queries, check 'errors' property for more info.", Detail: "ids: required"})
+		return
+	}
+	for _, id := range ids {
+		if !upgrade.IsUUID(id) {
+			c.fail(&apiError{Status: 400, Name: "BadRequestError", Type: typeIncorrectParam, Message: "Invalid queries, check 'errors' property for more info.", Detail: "ids: each must be a UUID"})
+			return
+		}
+	}
+	var items [][]byte
+	_ = s.view(func() {
+		for _, id := range ids {
+			if e := s.idx[id]; e != nil {
+				items = append(items, s.render(e, viewSingle))
+			}
+		}
+	})
+	c.raw(http.StatusOK, jsonArray(items))
+}
+
+type importFile struct {
+	FileName    string `json:"fileName"`
+	FileContent string `json:"fileContent"`
+}
+
+// importVerdict is one file's validation: its result and, when it may be
+// imported, the experiment as a create body.
+func (s *Sim) importVerdict(f importFile) (obj, []byte) {
+	res := obj{"fileName": f.FileName, "error": nil, "compatibilityType": upgrade.Compatible}
+	incompatible := func(msg string) (obj, []byte) {
+		res["error"], res["compatibilityType"] = msg, upgrade.Incompatible
+		return res, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(f.FileContent))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return incompatible("Invalid JSON")
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return incompatible("Invalid JSON")
+	}
+	version, hasVersion := m["backendVersion"].(string)
+	if _, hasFactors := m["factors"]; !hasVersion || !hasFactors {
+		return incompatible("")
+	}
+	delete(m, "id")
+	for _, key := range []string{"conditions", "partitions"} {
+		items, _ := m[key].([]any)
+		for _, it := range items {
+			if im, ok := it.(map[string]any); ok {
+				delete(im, "twoCharacterId")
+			}
+		}
+	}
+	m["state"] = string(upgrade.StateInactive)
+	if aerr := validateExperiment(m); aerr != nil {
+		return incompatible(strings.TrimSpace(aerr.Message + " " + aerr.Detail))
+	}
+	ctxs, _ := m["context"].([]any)
+	if len(ctxs) > 0 {
+		name, _ := ctxs[0].(string)
+		if _, known := s.meta[name]; !known {
+			return incompatible("The app context \"" + name + "\" is not defined in CONTEXT_METADATA.")
+		}
+	}
+	if version != s.version {
+		res["compatibilityType"] = upgrade.Warning
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		return incompatible("Invalid JSON")
+	}
+	return res, body
+}
+
+func (s *Sim) handleImport(c *call, write bool) {
+	var files []importFile
+	dec := json.NewDecoder(bytes.NewReader(c.body))
+	if err := dec.Decode(&files); err != nil {
+		c.fail(badBody("the body must be an array of {fileName, fileContent}"))
+		return
+	}
+	out := make([]obj, 0, len(files))
+	var bodies [][]byte
+	for _, f := range files {
+		res, body := s.importVerdict(f)
+		out = append(out, res)
+		bodies = append(bodies, body)
+	}
+	if !write {
+		c.ok(out)
+		return
+	}
+	err := s.mutate(func() (bool, *apiError) {
+		changed := false
+		for i, body := range bodies {
+			if body == nil {
+				continue
+			}
+			if _, aerr := s.createLocked(body); aerr != nil {
+				out[i]["error"], out[i]["compatibilityType"] = aerr.Message, upgrade.Incompatible
+				continue
+			}
+			changed = true
+		}
+		return changed, nil
+	})
+	if err != nil {
+		c.failErr(err)
+		return
+	}
+	c.ok(out)
+}
+
+// handleFlagExport answers a flag with its lists; an unknown one is a 404
+// in plain text.
+func (s *Sim) handleFlagExport(c *call, id string) {
+	var out obj
+	_ = s.view(func() {
+		cat := s.cat()
+		if f := cat.flag(id); f != nil {
+			out = s.flagWithLists(cat, f)
+		}
+	})
+	if out == nil {
+		c.w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		c.w.WriteHeader(http.StatusNotFound)
+		_, _ = c.w.Write([]byte("Feature Flag not found"))
+		return
+	}
+	c.ok(out)
+}
+
+// handleSegmentExport answers the segments of ?ids= with their members;
+// an unknown id is a 500.
+func (s *Sim) handleSegmentExport(c *call) {
+	q := c.r.URL.Query()
+	ids := append(q["ids"], q["ids[]"]...)
+	s.answer(c, func() (any, *apiError) {
+		cat := s.cat()
+		out := []any{}
+		for _, id := range ids {
+			sg := cat.segment(id)
+			if sg == nil {
+				return nil, &apiError{Status: 500, Name: "Error", Type: typeQueryFailed, Message: "Segment not found: " + id}
+			}
+			out = append(out, s.segmentFull(cat, sg))
+		}
+		return out, nil
+	})
+}
