@@ -40,8 +40,8 @@ type Def[P any] struct {
 	Object Object
 	// Description is one sentence for the model (get_action_schema).
 	Description string
-	// Note, when set, follows the name in the gatherer's list of actions,
-	// in parentheses: a few words the model needs to choose it.
+	// Note, when set, is said of the action in the gatherer's prompt
+	// ("name: note"): a few words the model needs to choose it.
 	Note string
 	// Destructive actions need a yes even under --confirm destructive.
 	Destructive bool
@@ -587,20 +587,19 @@ func (r *Registry) ParseObject(s string) (Object, bool) {
 	return ObjectNone, false
 }
 
-// PromptList is the gatherer's list of actions for a scope: the actions
-// of InScope(o) in order, each with its note.
-func (r *Registry) PromptList(o Object) string {
-	names := r.InScope(o)
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = string(n)
+// PromptNotes is what the gatherer's prompt says of the actions of
+// InScope(o): only those with a note, as "name: note", in order. The names
+// themselves are listed once, in get_action_schema's enum.
+func (r *Registry) PromptNotes(o Object) string {
+	var parts []string
+	for _, n := range r.InScope(o) {
 		if a, ok := r.Lookup(string(n)); ok {
 			if note := declaration(a).Note; note != "" {
-				parts[i] += " (" + note + ")"
+				parts = append(parts, string(n)+": "+note)
 			}
 		}
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, "; ")
 }
 
 // Bind binds raw params of the named action of r.
