@@ -402,6 +402,13 @@ func (a *registered) Spec() Spec { return a.spec() }
 
 func (a *registered) Bind(raw json.RawMessage) (*Bound, error) { return a.inner.Bind(raw) }
 
+func (a *registered) bindResolved(raw json.RawMessage, refs []Ref, resolve Resolve) (*Bound, error) {
+	if rb, ok := a.inner.(resolvingBinder); ok {
+		return rb.bindResolved(raw, refs, resolve)
+	}
+	return a.inner.Bind(raw)
+}
+
 func (a *registered) Validate(ctx context.Context, env Env, b *Bound) ([]Problem, error) {
 	return a.inner.Validate(ctx, env, b)
 }
