@@ -16,8 +16,8 @@ import (
 // TestActionFromOneFile: an action declared in one file goes through the
 // CLI end to end with a scripted LLM over real HTTP, with a set of actions
 // this test builds for itself (the built-in set is not changed). Its object
-// is new: asked about it, the gatherer is offered it (listed in its prompt,
-// get_action_schema's and set_action_needed's enums) and none of the
+// is new: asked about it, the gatherer is offered it (its note in the
+// prompt, its name in get_action_schema's enum) and none of the
 // experiment, flag or segment tools; asked about experiments, it is not
 // offered. It is validated (a missing note is named), shown with its
 // rendered plan (exit 10), approved with resume --answer yes, executed once
@@ -89,13 +89,11 @@ func TestActionFromOneFile(t *testing.T) {
 	if !slices.Contains(first.Tools, "get_action_schema") || !slices.Contains(first.Tools, "get_core_terms") {
 		t.Errorf("the note scope lacks the shared tools: %v", first.Tools)
 	}
-	if !strings.Contains(first.Messages[0].Content, "Actions: one_file_note (writes a note for a user), one_file_sum (a background job).") {
-		t.Errorf("the gatherer's prompt does not list the note actions alone:\n%s", first.Messages[0].Content)
+	if !strings.Contains(first.Messages[0].Content, "Actions: one_file_note: writes a note for a user; one_file_sum: a background job.") {
+		t.Errorf("the gatherer's prompt does not carry the notes of the note actions alone:\n%s", first.Messages[0].Content)
 	}
-	for _, tool := range []string{"set_action_needed", "get_action_schema"} {
-		if enum := actionEnum(t, first.Body, tool); !slices.Equal(enum, []string{"one_file_note", "one_file_sum"}) {
-			t.Errorf("%s's enum in the note scope: %v", tool, enum)
-		}
+	if enum := actionEnum(t, first.Body, "get_action_schema"); !slices.Equal(enum, []string{"one_file_note", "one_file_sum"}) {
+		t.Errorf("get_action_schema's enum in the note scope: %v", enum)
 	}
 	if tr := toolResult(gatherer[1], "get_action_schema"); !strings.Contains(tr, `"note":{"type":"string","description":"the note's text"}`) ||
 		!strings.Contains(tr, "Write a note for a user.") {
@@ -134,8 +132,8 @@ func TestActionFromOneFile(t *testing.T) {
 	if code, out, errOut = run(env, append([]string{"ask", "-o", "json", "which experiments are there?"}, llmArgs...)...); code != 0 {
 		t.Fatalf("ask about experiments: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if g := nodeRequests(ls, "gatherer", mark); len(g) != 1 || slices.Contains(actionEnum(t, g[0].Body, "set_action_needed"), "one_file_note") ||
-		!slices.Contains(actionEnum(t, g[0].Body, "set_action_needed"), "create_experiment") || strings.Contains(g[0].Messages[0].Content, "one_file_note") {
+	if g := nodeRequests(ls, "gatherer", mark); len(g) != 1 || slices.Contains(actionEnum(t, g[0].Body, "get_action_schema"), "one_file_note") ||
+		!slices.Contains(actionEnum(t, g[0].Body, "get_action_schema"), "create_experiment") || strings.Contains(g[0].Messages[0].Content, "one_file_note") {
 		t.Errorf("the experiment scope offers the note actions: %v", g)
 	}
 
@@ -152,8 +150,8 @@ func TestActionFromOneFile(t *testing.T) {
 	if code != 11 {
 		t.Fatalf("ask: exit %d, want 11\n%s\n%s", code, out, errOut)
 	}
-	if g := nodeRequests(ls, "gatherer", mark); len(g) != 1 || !slices.Contains(actionEnum(t, g[0].Body, "set_action_needed"), "one_file_sum") ||
-		!slices.Contains(actionEnum(t, g[0].Body, "set_action_needed"), "create_experiment") {
+	if g := nodeRequests(ls, "gatherer", mark); len(g) != 1 || !slices.Contains(actionEnum(t, g[0].Body, "get_action_schema"), "one_file_sum") ||
+		!slices.Contains(actionEnum(t, g[0].Body, "get_action_schema"), "create_experiment") {
 		t.Errorf("with no object, not every action is offered: %v", g)
 	}
 	res = decodeResult(t, out)

@@ -3,12 +3,12 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/upgrade-agent/upgrade-agent/exitcode"
+	"github.com/upgrade-agent/upgrade-agent/internal/lazyre"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
@@ -84,7 +84,7 @@ func storeRefusal(err error) (int, string) {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		code = pe.Code
-	} else if m := sqlState.FindStringSubmatch(err.Error()); m != nil {
+	} else if m := sqlState().FindStringSubmatch(err.Error()); m != nil {
 		code = m[1]
 	}
 	switch {
@@ -103,7 +103,8 @@ func storeRefusal(err error) (int, string) {
 	return 0, ""
 }
 
-var sqlState = regexp.MustCompile(`\(SQLSTATE ([0-9A-Z]{5})\)`)
+// sqlState is compiled on first need: nothing is computed at init.
+var sqlState = lazyre.New(`\(SQLSTATE ([0-9A-Z]{5})\)`)
 
 // storeSource names where the store URL came from, for a hint: the
 // config file, UPGRADE_AGENT_STORE or --store.

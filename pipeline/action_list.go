@@ -83,8 +83,10 @@ func (a *Agent) actionNames(scope actions.Object) []string {
 	return n
 }
 
-// gathererSystem is the gatherer's prompt for a scope: the actions in
-// scope in their order, and the notes of the objects in scope.
+// gathererSystem is the gatherer's prompt for a scope: the notes of the
+// actions in scope that have one, and the notes of the objects in scope.
+// The action names are not listed here: get_action_schema's enum holds
+// them, once.
 func (a *Agent) gathererSystem(scope actions.Object) string {
 	a.scopes.mu.Lock()
 	defer a.scopes.mu.Unlock()
@@ -101,7 +103,11 @@ func (a *Agent) gathererSystem(scope actions.Object) string {
 			notes.Write(b)
 		}
 	}
-	p := strings.NewReplacer("{{actions}}", a.reg().PromptList(scope), "{{objects}}", notes.String()).Replace(gathererPrompt)
+	actionNotes := ""
+	if n := a.reg().PromptNotes(scope); n != "" {
+		actionNotes = "\nActions: " + n + ".\n"
+	}
+	p := strings.NewReplacer("{{notes}}", actionNotes, "{{objects}}", notes.String()).Replace(gathererPrompt)
 	if a.scopes.prompts == nil {
 		a.scopes.prompts = map[actions.Object]string{}
 	}
@@ -142,7 +148,7 @@ func (a *Agent) gathererSet(scope actions.Object, full *toolSet) *toolSet {
 		builtin = append(builtin, string(n))
 	}
 	defs = append(defs, actionSchemaTool(builtin))
-	defs = append(defs, stateTools(a.actionNames(scope))...)
+	defs = append(defs, stateTools()...)
 	ts := newToolSet(defs...)
 	ts.beyond = full
 	if a.scopes.gatherer == nil {

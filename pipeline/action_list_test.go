@@ -40,31 +40,32 @@ func strs(names []actions.Name) []any {
 	return out
 }
 
-// TestGathererKnowsTheRegistry: in every scope, the gatherer's prompt lists
-// the actions in scope, and get_action_schema's and set_action_needed's
-// enums hold exactly them; the unknown scope offers every action and every
+// TestGathererKnowsTheRegistry: in every scope, get_action_schema's enum
+// holds exactly the actions in scope, and the gatherer's prompt carries
+// their notes; no other tool enumerates the actions (set_action_needed's
+// action is checked in Go); the unknown scope offers every action and every
 // tool, each scope's tools are the shared ones plus its object's.
 func TestGathererKnowsTheRegistry(t *testing.T) {
 	a := &Agent{deps: Deps{Actions: actions.Builtin()}}
 	reg := a.reg()
 	all := a.gTools(actions.ObjectNone)
-	if d := cmp.Diff(strs(reg.Names()), enumOf(t, all, "set_action_needed", "action")); d != "" {
-		t.Errorf("full set_action_needed enum (-registry +got):\n%s", d)
+	if d := cmp.Diff(strs(reg.Names()), enumOf(t, all, "get_action_schema", "action")); d != "" {
+		t.Errorf("full get_action_schema enum (-registry +got):\n%s", d)
+	}
+	if got := enumOf(t, all, "set_action_needed", "action"); got != nil {
+		t.Errorf("set_action_needed enumerates the actions again: %v", got)
 	}
 	for _, scope := range append(reg.Objects(), actions.ObjectNone) {
 		if scope != actions.ObjectNone && !reg.Declares(scope) {
 			continue
 		}
 		sys := a.gathererSystem(scope)
-		if strings.Contains(sys, "{{") || !strings.Contains(sys, "Actions: "+reg.PromptList(scope)+".") {
-			t.Errorf("scope %q: the gatherer's prompt does not list the actions in scope:\n%s", scope, sys)
+		if notes := reg.PromptNotes(scope); strings.Contains(sys, "{{") || notes != "" && !strings.Contains(sys, "Actions: "+notes+".") {
+			t.Errorf("scope %q: the gatherer's prompt lacks the notes of the actions in scope:\n%s", scope, sys)
 		}
 		ts := a.gTools(scope)
-		want := strs(reg.InScope(scope))
-		for _, tool := range []string{"get_action_schema", "set_action_needed"} {
-			if d := cmp.Diff(want, enumOf(t, ts, tool, "action")); d != "" {
-				t.Errorf("scope %q: %s enum (-registry +got):\n%s", scope, tool, d)
-			}
+		if d := cmp.Diff(strs(reg.InScope(scope)), enumOf(t, ts, "get_action_schema", "action")); d != "" {
+			t.Errorf("scope %q: get_action_schema enum (-registry +got):\n%s", scope, d)
 		}
 		for _, d := range all.list {
 			offered := ts.byName[d.name] != nil
@@ -116,7 +117,7 @@ func TestScopesAreStable(t *testing.T) {
 	if nb.byName["x_find_note"] == nil || one.gTools(actions.ObjectNone).byName["x_find_note"] != nil {
 		t.Error("the notebook lookup is not offered in its scope only")
 	}
-	if got := enumOf(t, nb, "set_action_needed", "action"); !slices.Contains(got, any("x_note")) || slices.Contains(got, any("create_experiment")) {
+	if got := enumOf(t, nb, "get_action_schema", "action"); !slices.Contains(got, any("x_note")) || slices.Contains(got, any("create_experiment")) {
 		t.Errorf("notebook scope's actions: %v", got)
 	}
 	if got := enumOf(t, grown.aTools(), analyzeToolName, "object"); !slices.Contains(got, any("notebook")) || !slices.Contains(got, nil) {
@@ -128,8 +129,9 @@ type noteArgs struct {
 	Text string `json:"text" jsonschema:"the note"`
 }
 
-func addNotebook(r *actions.Registry) {
-	actions.Add(r, actions.Def[noteArgs]{Name: "x_note", Object: "notebook", Order: 1000, Description: "Write a note.",
+// testAction is an action that does nothing, of object o.
+func testAction(name actions.Name, o actions.Object, order int, desc string) actions.Def[noteArgs] {
+	return actions.Def[noteArgs]{Name: name, Object: o, Order: order, Description: desc,
 		Validate: func(*actions.Checker, noteArgs) error { return nil },
 		Plan:     func(*actions.Planner, noteArgs) error { return nil },
 		Execute: func(context.Context, actions.Env, noteArgs, string) (actions.Outcome, error) {
@@ -138,7 +140,11 @@ func addNotebook(r *actions.Registry) {
 		Reconcile: func(context.Context, actions.Env, noteArgs, string, time.Time) (actions.Reconciliation, error) {
 			return actions.Reconciliation{Outcome: actions.OutcomeRepeat}, nil
 		},
-	})
+	}
+}
+
+func addNotebook(r *actions.Registry) {
+	actions.Add(r, testAction("x_note", "notebook", 1000, "Write a note."))
 	actions.AddLookup(r, actions.LookupDef[noteArgs]{Name: "x_find_note", Object: "notebook", Description: "Find a note.",
 		Run: func(_ context.Context, _ actions.Env, a noteArgs) (any, error) {
 			return map[string]string{"found": a.Text}, nil
@@ -168,5 +174,58 @@ func TestScopesConcurrently(t *testing.T) {
 				t.Fatalf("goroutine %d got another tool list %d", i, j)
 			}
 		}
+	}
+}
+
+// TestOneMoreActionCostsItsName: an action added to a scope grows that
+// scope's prompt and tools by its name in get_action_schema's enum and, when
+// it has one, its note ("name: note; "): nothing else, so a scope takes
+// a dozen more actions within the gatherer's budget.
+func TestOneMoreActionCostsItsName(t *testing.T) {
+	size := func(r *actions.Registry) int {
+		a := &Agent{deps: Deps{Actions: r}}
+		b, err := json.Marshal(a.gTools(actions.ObjectExperiment).llm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(a.gathererSystem(actions.ObjectExperiment)) + len(b)
+	}
+	base := actions.Builtin()
+	grown := actions.Builtin()
+	plain := testAction("x_plain_experiment_action", actions.ObjectExperiment, 1000,
+		"A test action with a long description the gatherer's prompt never carries.")
+	actions.Add(grown, plain)
+	if got, want := size(grown)-size(base), len(`,"`+string(plain.Name)+`"`); got != want {
+		t.Errorf("an action without a note added %d characters to its scope, want %d (its name once)", got, want)
+	}
+	noted := plain
+	noted.Name, noted.Note, noted.Order = "x_noted_experiment_action", "a short note", 1001
+	before := size(grown)
+	actions.Add(grown, noted)
+	if got, want := size(grown)-before, len(`,"`+string(noted.Name)+`"`)+len("; "+string(noted.Name)+": "+noted.Note); got != want {
+		t.Errorf("an action with a note added %d characters to its scope, want %d (its name and its note)", got, want)
+	}
+}
+
+// TestSetActionNeededTakesNamesAsWritten: with no enum on
+// set_action_needed, Go takes an action name as models write it, and a
+// name that is no action gets an error that lists the actions.
+func TestSetActionNeededTakesNamesAsWritten(t *testing.T) {
+	h := newHarness(t)
+	h.ask("delete the experiment Math Hints", analyze(IntentNeedsInfo, "delete Math Hints", map[string]any{"object": "experiment", "needs_action": true}),
+		calls(call("set_action_needed", map[string]any{"action": "drop_everything", "reasoning": "r"}),
+			call("set_action_needed", map[string]any{"action": " Delete Experiment ", "reasoning": "r"})),
+		text("Which experiment?"), text("Which experiment?"))
+	var results []string
+	for _, r := range h.llm.Requests() {
+		for _, m := range r.Messages {
+			if m.Name == "set_action_needed" && !slices.Contains(results, m.Content) {
+				results = append(results, m.Content)
+			}
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], "not an action") || !strings.Contains(results[0], "delete_experiment") ||
+		results[1] != `{"action":"delete_experiment","ok":true}` {
+		t.Errorf("set_action_needed results: %q", results)
 	}
 }

@@ -23,9 +23,6 @@ type Auditor interface {
 // WithAuditor gives the agent an audit trail (teams: docs/teams.md).
 func WithAuditor(au Auditor) Option { return func(a *Agent) { a.auditor = au } }
 
-// expiredNote is said with a confirmation that replaced an expired one.
-const expiredNote = "The earlier confirmation expired (older than approval_ttl), so nothing ran. This is the action as it stands on the server now; please confirm again."
-
 // audit records an event about p, when there is a trail.
 func (a *Agent) audit(t *turn, event string, p *Pending, e audit.Entry) {
 	if a.auditor == nil {
@@ -202,8 +199,7 @@ func (a *Agent) expire(ctx context.Context, t *turn) error {
 	a.audit(t, audit.Expired, old, audit.Entry{Message: a.expiryMessage(old)})
 	t.sess.await(cur)
 	t.pending = cur
-	t.reaskOnly = true
-	t.notes = append(t.notes, expiredNote)
+	t.mark(stateExpired)
 	a.audit(t, audit.Proposed, cur, audit.Entry{Message: "replaces expired confirmation " + old.ID})
 	return nil
 }

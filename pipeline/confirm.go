@@ -6,40 +6,6 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/audit"
 )
 
-// confirmation is the pending confirmation an earlier turn left and what
-// this turn made of it, one value: only it can be approved in this turn,
-// and only by the person's own words, --yes, or the never policy.
-type confirmation struct {
-	pending    *Pending
-	answer     answerKind
-	approvedBy string   // human, yes-flag, policy
-	approvedP  *Pending // the confirmation approved in this turn
-	// reaskOnly: the pending confirmation may not be approved in this
-	// turn (the person has not read it, it expired and was renewed, or an
-	// interrupted run's outcome is unknown): it is shown again, and only a
-	// no may answer it.
-	reaskOnly bool
-	// showing is the confirmation the responder shows: the turn pauses.
-	showing *Pending
-	notes   []string // said with the confirmation: stale, unseen, expired, interrupted
-	denied  *Pending // the confirmation a denial dropped in this turn
-}
-
-// next says where a decision on the pending confirmation goes: the
-// responder when nothing is pending, or to show it again when it may not
-// be approved yet; the responder for a no; the executor for a yes.
-func (c *confirmation) next(approve bool) (start string, reask bool) {
-	switch {
-	case c.pending == nil:
-		return NodeResponder, false
-	case c.reaskOnly && approve:
-		return NodeResponder, true
-	case !approve:
-		return NodeResponder, false
-	}
-	return NodeExecutor, false
-}
-
 // What a turn does with the pending confirmation: a decision approves or
 // denies it, or it is shown again. The nodes and the entry points call
 // these; none of them calls back into the graph.

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -147,7 +146,7 @@ func (t *turn) setParams(ctx context.Context, params json.RawMessage) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	return t.bindParams(ctx, act, func() (*actions.Bound, error) { return act.Bind(params) })
+	return t.bindParams(ctx, act, params)
 }
 
 // draftAction is the action the draft's params are for.
@@ -171,7 +170,6 @@ func (t *turn) patchParams(ctx context.Context, path string, value any) (any, er
 	if err != nil {
 		return nil, err
 	}
-	name := act.Spec().Name
 	t.mu.Lock()
 	d := t.sess.draft
 	t.mu.Unlock()
@@ -185,31 +183,33 @@ func (t *turn) patchParams(ctx context.Context, path string, value any) (any, er
 	if err != nil {
 		return nil, inputErrorf("key: got %q: %v", path, err)
 	}
-	return t.bindParams(ctx, act, func() (*actions.Bound, error) {
-		if d.bound != nil && d.bound.Name == name {
-			return d.bound.Patch(patch)
-		}
-		merged, err := actions.MergePatch(doc, patch)
-		if err != nil {
-			return nil, err
-		}
-		return act.Bind(merged)
-	})
+	merged, err := actions.MergePatch(doc, patch)
+	if err != nil {
+		return nil, inputErrorf("%s params: %v", act.Spec().Name, err)
+	}
+	return t.bindParams(ctx, act, merged)
 }
 
-// bindParams binds the draft's new params, resolves the references they
-// name and validates them.
-func (t *turn) bindParams(ctx context.Context, act actions.Action, bind func() (*actions.Bound, error)) (any, error) {
+// bindParams binds the draft's new params (one bind, one hash), with the
+// references they name resolved on the way, and validates them.
+func (t *turn) bindParams(ctx context.Context, act actions.Action, raw json.RawMessage) (any, error) {
 	name := act.Spec().Name
-	b, err := bind()
-	if err != nil {
-		return nil, inputErrorf("%s params: %v", name, err)
-	}
 	// Models often name an experiment where its id belongs: resolve it
 	// (exact id or name, any case, or a unique prefix), so the
-	// confirmation shows and the executor uses the real id.
-	if b, err = t.resolveRefs(ctx, act, b); err != nil {
-		return nil, err
+	// confirmation shows and the executor uses the real id. Experiments
+	// by name or prefix, flags by key or name, segments by name: the one
+	// resolver the CLI uses too.
+	var refErr error
+	b, err := actions.BindResolved(act, raw, func(refs []actions.Ref, params map[string]any) (bool, error) {
+		changed, err := actions.ResolveRefs(ctx, t.api(), refs, params)
+		refErr = err
+		return changed, err
+	})
+	switch {
+	case refErr != nil:
+		return nil, inputErrorf("%v", refErr)
+	case err != nil:
+		return nil, inputErrorf("%s params: %v", name, err)
 	}
 	problems, err := b.Validate(ctx, t.a.env(t.api(), t.sess.cp.SessionID))
 	if err != nil {
@@ -234,39 +234,4 @@ func (t *turn) bindParams(ctx context.Context, act actions.Action, bind func() (
 	res["problems"] = list
 	res["missing"] = missing
 	return res, nil
-}
-
-// resolveRefs resolves the params the action declares as references (a
-// `ref` tag on its params type) that hold a name instead of an id.
-func (t *turn) resolveRefs(ctx context.Context, act actions.Action, b *actions.Bound) (*actions.Bound, error) {
-	if len(act.Spec().Refs) == 0 {
-		return b, nil
-	}
-	// On the params as given: the bind of the resolved params derives its
-	// defaults anew, as any edit does.
-	given, err := b.Given()
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := decodeNumbers(given, &m); err != nil {
-		return nil, err
-	}
-	// Experiments by name or prefix (from the turn's cached names), flags
-	// by key or name, segments by name: the one resolver the CLI uses too.
-	changed, err := actions.ResolveRefs(ctx, t.api(), act.Spec().Refs, m)
-	if err != nil {
-		return nil, inputErrorf("%v", err)
-	}
-	if !changed {
-		return b, nil
-	}
-	return act.Bind(json.RawMessage(compactJSON(m)))
-}
-
-// decodeNumbers decodes JSON keeping numbers as written.
-func decodeNumbers(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	return dec.Decode(v)
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/upgrade-agent/upgrade-agent/llm/llmtest"
+	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
@@ -93,5 +95,46 @@ func TestUpdateActionParamsListItems(t *testing.T) {
 	got := string(tr.sess.draft.params())
 	if !strings.Contains(got, `"conditions":[{"code":"control","weight":60},{"code":"variant","weight":40},{"code":"third","weight":0}]`) {
 		t.Fatalf("conditions: %s", got)
+	}
+}
+
+// TestOneBindPerChange: params are bound once per change, references
+// resolved on the way: set_action_params naming an experiment by its name
+// binds once (no second bind for the resolved id), and update_action_params
+// binds once.
+func TestOneBindPerChange(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		reply llmtest.Reply
+		binds int
+	}{
+		{"set_action_params with a name", calls(call("set_action_needed", map[string]any{"action": "update_experiment_status", "reasoning": "asked"}),
+			call("set_action_params", map[string]any{"action_params": map[string]any{"experiment_id": "math hints", "status": "enrolling"}})), 1},
+		{"set_action_params, then update_action_params", calls(call("set_action_needed", map[string]any{"action": "update_experiment_status", "reasoning": "asked"}),
+			call("set_action_params", map[string]any{"action_params": map[string]any{"experiment_id": "Math Hints"}}),
+			call("update_action_params", map[string]any{"key": "status", "value": "enrolling"})), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
+			h.llm.Enqueue(analyze(IntentNeedsInfo, "start Math Hints", nil), tc.reply, text("Start it?"))
+			binds := 0
+			remove := actions.OnBind(func(action string) {
+				if action == "update_experiment_status" {
+					binds++
+				}
+			})
+			res, err := h.agent.Ask(context.Background(), h.sess, "start Math Hints")
+			remove()
+			if err != nil || res.Status != StatusAwaitingConfirmation {
+				t.Fatalf("got %+v, %v", res, err)
+			}
+			if binds != tc.binds {
+				t.Errorf("%d binds, want %d", binds, tc.binds)
+			}
+			if c := res.Confirmation; c == nil || !strings.Contains(string(c.Params), e.ID) {
+				t.Errorf("the name was not resolved to the id %s: %+v", e.ID, c)
+			}
+		})
 	}
 }

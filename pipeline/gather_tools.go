@@ -24,21 +24,21 @@ var assignmentTerms json.RawMessage
 type noArgs struct{}
 
 type experimentFilter struct {
-	Context string `json:"context,omitempty" jsonschema:"app context"`
+	Context string `json:"context,omitempty"`
 	Status  string `json:"status,omitempty"`
-	Name    string `json:"name,omitempty" jsonschema:"part of the name"`
+	Name    string `json:"name,omitempty"`
 }
 
 type experimentRef struct {
-	ExperimentID string `json:"experiment_id" jsonschema:"id or name"`
+	ExperimentID string `json:"experiment_id"`
 }
 
 type nameArg struct {
-	Name string `json:"name" jsonschema:"name or part of it"`
+	Name string `json:"name"`
 }
 
 type contextArg struct {
-	Context string `json:"context" jsonschema:"app context"`
+	Context string `json:"context"`
 }
 
 type actionArg struct {
@@ -46,17 +46,17 @@ type actionArg struct {
 }
 
 type setActionNeededArgs struct {
-	Action    string `json:"action" jsonschema:"one of the executor actions"`
+	Action    string `json:"action" jsonschema:"one of get_action_schema's"`
 	Reasoning string `json:"reasoning"`
-	NextStep  string `json:"next_step,omitempty" jsonschema:"what the request still needs after this action"`
+	NextStep  string `json:"next_step,omitempty"`
 }
 
 type setActionParamsArgs struct {
-	ActionParams map[string]any `json:"action_params" jsonschema:"named as in the action's schema"`
+	ActionParams map[string]any `json:"action_params"`
 }
 
 type updateActionParamArgs struct {
-	Key   string `json:"key" jsonschema:"name or path (conditions[0].weight)"`
+	Key   string `json:"key" jsonschema:"name or path: conditions[0].weight"`
 	Value any    `json:"value"`
 }
 
@@ -74,7 +74,7 @@ type addErrorArgs struct {
 // first need, so that their bytes repeat from call to call.
 var lookupTools = sync.OnceValue(func() []*toolDef {
 	defs := []*toolDef{
-		newTool("check_upgrade_health", "Server name and version.", true,
+		newTool("check_upgrade_health", "UpGrade's version.", true,
 			func(ctx context.Context, t *turn, _ noArgs) (any, error) {
 				info, err := t.a.deps.API.Health(ctx)
 				if err != nil {
@@ -83,11 +83,11 @@ var lookupTools = sync.OnceValue(func() []*toolDef {
 				t.update(func(s *State) { s.setInfo("upgrade_health", "", info) })
 				return info, nil
 			}),
-		newTool("get_context_metadata", "App contexts with their conditions, sites (EXP_POINTS), targets (EXP_IDS) and group types.", true,
+		newTool("get_context_metadata", "Contexts: conditions, sites (EXP_POINTS), targets (EXP_IDS), group types.", true,
 			func(ctx context.Context, t *turn, _ noArgs) (any, error) { return t.metadata(ctx) }),
-		newTool("get_experiment_names", "Names and ids of all experiments.", true,
+		newTool("get_experiment_names", "Experiment names and ids.", true,
 			func(ctx context.Context, t *turn, _ noArgs) (any, error) { return t.experimentNames(ctx) }).about(actions.ObjectExperiment),
-		newTool("get_all_experiments", "Experiments, compact, optionally filtered.", true,
+		newTool("get_all_experiments", "Experiments, filtered.", true,
 			func(ctx context.Context, t *turn, f experimentFilter) (any, error) {
 				all, err := t.allExperiments(ctx)
 				if err != nil {
@@ -95,7 +95,7 @@ var lookupTools = sync.OnceValue(func() []*toolDef {
 				}
 				return filterExperiments(all, f), nil
 			}).about(actions.ObjectExperiment),
-		newTool("get_experiment_details", "Full details of one experiment.", true,
+		newTool("get_experiment_details", "One experiment in full.", true,
 			func(ctx context.Context, t *turn, a experimentRef) (any, error) {
 				id, err := t.resolveID(ctx, a.ExperimentID)
 				if err != nil {
@@ -127,38 +127,45 @@ var lookupTools = sync.OnceValue(func() []*toolDef {
 				t.update(func(s *State) { s.setInfo("enrollment_details", id, d) })
 				return d, nil
 			}).about(actions.ObjectExperiment),
-		newTool("find_experiment", "Experiments matching a name, with ids (and details when one matches).", true,
+		newTool("find_experiment", "Find experiments by name; details of a unique match.", true,
 			func(ctx context.Context, t *turn, a nameArg) (any, error) {
 				names, err := t.experimentNames(ctx)
 				if err != nil {
 					return nil, err
 				}
 				matches := findExperiments(names, a.Name, 5)
-				res := map[string]any{"matches": matches}
-				if m, ok := uniqueMatch(matches); ok {
-					// One experiment is meant: its details come along, so
-					// no second lookup is needed.
-					e, err := upgrade.ExperimentWithLists(ctx, t.a.deps.API, m.ID)
-					if err != nil {
-						return nil, err
-					}
-					d := readmodel.DetailsOf(e)
-					t.update(func(s *State) { s.setInfo("experiment_details", m.ID, d) })
-					res["details"] = d
+				m, ok := uniqueMatch(matches)
+				if !ok {
+					return map[string]any{"matches": matches}, nil
 				}
-				return res, nil
+				// One experiment is meant: its details come along, so no
+				// second lookup is needed; a lone match is not listed
+				// again (the details carry its id and name).
+				e, err := upgrade.ExperimentWithLists(ctx, t.a.deps.API, m.ID)
+				if err != nil {
+					return nil, err
+				}
+				d := readmodel.DetailsOf(e)
+				t.update(func(s *State) { s.setInfo("experiment_details", m.ID, d) })
+				switch {
+				case len(matches) > 1:
+					return map[string]any{"matches": matches, "details": d}, nil
+				case m.Match != "exact":
+					return map[string]any{"match": m.Match, "details": d}, nil
+				}
+				return map[string]any{"details": d}, nil
 			}).about(actions.ObjectExperiment),
-		newTool("get_core_terms", "UpGrade terminology: experiments, statuses, feature flags, segments.", true,
+		newTool("get_core_terms", "Terms: experiments, statuses, flags, segments.", true,
 			func(_ context.Context, t *turn, _ noArgs) (any, error) {
 				t.update(func(s *State) { s.setInfo("core_terms", "", coreTerms) })
 				return coreTerms, nil
 			}),
-		newTool("get_assignment_terms", "How assignment behaves per unit, consistency and status.", true,
+		newTool("get_assignment_terms", "Assignment by unit, consistency, status.", true,
 			func(_ context.Context, t *turn, _ noArgs) (any, error) {
 				t.update(func(s *State) { s.setInfo("assignment_terms", "", assignmentTerms) })
 				return assignmentTerms, nil
 			}),
-		newTool("get_available_contexts", "Names of the valid app contexts.", true,
+		newTool("get_available_contexts", "Context names.", true,
 			func(ctx context.Context, t *turn, _ noArgs) (any, error) {
 				md, err := t.metadata(ctx)
 				if err != nil {
@@ -206,16 +213,20 @@ func lookupTool(name string) *toolDef {
 	panic("pipeline: no lookup " + name) // programming error, caught by tests
 }
 
-// stateTools are the gatherer's tools that choose and shape the action;
-// names, the actions in scope, become set_action_needed's enum.
-func stateTools(names []string) []*toolDef {
+// stateTools are the gatherer's tools that choose and shape the action.
+// set_action_needed's action is a plain string checked here (the names are
+// enumerated once, in get_action_schema), so an action costs its name once.
+func stateTools() []*toolDef {
 	return []*toolDef{
-		withEnum(names, "action", newTool("set_action_needed", "Choose the one action to prepare.", false,
+		newTool("set_action_needed", "The one action to prepare.", false,
 			func(_ context.Context, t *turn, a setActionNeededArgs) (any, error) {
 				name := strings.TrimSpace(a.Action)
 				act, ok := t.a.action(name)
 				if !ok {
-					if b, ok2 := t.a.reg().Lookup(strings.ToLower(name)); ok2 {
+					// No enum holds the model to the names: take them as
+					// models misspell them ("Update experiment status").
+					folded := strings.NewReplacer(" ", "_", "-", "_").Replace(strings.ToLower(name))
+					if b, ok2 := t.a.reg().Lookup(folded); ok2 {
 						act, ok = b, true
 					}
 				}
@@ -233,8 +244,8 @@ func stateTools(names []string) []*toolDef {
 					t.problems = nil
 				})
 				return map[string]any{"ok": true, "action": name}, nil
-			})),
-		newTool("set_action_params", "Set all parameters of the chosen action.", false,
+			}),
+		newTool("set_action_params", "All params of the chosen action.", false,
 			func(ctx context.Context, t *turn, a setActionParamsArgs) (any, error) {
 				res, err := t.setParams(ctx, json.RawMessage(compactJSON(a.ActionParams)))
 				t.update(func(*State) {
@@ -246,11 +257,11 @@ func stateTools(names []string) []*toolDef {
 				})
 				return res, err
 			}),
-		newTool("update_action_params", "Set one parameter of the chosen action; null removes it.", false,
+		newTool("update_action_params", "One param of the chosen action; null removes it.", false,
 			func(ctx context.Context, t *turn, a updateActionParamArgs) (any, error) {
 				return t.patchParams(ctx, a.Key, a.Value)
 			}),
-		newTool("set_missing_params", "Name the required parameters only the person can give.", false,
+		newTool("set_missing_params", "Required params only the person can give.", false,
 			func(_ context.Context, t *turn, a setMissingArgs) (any, error) {
 				t.update(func(*State) {
 					t.declared = map[string]bool{}
@@ -274,7 +285,7 @@ func stateTools(names []string) []*toolDef {
 				})
 				return map[string]any{"ok": true}, nil
 			}),
-		newTool("add_error", "Record a problem to report to the person.", false,
+		newTool("add_error", "A problem to tell the person.", false,
 			func(_ context.Context, t *turn, a addErrorArgs) (any, error) {
 				typ := strings.ToLower(strings.TrimSpace(a.ErrorType))
 				if !slices.Contains([]string{ErrTypeAPI, ErrTypeAuth, ErrTypeValidation, ErrTypeNotFound, ErrTypeUnknown}, typ) {
@@ -291,7 +302,7 @@ func stateTools(names []string) []*toolDef {
 // in scope, are its enum. The result is kept under
 // gathered_info.<action>_schema.
 func actionSchemaTool(names []string) *toolDef {
-	return withEnum(names, "action", newTool("get_action_schema", "Parameters of an action.", true,
+	return withEnum(names, "action", newTool("get_action_schema", "An action's params.", true,
 		func(_ context.Context, t *turn, a actionArg) (any, error) {
 			name := strings.ToLower(strings.TrimSpace(a.Action))
 			act, ok := t.a.reg().Lookup(name)

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/lazyre"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
@@ -242,7 +242,7 @@ func readAnswer(args *analyzeArgs, message string) answerKind {
 	if args.UserConfirmed == nil || *args.UserConfirmed {
 		return answerUnclear
 	}
-	changed := args.IntentType == IntentNeedsInfo && changeCue.MatchString(message)
+	changed := args.IntentType == IntentNeedsInfo && changeCue().MatchString(message)
 	if args.ChangeRequested != nil {
 		changed = *args.ChangeRequested
 	}
@@ -253,8 +253,9 @@ func readAnswer(args *analyzeArgs, message string) answerKind {
 }
 
 // changeCue: words and figures that carry a change in a denial ("no, use
-// 60/40 instead"), for models that do not fill change_requested.
-var changeCue = regexp.MustCompile(`(?i)\b(instead|use|change|make it|set|rather|switch|with|but)\b|\d`)
+// 60/40 instead"), for models that do not fill change_requested;
+// compiled on first use, not at init.
+var changeCue = lazyre.New(`(?i)\b(instead|use|change|make it|set|rather|switch|with|but)\b|\d`)
 
 // answerDirectly ends the turn with text written by the analyzer.
 func (a *Agent) answerDirectly(t *turn, text string) string {

@@ -263,7 +263,7 @@ func (a *Agent) replyHuman(ctx context.Context, rc *ReplyContext) (string, bool,
 		// The interrupted action was settled with the server: report it
 		// instead of treating the answer as a new request.
 		return NodeResponder, true, nil
-	case t.pending != nil && (t.reaskOnly || a.set.Yes && !startsWithNo(rc.Message)):
+	case t.pending != nil && (t.reaskOnly() || a.set.Yes && !startsWithNo(rc.Message)):
 		// An unread confirmation is shown again whatever the words say.
 		start, err := a.decide(ctx, t, true, "yes-flag")
 		return start, true, err

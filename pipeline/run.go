@@ -259,7 +259,7 @@ func (a *Agent) runContinue(ctx context.Context, sess *Session, c Continue) (*Re
 		// this resume decides, unless the outcome is unknown or the person
 		// never read the confirmation: that answer was given before they
 		// could read what it answers, and only a no may stand for it.
-		if c.Answer != nil && (!t.reaskOnly || denies(c.Answer)) {
+		if c.Answer != nil && (!t.reaskOnly() || denies(c.Answer)) {
 			answer := c.Answer
 			if d, ok := answer.(Decision); ok && d.ConfirmationID == shown {
 				// Renewed just now (expired, or an import's stale text): the
@@ -272,9 +272,7 @@ func (a *Agent) runContinue(ctx context.Context, sess *Session, c Continue) (*Re
 		if err := a.showAgain(ctx, t); err != nil {
 			return a.fail(t, err)
 		}
-		if !t.reaskOnly {
-			t.notes = append(t.notes, "The previous run stopped before this action ran; nothing was executed. Please confirm again.")
-		}
+		t.mark(stateInterrupted)
 	}
 	return a.play(ctx, t, routeInterrupted(sess.cp.NextNode, stands), Reply{}, "")
 }
@@ -401,7 +399,7 @@ func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
 		if stale {
 			sess.await(cur)
 			t.pending = cur
-			t.notes = append(t.notes, staleNote)
+			t.mark(stateChanged)
 		}
 	}
 	if t.pending != nil && a.expired(t.pending) && len(sess.cp.PendingEffects()) == 0 {
@@ -413,10 +411,7 @@ func (a *Agent) begin(ctx context.Context, sess *Session) (*turn, error) {
 		// Made by a turn that stopped before its reply, or replaced just
 		// now: the person has not read it, so no answer given before
 		// they do can approve it. It is shown first.
-		t.reaskOnly = true
-		if len(t.notes) == 0 {
-			t.notes = append(t.notes, unseenNote)
-		}
+		t.mark(stateUnseen)
 	}
 	return t, nil
 }
@@ -589,8 +584,7 @@ func (a *Agent) recover(ctx context.Context, t *turn) error {
 		default:
 			sess.finishEffect(e.EffectID, nil, "outcome unknown after an interruption", a.now())
 			a.audit(t, audit.Executed, p, audit.Entry{Outcome: audit.OutcomeUnknown, Message: rec.Note})
-			t.reaskOnly = true
-			t.notes = append(t.notes, "The previous attempt was interrupted and its outcome is unknown; check the server before confirming again.")
+			t.mark(stateOutcomeUnknown)
 		}
 	}
 	return nil

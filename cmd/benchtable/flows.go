@@ -216,9 +216,7 @@ func scenarioFlows(ctx context.Context, dir string, tools toolSizes, steps io.Wr
 		rows = append(rows, row{"LLM calls of the structured-output node (one per turn when on, not counted above)",
 			fmt.Sprintf("%d calls", outputCalls), "-", info})
 	}
-	rows = append(rows, row{"tool definitions offered per call (characters)",
-		fmt.Sprintf("analyzer %d, gatherer %d, responder %d; all nodes %d", tools.perNode[pipeline.NodeAnalyzer],
-			tools.perNode[pipeline.NodeGatherer], tools.perNode[pipeline.NodeResponder], tools.all), "-", info})
+	rows = append(rows, toolsRow(reps))
 	var ours, base int
 	for _, f := range flowOrder {
 		t := tallies[f.name]
@@ -427,4 +425,48 @@ func referenceRows(scs []*scenario.Scenario, reps []*scenario.Report) []row {
 				ratio(calls, r.calls), ratio(chars, r.chars)), "-", info})
 	}
 	return rows
+}
+
+// toolStat is the size of the tool definitions the calls of one node
+// offered: calls, their sum and the largest.
+type toolStat struct{ calls, sum, most int }
+
+func (s toolStat) String() string {
+	if s.calls == 0 {
+		return "no calls"
+	}
+	return fmt.Sprintf("avg %d, max %d (%d calls)", s.sum/s.calls, s.most, s.calls)
+}
+
+func (s *toolStat) add(chars int) {
+	s.calls++
+	s.sum += chars
+	s.most = max(s.most, chars)
+}
+
+// offeredTools sums, node by node and over all calls, the tool
+// definitions each LLM request of the suite really offered: the scoped
+// lists as sent, not the lists the agent could build.
+func offeredTools(reps []*scenario.Report) (perNode map[string]toolStat, all toolStat) {
+	perNode = map[string]toolStat{}
+	for _, rep := range reps {
+		for _, st := range rep.Steps {
+			for _, c := range st.CallChars {
+				node, _, _ := strings.Cut(c.Node, " ")
+				s := perNode[node]
+				s.add(c.Tools)
+				perNode[node] = s
+				all.add(c.Tools)
+			}
+		}
+	}
+	return perNode, all
+}
+
+// toolsRow is the tool definitions offered per call of the suite.
+func toolsRow(reps []*scenario.Report) row {
+	per, all := offeredTools(reps)
+	return row{"tool definitions offered per call of the scenario suite (characters)",
+		fmt.Sprintf("analyzer %s; gatherer %s; responder %s; all calls %s", per[pipeline.NodeAnalyzer],
+			per[pipeline.NodeGatherer], per[pipeline.NodeResponder], all), "-", info}
 }

@@ -58,8 +58,7 @@ type Spec struct {
 	Invalidates []Cache
 	// Schema is the JSON schema of the params (get_action_schema).
 	Schema json.RawMessage
-	// Note follows the name in the gatherer's list of actions, in
-	// parentheses ("" = none).
+	// Note is said of the action in the gatherer's prompt ("" = none).
 	Note string
 	// Refs are the params that name a server object by its id, declared
 	// with a `ref` tag on the params type: the gatherer resolves a name

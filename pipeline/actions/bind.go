@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -45,7 +46,64 @@ func NewBound(a Action, canonical json.RawMessage, typed any) (*Bound, error) {
 	if err != nil {
 		return nil, err
 	}
+	if h := bindHook.Load(); h != nil {
+		(*h)(name)
+	}
 	return &Bound{act: a, Name: name, Params: canonical, Hash: hash, typed: typed}, nil
+}
+
+// bindHook, when set, hears every bind (one hash each): tests count them.
+var bindHook atomic.Pointer[func(string)]
+
+// OnBind makes fn hear the name of every action bound from now on, until
+// the returned function is called: for tests that count binds (one per
+// change of params). Not for concurrent tests.
+func OnBind(fn func(action string)) (remove func()) {
+	bindHook.Store(&fn)
+	return func() { bindHook.Store(nil) }
+}
+
+// Resolve resolves the references of params being bound. It gets them
+// decoded, in the canonical spelling, before they are canonicalised and
+// hashed, changes a name to its id in place, and reports whether it
+// changed anything.
+type Resolve func(refs []Ref, params map[string]any) (changed bool, err error)
+
+// BindResolved binds raw params of act with its references (Spec.Refs)
+// resolved on the decoded value by resolve: one bind, one hash, however
+// many references resolve. An action without references, or one that is
+// not built in (MCP), binds as Bind does.
+func BindResolved(act Action, raw json.RawMessage, resolve Resolve) (*Bound, error) {
+	if rb, ok := act.(resolvingBinder); ok {
+		return rb.bindResolved(raw, act.Spec().Refs, resolve)
+	}
+	return act.Bind(raw)
+}
+
+type resolvingBinder interface {
+	bindResolved(raw json.RawMessage, refs []Ref, resolve Resolve) (*Bound, error)
+}
+
+// resolveDecoded runs resolve on decoded params p, seen in their JSON
+// spelling; when it changed a reference, p is decoded anew from the
+// resolved members (a decode, not another bind: nothing is hashed twice).
+func resolveDecoded[P any](action string, p P, refs []Ref, resolve Resolve) (P, error) {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return p, err
+	}
+	var m map[string]any
+	if err := decodeNumbers(raw, &m); err != nil {
+		return p, nil // params that are no object have no references
+	}
+	changed, err := resolve(refs, m)
+	if err != nil || !changed {
+		return p, err
+	}
+	if raw, err = json.Marshal(m); err != nil {
+		return p, err
+	}
+	return decodeParams[P](action, raw)
 }
 
 // Action returns the action the params belong to.
@@ -169,10 +227,19 @@ type builtin[P any] struct {
 
 func (a *builtin[P]) Spec() Spec { return a.spec }
 
-func (a *builtin[P]) Bind(raw json.RawMessage) (*Bound, error) {
+func (a *builtin[P]) Bind(raw json.RawMessage) (*Bound, error) { return a.bindResolved(raw, nil, nil) }
+
+// bindResolved is the one bind of raw params: decode, resolve the
+// references in refs (when resolve is set), canonicalise, hash.
+func (a *builtin[P]) bindResolved(raw json.RawMessage, refs []Ref, resolve Resolve) (*Bound, error) {
 	p, err := decodeParams[P](a.spec.Name, raw)
 	if err != nil {
 		return nil, err
+	}
+	if resolve != nil && len(refs) > 0 {
+		if p, err = resolveDecoded(a.spec.Name, p, refs, resolve); err != nil {
+			return nil, err
+		}
 	}
 	given := p
 	if a.def.Canonical != nil {

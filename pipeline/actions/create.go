@@ -18,8 +18,8 @@ const CreateExperiment Name = "create_experiment"
 type CreateExperimentParams struct {
 	Name               string               `json:"name" jsonschema:"experiment name, unique on the server"`
 	Context            string               `json:"context" jsonschema:"app context, one of the context metadata's keys"`
-	DecisionPoints     []DecisionPointParam `json:"decision_points" jsonschema:"at least one decision point"`
-	Conditions         []ConditionParam     `json:"conditions" jsonschema:"at least one condition; weights sum to 100" keyed:"code,weight"`
+	DecisionPoints     []DecisionPointParam `json:"decision_points" jsonschema:"at least one decision point; when none is given and the context has one site and one target, those"`
+	Conditions         []ConditionParam     `json:"conditions" jsonschema:"at least one condition; weights sum to 100, equal when none are given" keyed:"code,weight"`
 	Description        string               `json:"description,omitempty"`
 	Tags               []string             `json:"tags,omitempty"`
 	AssignmentUnit     string               `json:"assignment_unit,omitempty" jsonschema:"individual (default) or group"`

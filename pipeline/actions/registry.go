@@ -40,8 +40,8 @@ type Def[P any] struct {
 	Object Object
 	// Description is one sentence for the model (get_action_schema).
 	Description string
-	// Note, when set, follows the name in the gatherer's list of actions,
-	// in parentheses: a few words the model needs to choose it.
+	// Note, when set, is said of the action in the gatherer's prompt
+	// ("name: note"): a few words the model needs to choose it.
 	Note string
 	// Destructive actions need a yes even under --confirm destructive.
 	Destructive bool
@@ -289,8 +289,8 @@ type Registry struct {
 type entry struct {
 	act   Action
 	order int
-	// pc is where it was registered: its file is read from it only when
-	// asked for (File), since symbolising costs time at init.
+	// pc is the code address of the action's Plan: its file is read from
+	// it only when asked for (File), since symbolising costs time at init.
 	pc uintptr
 }
 
@@ -326,22 +326,15 @@ func (r *Registry) Clone() *Registry {
 // taken, a function missing): a programming error, caught by any test that
 // imports the package.
 func Register[P any](d Def[P]) {
-	add(builtins, d, callerPC())
+	add(builtins, d)
 }
 
 // Add adds an action to r, with the same checks as Register.
 func Add[P any](r *Registry, d Def[P]) {
-	add(r, d, callerPC())
+	add(r, d)
 }
 
-// callerPC is the program counter of the caller of Register or Add.
-func callerPC() uintptr {
-	var pc [1]uintptr
-	runtime.Callers(3, pc[:])
-	return pc[0]
-}
-
-func add[P any](r *Registry, d Def[P], pc uintptr) {
+func add[P any](r *Registry, d Def[P]) {
 	name := string(d.Name)
 	job := d.Run != nil || d.Total != nil
 	switch {
@@ -385,7 +378,11 @@ func add[P any](r *Registry, d Def[P], pc uintptr) {
 	if _, dup := r.lookups[name]; dup {
 		panic("actions: action " + name + " has the name of a lookup")
 	}
-	r.entries[name] = entry{act: act, order: d.Order, pc: pc}
+	// The file is found from the Plan function's code address when it is
+	// asked for (File): walking the stack here, at every registration,
+	// cost the binary's start-up more than everything else registration
+	// does.
+	r.entries[name] = entry{act: act, order: d.Order, pc: reflect.ValueOf(d.Plan).Pointer()}
 	r.names = nil
 }
 
@@ -401,6 +398,13 @@ type registered struct {
 func (a *registered) Spec() Spec { return a.spec() }
 
 func (a *registered) Bind(raw json.RawMessage) (*Bound, error) { return a.inner.Bind(raw) }
+
+func (a *registered) bindResolved(raw json.RawMessage, refs []Ref, resolve Resolve) (*Bound, error) {
+	if rb, ok := a.inner.(resolvingBinder); ok {
+		return rb.bindResolved(raw, refs, resolve)
+	}
+	return a.inner.Bind(raw)
+}
 
 func (a *registered) Validate(ctx context.Context, env Env, b *Bound) ([]Problem, error) {
 	return a.inner.Validate(ctx, env, b)
@@ -479,7 +483,8 @@ func (r *Registry) Lookup(name string) (Action, bool) {
 	return e.act, ok
 }
 
-// File is the file that registered the action (docs/actions.md lists it).
+// File is the file that declares the action (docs/actions.md lists it):
+// where its Plan function is, which each action keeps in its own file.
 func (r *Registry) File(name string) string {
 	r.mu.RLock()
 	e, ok := r.entries[name]
@@ -487,8 +492,12 @@ func (r *Registry) File(name string) string {
 	if !ok || e.pc == 0 {
 		return ""
 	}
-	f, _ := runtime.CallersFrames([]uintptr{e.pc}).Next()
-	return filepath.Base(f.File)
+	fn := runtime.FuncForPC(e.pc)
+	if fn == nil {
+		return ""
+	}
+	file, _ := fn.FileLine(e.pc)
+	return filepath.Base(file)
 }
 
 // InScope lists, in order, the actions offered when a request is about
@@ -587,20 +596,19 @@ func (r *Registry) ParseObject(s string) (Object, bool) {
 	return ObjectNone, false
 }
 
-// PromptList is the gatherer's list of actions for a scope: the actions
-// of InScope(o) in order, each with its note.
-func (r *Registry) PromptList(o Object) string {
-	names := r.InScope(o)
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = string(n)
+// PromptNotes is what the gatherer's prompt says of the actions of
+// InScope(o): only those with a note, as "name: note", in order. The names
+// themselves are listed once, in get_action_schema's enum.
+func (r *Registry) PromptNotes(o Object) string {
+	var parts []string
+	for _, n := range r.InScope(o) {
 		if a, ok := r.Lookup(string(n)); ok {
 			if note := declaration(a).Note; note != "" {
-				parts[i] += " (" + note + ")"
+				parts = append(parts, string(n)+": "+note)
 			}
 		}
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, "; ")
 }
 
 // Bind binds raw params of the named action of r.

@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,15 +15,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestPromptList: the gatherer's list of actions for a scope comes from
-// the registry: the actions of that object and the shared ones, in the
-// declared order, each with its note; no scope lists all of them, and the
-// unknown scope lists every one.
-func TestPromptList(t *testing.T) {
+// TestInScope: the actions of a scope come from the registry: those of
+// that object and the shared ones, in the declared order; no scope holds
+// all of them, and the unknown scope holds every one. The gatherer's notes
+// are those of the actions in scope that have one.
+func TestInScope(t *testing.T) {
 	r := Builtin()
 	all := r.Names()
-	if got := r.PromptList(ObjectNone); got != promptListOf(r, all) {
-		t.Errorf("PromptList(none) = %q, want every action", got)
+	if got := r.InScope(ObjectNone); !slices.Equal(got, all) {
+		t.Errorf("InScope(none) = %v, want every action", got)
+	}
+	if got := r.PromptNotes(ObjectNone); got != promptNotesOf(r, all) {
+		t.Errorf("PromptNotes(none) = %q, want every note", got)
 	}
 	for _, o := range r.Objects() {
 		var want []Name
@@ -32,8 +36,11 @@ func TestPromptList(t *testing.T) {
 				want = append(want, n)
 			}
 		}
-		if got := r.PromptList(o); got != promptListOf(r, want) {
-			t.Errorf("PromptList(%s) = %q, want %q", o, got, promptListOf(r, want))
+		if got := r.InScope(o); !slices.Equal(got, want) {
+			t.Errorf("InScope(%s) = %v, want %v", o, got, want)
+		}
+		if got := r.PromptNotes(o); got != promptNotesOf(r, want) {
+			t.Errorf("PromptNotes(%s) = %q, want %q", o, got, promptNotesOf(r, want))
 		}
 		if o != ObjectMetric && (len(want) == 0 || len(want) == len(all)) {
 			t.Errorf("scope %s offers %d of %d actions", o, len(want), len(all))
@@ -46,16 +53,15 @@ func TestPromptList(t *testing.T) {
 	}
 }
 
-func promptListOf(r *Registry, names []Name) string {
-	parts := make([]string, len(names))
-	for i, n := range names {
+func promptNotesOf(r *Registry, names []Name) string {
+	var parts []string
+	for _, n := range names {
 		a, _ := r.Lookup(string(n))
-		parts[i] = string(n)
 		if note := a.Spec().Note; note != "" {
-			parts[i] += " (" + note + ")"
+			parts = append(parts, string(n)+": "+note)
 		}
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, "; ")
 }
 
 // TestBuiltinObjects: every built-in action declares one of the built-in
@@ -216,7 +222,7 @@ func TestRegistryIsAValue(t *testing.T) {
 	mine := Builtin()
 	before := map[Object]string{}
 	for _, o := range mine.Objects() {
-		before[o] = mine.PromptList(o)
+		before[o] = fmt.Sprint(mine.InScope(o), mine.PromptNotes(o))
 	}
 	Add(mine, noteDef("x_note", "notebook"))
 	AddLookup(mine, LookupDef[noteParams]{Name: "x_find_note", Object: "notebook", Description: "Find a note.",
@@ -231,15 +237,15 @@ func TestRegistryIsAValue(t *testing.T) {
 		t.Fatalf("objects %v lack notebook", got)
 	}
 	for o, was := range before {
-		if got := mine.PromptList(o); got != was {
+		if got := fmt.Sprint(mine.InScope(o), mine.PromptNotes(o)); got != was {
 			t.Errorf("scope %s changed: %q, was %q", o, got, was)
 		}
 	}
-	if got := mine.PromptList("notebook"); got != "x_note (a test note)" {
+	if got := mine.PromptNotes("notebook"); got != "x_note: a test note" {
 		t.Errorf("notebook scope: %q", got)
 	}
-	if got := mine.PromptList(ObjectNone); !strings.Contains(got, "x_note (a test note)") {
-		t.Errorf("the full list lacks the new action: %q", got)
+	if got := mine.PromptNotes(ObjectNone); !strings.Contains(got, "x_note: a test note") {
+		t.Errorf("the full notes lack the new action: %q", got)
 	}
 	mineLookups := mine.Lookups()
 	i := slices.IndexFunc(mineLookups, func(l LookupTool) bool { return l.Name == "x_find_note" })
@@ -291,8 +297,8 @@ func TestNothingComputedOnAdd(t *testing.T) {
 			return Reconciliation{}, nil
 		},
 	})
-	if got := r.PromptList("notebook"); got != "x_lazy" {
-		t.Errorf("PromptList: %q", got)
+	if got := r.InScope("notebook"); !slices.Equal(got, []Name{"x_lazy"}) || r.PromptNotes("notebook") != "" {
+		t.Errorf("InScope: %v, notes %q", got, r.PromptNotes("notebook"))
 	}
 	a, _ := r.Lookup("x_lazy")
 	defer func() {

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -119,6 +120,21 @@ type StepReport struct {
 type CallChars struct {
 	Node  string
 	Chars int
+	// Tools is the part of Chars that is tool definitions: the compact
+	// JSON of the tools the request offered.
+	Tools int
+}
+
+// toolChars is the compact JSON size of the tools a request offered.
+func toolChars(body []byte) int {
+	var b struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	var buf bytes.Buffer
+	if json.Unmarshal(body, &b) != nil || len(b.Tools) == 0 || json.Compact(&buf, b.Tools) != nil {
+		return 0
+	}
+	return buf.Len()
 }
 
 // FixedTime is the clock of every scenario: step n runs at FixedTime plus n
@@ -575,7 +591,7 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 		for _, req := range reqs[min(r.seen, len(reqs)):] {
 			n := req.PromptChars()
 			sr.PromptChars += n
-			sr.CallChars = append(sr.CallChars, CallChars{Node: req.Node, Chars: n})
+			sr.CallChars = append(sr.CallChars, CallChars{Node: req.Node, Chars: n, Tools: toolChars(req.Body)})
 		}
 		r.seen = len(reqs)
 		if err := r.llmS.Verify(); err != nil {
