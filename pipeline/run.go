@@ -352,7 +352,7 @@ func (a *Agent) runJobCheck(ctx context.Context, sess *Session, c JobCheck) (*Re
 	t.trace = append(t.trace, NodeExecutor)
 	a.auditJobFinished(t, b, w, st)
 	res, ferr := ja.Fetch(ctx, env, w.Ref, st)
-	a.record(t, b, w.EffectID, res, ferr)
+	a.record(ctx, t, b, w.EffectID, res, ferr)
 	sess.resumed()
 	next := a.afterExecution(t, w.NextStep, ferr != nil)
 	if err := sess.save(a.deps.Store, checkpoint.StatusRunning, next, a.mcpCaps()); err != nil {
@@ -557,7 +557,7 @@ func (a *Agent) recover(ctx context.Context, t *turn) error {
 		t.recovered = append(t.recovered, note)
 		switch rec.Outcome {
 		case actions.OutcomeDone:
-			a.record(t, p.Bound, e.EffectID, rec.Result, nil)
+			a.record(ctx, t, p.Bound, e.EffectID, rec.Result, nil)
 			sess.done()
 			t.pending = nil
 		case actions.OutcomeRepeat:

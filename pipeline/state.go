@@ -115,6 +115,8 @@ type State struct {
 	HistoryDropped int `json:"history_dropped,omitempty"`
 	// LogDropped counts execution log entries removed for the same reason.
 	LogDropped int `json:"log_dropped,omitempty"`
+	// Changes are the writes the executor carried out (change.go).
+	Changes []actions.Change `json:"changes,omitempty"`
 }
 
 // Limits that keep a long session's checkpoint small. Prompts use a much
