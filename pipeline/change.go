@@ -131,7 +131,7 @@ func ListChanges(store checkpoint.Store, f ChangeFilter) ([]actions.Change, erro
 		if !f.Since.IsZero() && c.ExecutedAt.Before(f.Since) {
 			continue
 		}
-		if f.Target != "" && !matchTarget(c.Target, f.Target) {
+		if f.Target != "" && !matchTarget(c, f.Target) {
 			continue
 		}
 		out = append(out, c)
@@ -139,10 +139,24 @@ func ListChanges(store checkpoint.Store, f ChangeFilter) ([]actions.Change, erro
 	return out, nil
 }
 
-func matchTarget(t actions.Target, ref string) bool {
+// matchTarget reports whether ref names c's target: its id (or a prefix
+// of 4 or more), name, kind:name, or a flag's key.
+func matchTarget(c actions.Change, ref string) bool {
+	t := c.Target
 	ref = strings.ToLower(strings.TrimSpace(ref))
-	return ref == strings.ToLower(t.ID) || ref == strings.ToLower(t.Name) || ref == strings.ToLower(t.Kind+":"+t.Name) ||
-		(len(ref) >= 4 && strings.HasPrefix(strings.ToLower(t.ID), ref))
+	if ref == strings.ToLower(t.ID) || ref == strings.ToLower(t.Name) || ref == strings.ToLower(t.Kind+":"+t.Name) ||
+		(len(ref) >= 4 && strings.HasPrefix(strings.ToLower(t.ID), ref)) {
+		return true
+	}
+	for _, obj := range []json.RawMessage{c.After, c.Before} {
+		var o struct {
+			Key string `json:"key"`
+		}
+		if json.Unmarshal(obj, &o) == nil && o.Key != "" && strings.ToLower(o.Key) == ref {
+			return true
+		}
+	}
+	return false
 }
 
 // allChanges reads the finished changes of the sessions, newest first,
