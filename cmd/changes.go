@@ -142,7 +142,7 @@ func NewCmdChangesShow(f *Factory, runF func(context.Context, string) error) *co
 	c := &cobra.Command{
 		Use:     "show ID",
 		Short:   "Show one change with a field-level diff of before and after (ID: an id or unique prefix)",
-		Example: "  upgrade-agent changes show 3f2a9c0d1e4b\n  upgrade-agent changes show 3f2a -o json",
+		Example: "  upgrade-agent changes show 5e1d07a2c9b3\n  upgrade-agent changes show 5e1d -o json",
 		Args:    exactArgs("ID"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if runF != nil {
