@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -154,12 +155,16 @@ func NewCmdChangesShow(f *Factory, runF func(context.Context, string) error) *co
 	return withOutputs(c, "json", "yaml")
 }
 
-// ChangeDetail is `changes show -o json`: the change as stored, with its
-// diff.
+// ChangeDetail is `changes show -o json`: the list's row with the params,
+// the objects before and after (as the server returned them) and their
+// field-level diff.
 type ChangeDetail struct {
-	actions.Change
-	UndoableWord string              `json:"undoable_state" yaml:"undoable_state"`
-	Diff         []actions.FieldDiff `json:"diff" yaml:"diff"`
+	ChangeRow
+	ProposedBy string              `json:"proposed_by" yaml:"proposed_by"`
+	Params     json.RawMessage     `json:"params" yaml:"-"`
+	Before     json.RawMessage     `json:"before" yaml:"-"`
+	After      json.RawMessage     `json:"after" yaml:"-"`
+	Diff       []actions.FieldDiff `json:"diff" yaml:"diff"`
 }
 
 func findChange(f *Factory, id string) (*actions.Change, error) {
@@ -179,7 +184,8 @@ func runChangesShow(_ context.Context, f *Factory, id string) error {
 	if err != nil {
 		return err
 	}
-	d := ChangeDetail{Change: *c, UndoableWord: undoableWord(*c), Diff: actions.Diff(c.Before, c.After)}
+	d := ChangeDetail{ChangeRow: changeRow(*c), ProposedBy: c.ProposedBy, Params: c.Params, Before: orNull(c.Before),
+		After: orNull(c.After), Diff: actions.Diff(c.Before, c.After)}
 	if d.Diff == nil {
 		d.Diff = []actions.FieldDiff{}
 	}
@@ -188,7 +194,7 @@ func runChangesShow(_ context.Context, f *Factory, id string) error {
 	}
 	w := f.IO.Out
 	fmt.Fprintf(w, "Change:    %s\nSession:   %s\nAction:    %s\nTarget:    %s (id %s)\nExecuted:  %s\nApproved:  %s\nUndoable:  %s\n",
-		c.ID, c.SessionID, c.Action, c.Target, orDash(c.Target.ID), c.ExecutedAt.Format(time.RFC3339), orDash(c.ApprovedBy), d.UndoableWord)
+		c.ID, c.SessionID, c.Action, c.Target, orDash(c.Target.ID), c.ExecutedAt.Format(time.RFC3339), orDash(c.ApprovedBy), d.Undoable)
 	if c.Undoes != "" {
 		fmt.Fprintf(w, "Undoes:    %s\n", c.Undoes)
 	}
@@ -213,4 +219,12 @@ func runChangesShow(_ context.Context, f *Factory, id string) error {
 		}
 	}
 	return nil
+}
+
+// orNull is raw, or JSON null for none.
+func orNull(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	return raw
 }
