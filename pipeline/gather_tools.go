@@ -192,6 +192,7 @@ var lookupTools = sync.OnceValue(func() []*toolDef {
 			}),
 	}
 	defs = append(defs, flagTools()...)
+	defs = append(defs, changeTools()...)
 	return defs
 })
 
