@@ -240,7 +240,12 @@ func sessionChanges(store checkpoint.Store, id string) ([]actions.Change, error)
 	return out, nil
 }
 
-// FindChange returns the change whose id is id or starts with it.
+// LastChange names the newest change that can be undone and is not yet
+// ("undo that").
+const LastChange = "last"
+
+// FindChange returns the change whose id is id or starts with it; "last"
+// is the newest change that can be undone and is not yet.
 func FindChange(store checkpoint.Store, id string) (*actions.Change, error) {
 	id = strings.TrimSpace(id)
 	if id == "" {
@@ -249,6 +254,14 @@ func FindChange(store checkpoint.Store, id string) (*actions.Change, error) {
 	all, err := allChanges(store, "")
 	if err != nil {
 		return nil, err
+	}
+	if strings.EqualFold(id, LastChange) {
+		for _, c := range all {
+			if c.Undoable && c.UndoneBy == "" {
+				return &c, nil
+			}
+		}
+		return nil, fmt.Errorf("%w: no change can be undone", ErrChangeNotFound)
 	}
 	var found []actions.Change
 	for _, c := range all {

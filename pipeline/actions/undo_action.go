@@ -15,7 +15,7 @@ const UndoChange Name = "undo_change"
 
 // UndoChangeParams are the params of undo_change.
 type UndoChangeParams struct {
-	ChangeID string `json:"change_id" jsonschema:"id (or unique prefix) of the change to undo: get_recent_changes lists them"`
+	ChangeID string `json:"change_id" jsonschema:"id (or unique prefix) of the change to undo, from get_recent_changes; last: the newest one not undone"`
 }
 
 // Action names the action the params are for.
