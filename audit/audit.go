@@ -64,6 +64,10 @@ type Entry struct {
 	JobID       string          `json:"job_id,omitempty" yaml:"job_id,omitempty"`
 	Answer      json.RawMessage `json:"answer,omitempty" yaml:"-"`
 	Message     string          `json:"message,omitempty" yaml:"message,omitempty"`
+	// ChangeID names the change an executed write recorded (spec/undo.md);
+	// TraceID the OpenTelemetry trace of the turn, when tracing is on.
+	ChangeID string `json:"change_id,omitempty" yaml:"change_id,omitempty"`
+	TraceID  string `json:"trace_id,omitempty" yaml:"trace_id,omitempty"`
 	// N, Prev and Hash chain the trail (Verify): N is the entry's place in
 	// it, Prev the hash of the entry before, Hash this entry's own. Filled
 	// in by the trail when the entry is stored, never by the caller.

@@ -47,6 +47,11 @@ type crashWrite struct {
 	check   func(t *testing.T, s *sim.Sim)        // the server after the write ran once
 	// checkAPI checks what the Sim has no accessor for, through the API.
 	checkAPI func(t *testing.T, c *upgrade.Client)
+	// before, when set, is a scripted LLM of an `ask --yes` run first (an
+	// undo needs a change to undo); changes, when not 0, is how many
+	// changes `changes list` must show at the end.
+	before  string
+	changes int
 }
 
 const proposeDelete = `- call:
@@ -143,6 +148,13 @@ func crashWriteOnce(t *testing.T, w crashWrite, kp killPoint) {
 		// wording it, the kill lands in that window.
 		env = append(env, "UPGRADE_AGENT_CONFIG="+writeTestFile(t, dir, "config.yaml", "reply_wording: llm\n"))
 	}
+	served := 0
+	if w.before != "" {
+		if code, out, errOut := agentIn(t, env, "ask", "--yes", "--llm", "script:"+writeTestFile(t, dir, "before.yaml", w.before), "first"); code != 0 {
+			t.Fatalf("ask --yes before: exit %d\n%s\n%s", code, out, errOut)
+		}
+		served = tp.countServed(w.method, w.path)
+	}
 	if code, out, errOut := agentIn(t, env, "ask", "--llm", "script:"+propose, "please"); code != 10 {
 		t.Fatalf("ask: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -185,8 +197,15 @@ func crashWriteOnce(t *testing.T, w crashWrite, kp killPoint) {
 	}
 	resumeUntilDone(t, env, id, "--llm", "script:"+done)
 
-	if n := tp.countServed(w.method, w.path); n != 1 {
+	if n := tp.countServed(w.method, w.path) - served; n != 1 {
 		t.Errorf("the write reached UpGrade %d times, want exactly once (requests: %v)\nkilled run:\n%s", n, tp.requests(), p.out.String())
+	}
+	if w.changes != 0 {
+		code, o, e := agentIn(t, env, "changes", "list", "-o", "json")
+		var rows []ChangeRow
+		if code != 0 || json.Unmarshal([]byte(o), &rows) != nil || len(rows) != w.changes {
+			t.Errorf("changes list: exit %d, want %d changes:\n%s\n%s", code, w.changes, o, e)
+		}
 	}
 	w.check(t, s)
 	if w.checkAPI != nil {

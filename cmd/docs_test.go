@@ -30,8 +30,9 @@ import (
 //	<!-- test: go FILE -->        (a go block) the code is in FILE, a test that runs
 //	<!-- test: output CMD -->     (a json block) CMD runs and its stdout has the
 //	                              block's shape: the same keys at every level,
-//	                              values of the same kinds ({session} and {job}
-//	                              in CMD stand for the first session and job;
+//	                              values of the same kinds ({session}, {job} and
+//	                              {change} in CMD stand for the first session,
+//	                              job and change;
 //	                              "# exit N" for another exit code than 0)
 //	<!-- test: sql DB -->         (a sql block) runs as the PostgreSQL superuser in
 //	                              database DB of the test cluster; a document with
@@ -415,9 +416,12 @@ func outputCommand(cmdline, doc string) (string, error) {
 	if strings.Contains(cmdline, "{job}") {
 		out.WriteString("exec upgrade-agent jobs list -o json\ncp stdout .jobs.json\nfirstjob .jobs.json\n")
 	}
+	if strings.Contains(cmdline, "{change}") {
+		out.WriteString("exec upgrade-agent changes list -o json\nchangeid stdout\n")
+	}
 	q := make([]string, len(words))
 	for i, w := range words {
-		w = strings.NewReplacer("{session}", "$SESSION", "{job}", "$JOB").Replace(w)
+		w = strings.NewReplacer("{session}", "$SESSION", "{job}", "$JOB", "{change}", "$CHANGE").Replace(w)
 		if strings.HasPrefix(w, "$") {
 			q[i] = w
 			continue

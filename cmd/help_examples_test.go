@@ -37,13 +37,18 @@ var helpExampleSkips = map[string]string{
 var helpExampleCodes = map[string]int{
 	`upgrade-agent ask "create Math Hints in assign-prog, 50/50"`: 10, // the scripted model proposes
 	`upgrade-agent resume 3f2a9c1b7d0e --answer "no, use 60/40"`:  10, // a change: a new proposal awaits a yes
+	`upgrade-agent undo 5e1d07a2c9b3`:                             10, // proposed: awaits a yes
 }
 
 // helpExampleBefore sets the scene for an example that needs a session in
 // a state the examples before it have moved on from.
 var helpExampleBefore = map[string]string{
 	`upgrade-agent resume --wait --timeout 10m`: "exits 11 upgrade-agent ask --yes --wait-jobs 0 --llm script:balance60.yaml 'simulate 60 students on Math Hints'\n",
+	// The examples between reseed the simulator: a change of the data as it is.
+	`upgrade-agent undo 5e1d07a2c9b3`: mkChange,
 }
+
+const mkChange = "exec upgrade-agent ask --yes --llm script:mkflag.yaml 'create the flag UNDO_DEMO'\nexec upgrade-agent changes list -o json\nchangeid stdout\n"
 
 // helpPlaceholders are the ids the examples show, per command, and the
 // variables of the objects the test makes.
@@ -53,6 +58,10 @@ var helpPlaceholders = []struct{ cmd, id, v string }{
 	{"upgrade-agent flags", "6c31", "$FLAG"},
 	{"upgrade-agent segments", "0af2", "$SEG"},
 	{"upgrade-agent sessions rm", "7c1e", "$SESSION2"},
+	{"upgrade-agent changes", "5e1d07a2c9b3", "$CHANGE"},
+	{"upgrade-agent changes", "5e1d", "$CHANGE"},
+	{"upgrade-agent undo", "5e1d07a2c9b3", "$CHANGE"},
+	{"upgrade-agent undo", "5e1d", "$CHANGE"},
 }
 
 var examplePrompt = regexp.MustCompile(`^\s+`)
@@ -172,7 +181,7 @@ firstid flag.json FLAG
 exec upgrade-agent segments show 'pilot schools' -o json
 cp stdout seg.json
 firstid seg.json SEG
-exec upgrade-agent scenario run --keep-state kept handoff.yaml
+` + mkChange + `exec upgrade-agent scenario run --keep-state kept handoff.yaml
 exits 10 upgrade-agent ask --llm script:propose.yaml 'delete Tutorbot Pilot'
 exits 10 upgrade-agent ask --llm script:propose.yaml 'delete Tutorbot Pilot'
 exits 11 upgrade-agent ask --yes --wait-jobs 0 --llm script:balance.yaml 'simulate 5000 students on Math Hints'
@@ -183,6 +192,13 @@ env UPGRADE_AGENT_LLM=script:model.yaml
 `
 
 const helpFiles = `
+-- mkflag.yaml --
+- call:
+    analyze_user_request: {intent_type: needs_info, confidence: 0.9, user_request_summary: create a flag, reasoning: asked}
+- call:
+    set_action_needed: {action: create_feature_flag, reasoning: asked}
+    set_action_params: {action_params: {name: Undo demo, key: UNDO_DEMO, context: assign-prog}}
+- reply: Created it.
 -- handoff.yaml --
 name: handoff
 setup:

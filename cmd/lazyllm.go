@@ -86,3 +86,14 @@ func (s unsavedWhenUnavailable) Save(cp *checkpoint.Checkpoint) error {
 	}
 	return s.Store.Save(cp)
 }
+
+// List lists the wrapped store's sessions: undo_change finds a change in
+// any of them.
+func (s unsavedWhenUnavailable) List() ([]checkpoint.Summary, error) {
+	if l, ok := s.Store.(interface {
+		List() ([]checkpoint.Summary, error)
+	}); ok {
+		return l.List()
+	}
+	return nil, nil
+}

@@ -346,7 +346,11 @@ func (a *Agent) action(name string) (actions.Action, bool) {
 
 // env is what actions act on in this run.
 func (a *Agent) env(api actions.API, sessionID string) actions.Env {
-	return actions.Env{API: api, Jobs: a.deps.Jobs, SessionID: sessionID}
+	env := actions.Env{API: api, Jobs: a.deps.Jobs, SessionID: sessionID}
+	if a.deps.Store != nil {
+		env.Changes = storeChanges{a.deps.Store}
+	}
+	return env
 }
 
 // mcpCaps is the negotiated MCP capabilities, stored with the session so a

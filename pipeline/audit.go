@@ -213,7 +213,7 @@ func (a *Agent) expiryMessage(old *Pending) string {
 }
 
 // auditExecuted records a write's outcome and what the server answered.
-func (a *Agent) auditExecuted(t *turn, b *actions.Bound, result json.RawMessage, execErr error) {
+func (a *Agent) auditExecuted(t *turn, b *actions.Bound, result json.RawMessage, execErr error, ch *actions.Change) {
 	if a.auditor == nil {
 		return
 	}
@@ -227,6 +227,9 @@ func (a *Agent) auditExecuted(t *turn, b *actions.Bound, result json.RawMessage,
 	e := audit.Entry{Outcome: audit.OutcomeSuccess, Answer: audit.Summarize(result)}
 	if execErr != nil {
 		e.Outcome, e.Message = audit.OutcomeError, execErr.Error()
+	}
+	if ch != nil {
+		e.ChangeID, e.TraceID = ch.ID, ch.TraceID
 	}
 	a.audit(t, audit.Executed, p, e)
 }

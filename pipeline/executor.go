@@ -36,6 +36,7 @@ func (a *Agent) executor(ctx context.Context, t *turn) (string, error) {
 		}
 	}
 	effectID := a.newID()
+	a.beginChange(ctx, t, p, effectID)
 	if err := t.sess.startEffect(effectID, p.Bound, a.now()); err != nil {
 		return nodeEnd, err
 	}
@@ -66,7 +67,7 @@ func (a *Agent) execute(ctx context.Context, t *turn, p *Pending, effectID strin
 		}
 		return a.waitJob(ctx, t, b, &JobWait{Action: b.Name, Params: b.Params, Ref: *out.Job, EffectID: effectID, Key: p.ID, NextStep: nextStep})
 	}
-	a.record(t, b, effectID, out.Result, err)
+	a.record(ctx, t, b, effectID, out.Result, err)
 	t.sess.done()
 	return a.afterExecution(t, nextStep, err != nil), nil
 }
@@ -88,7 +89,7 @@ func (a *Agent) waitJob(ctx context.Context, t *turn, b *actions.Bound, w *JobWa
 	ja, ok := b.Action().(actions.JobAction)
 	if !ok {
 		err := fmt.Errorf("%s answered with job %s, but it cannot be polled", b.Name, w.Ref.ID)
-		a.record(t, b, w.EffectID, nil, err)
+		a.record(ctx, t, b, w.EffectID, nil, err)
 		t.sess.done()
 		return NodeResponder, nil
 	}
@@ -105,7 +106,7 @@ func (a *Agent) waitJob(ctx context.Context, t *turn, b *actions.Bound, w *JobWa
 	t.job = &st
 	a.auditJobFinished(t, b, w, st)
 	res, ferr := ja.Fetch(ctx, env, w.Ref, st)
-	a.record(t, b, w.EffectID, res, ferr)
+	a.record(ctx, t, b, w.EffectID, res, ferr)
 	t.sess.done()
 	return a.afterExecution(t, w.NextStep, ferr != nil), nil
 }
@@ -122,8 +123,9 @@ func jobStatus(st JobStatus, w *JobWait) JobStatus {
 
 // record finishes the effect, appends the execution log and the turn's
 // actions, and forgets the cached data the action made stale (also after
-// a failure: a failed write may have changed part of it).
-func (a *Agent) record(t *turn, b *actions.Bound, effectID string, result json.RawMessage, execErr error) {
+// a failure: a failed write may have changed part of it). The effect's
+// change is finished in the same save (change.go).
+func (a *Agent) record(ctx context.Context, t *turn, b *actions.Bound, effectID string, result json.RawMessage, execErr error) {
 	now := a.now()
 	entry := LogEntry{Timestamp: now.Format(time.RFC3339), Action: b.Name, Params: b.Params}
 	out := ActionOut{Action: b.Name, Params: b.Params}
@@ -144,7 +146,7 @@ func (a *Agent) record(t *turn, b *actions.Bound, effectID string, result json.R
 	t.st.addLog(entry)
 	t.st.TurnActions = append(t.st.TurnActions, out)
 	t.st.invalidate(b.Spec().Invalidates)
-	a.auditExecuted(t, b, result, execErr)
+	a.auditExecuted(t, b, result, execErr, a.finishChange(ctx, t, effectID, result, execErr))
 }
 
 // pollJob checks the job once, or waits up to req.Wait for it to end,

@@ -200,6 +200,7 @@ var lookupTools = sync.OnceValue(func() []*toolDef {
 	}
 	defs = append(defs, flagTools()...)
 	defs = append(defs, metricTools()...)
+	defs = append(defs, changeTools()...)
 	return defs
 })
 

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -350,7 +351,7 @@ func (a *Agent) runJobCheck(ctx context.Context, sess *Session, c JobCheck) (*Re
 	t.trace = append(t.trace, NodeExecutor)
 	a.auditJobFinished(t, b, w, st)
 	res, ferr := ja.Fetch(ctx, env, w.Ref, st)
-	a.record(t, b, w.EffectID, res, ferr)
+	a.record(ctx, t, b, w.EffectID, res, ferr)
 	sess.resumed()
 	next := a.afterExecution(t, w.NextStep, ferr != nil)
 	if err := sess.save(a.deps.Store, checkpoint.StatusRunning, next, a.mcpCaps()); err != nil {
@@ -565,7 +566,7 @@ func (a *Agent) recover(ctx context.Context, t *turn) error {
 		t.recovered = append(t.recovered, note)
 		switch rec.Outcome {
 		case actions.OutcomeDone:
-			a.record(t, p.Bound, e.EffectID, rec.Result, nil)
+			a.record(ctx, t, p.Bound, e.EffectID, rec.Result, nil)
 			sess.done()
 			t.pending = nil
 		case actions.OutcomeRepeat:
@@ -591,19 +592,41 @@ func (a *Agent) recover(ctx context.Context, t *turn) error {
 }
 
 // Propose runs a turn that proposes one action with params a command
-// wrote (`stratification upload`, `experiments import`): the turn starts
-// where the gatherer would have left a complete draft, so no model is
-// asked, and goes on as any turn does (the confirmation and its
-// interrupt, or under the policy the executor). text is what the session's
-// history shows as the person's message. Params that do not validate end
-// the turn with an error naming every problem (exit 2): a command checks
-// them before, so that never starts a session.
-func (a *Agent) Propose(ctx context.Context, sess *Session, text, action string, params []byte) (*Result, error) {
+// wrote (`undo`, `stratification upload`, `experiments import`): the turn
+// starts where the gatherer would have left a complete draft, so no model
+// is asked, and goes on as any turn does (the confirmation and its
+// interrupt, or under the policy the executor). text is what the
+// session's history shows as the person's message. Params that do not
+// bind or validate are refused before the turn starts, naming every
+// problem (exit 2), so they never change the session.
+func (a *Agent) Propose(ctx context.Context, sess *Session, text, action string, params json.RawMessage) (res *Result, err error) {
+	ctx, span := a.startTurnSpan(ctx, sess, Message{Text: text})
+	defer func() { a.endTurnSpan(span, sess, res, err) }()
 	if ic := sess.jobRef(); ic != nil {
 		return nil, badInput("%w (job %s): run `upgrade-agent resume %s` to check on it", ErrJobPending, ic.Job.ID, sess.cp.SessionID)
 	}
-	if _, ok := a.action(action); !ok {
+	act, ok := a.action(action)
+	if !ok {
 		return nil, badInput("%q is not an action", action)
+	}
+	b, err := act.Bind(params)
+	if err != nil {
+		return nil, badInput("%s: %v", action, err)
+	}
+	probs, err := act.Validate(ctx, a.env(a.deps.API, sess.cp.SessionID), b)
+	if err != nil {
+		return nil, err
+	}
+	if len(probs) > 0 {
+		msg := action
+		for i, p := range probs {
+			sep := "; "
+			if i == 0 {
+				sep = ": "
+			}
+			msg += sep + p.Field + ": " + p.Message
+		}
+		return nil, badInput("%s", msg)
 	}
 	t, err := a.begin(ctx, sess)
 	if err != nil {
@@ -615,24 +638,7 @@ func (a *Agent) Propose(ctx context.Context, sess *Session, text, action string,
 		return a.fail(t, err)
 	}
 	sess.chooseAction(action)
-	if _, err := t.setParams(ctx, params); err != nil {
-		return a.fail(t, err)
-	}
-	if err := a.validateDraft(ctx, t); err != nil {
-		return a.fail(t, err)
-	}
-	if !t.draftReady() {
-		t.mu.Lock()
-		msg := action
-		for i, p := range t.problems {
-			sep := "; "
-			if i == 0 {
-				sep = ": "
-			}
-			msg += fmt.Sprintf("%s%s: %s", sep, p.Field, p.Message)
-		}
-		t.mu.Unlock()
-		return a.fail(t, badInput("%s", msg))
-	}
+	sess.setDraftParams(b)
+	t.problems = []actions.Problem{}
 	return a.play(ctx, t, NodeConfirmation, Reply{}, "")
 }

@@ -115,6 +115,8 @@ type State struct {
 	HistoryDropped int `json:"history_dropped,omitempty"`
 	// LogDropped counts execution log entries removed for the same reason.
 	LogDropped int `json:"log_dropped,omitempty"`
+	// Changes are the writes the executor carried out (change.go).
+	Changes []actions.Change `json:"changes,omitempty"`
 	// TurnUsage is the LLM work of each run of the agent (a message, an
 	// answer, a resume), the last maxStoredExchanges of them, for
 	// `sessions show`. Absent in checkpoints written before it existed.

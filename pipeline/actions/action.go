@@ -85,6 +85,8 @@ type Env struct {
 	Jobs JobRunner
 	// SessionID names the session in job records.
 	SessionID string
+	// Changes finds recorded changes (undo_change); nil: none are kept.
+	Changes ChangeSource
 }
 
 // Action is one executor action: one of the nine built-in ones, or an MCP

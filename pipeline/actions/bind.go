@@ -271,7 +271,7 @@ func (a *builtin[P]) Validate(ctx context.Context, env Env, b *Bound) ([]Problem
 	if err != nil {
 		return nil, err
 	}
-	c := &Checker{ctx: ctx, api: env.API}
+	c := &Checker{ctx: ctx, api: env.API, changes: env.Changes}
 	if err := a.def.Validate(c, p); err != nil {
 		return nil, err
 	}
@@ -283,7 +283,7 @@ func (a *builtin[P]) Plan(ctx context.Context, env Env, b *Bound) (*Plan, error)
 	if err != nil {
 		return nil, err
 	}
-	pb := &Planner{ctx: ctx, api: env.API, plan: &Plan{Action: Name(a.spec.Name), Params: b.Params, Destructive: a.spec.Destructive}}
+	pb := &Planner{ctx: ctx, api: env.API, changes: env.Changes, plan: &Plan{Action: Name(a.spec.Name), Params: b.Params, Destructive: a.spec.Destructive}}
 	if a.spec.Destructive {
 		pb.text.WriteString(DestructiveMarker)
 	}

@@ -64,7 +64,9 @@ type Planner struct {
 	ctx  context.Context
 	api  API
 	plan *Plan
-	text strings.Builder
+	// changes finds recorded changes (undo_change's plan).
+	changes ChangeSource
+	text    strings.Builder
 }
 
 // Context is the context of the rendering.

@@ -23,6 +23,7 @@ type Checker struct {
 	meta     upgrade.ContextMetadata
 	segs     *segDir // the public segments, read once (flag and segment actions)
 	problems []Problem
+	changes  ChangeSource // recorded changes (undo_change)
 }
 
 // Context is the context of the validation.
