@@ -62,7 +62,7 @@ experiment is one JSON object, several are an array. Stdout unless -f FILE.`,
 		},
 	}
 	c.Flags().StringVarP(&file, "file", "f", "", "write to `FILE` instead of stdout")
-	return c
+	return withOutputs(c) // UpGrade's own export JSON, not an -o format
 }
 
 // writeExport writes v as indented JSON to file (atomically) or stdout.
@@ -153,7 +153,7 @@ func NewCmdFlagsExport(f *Factory) *cobra.Command {
 		},
 	}
 	c.Flags().StringVarP(&file, "file", "f", "", "write to `FILE` instead of stdout")
-	return c
+	return withOutputs(c) // UpGrade's own export JSON, not an -o format
 }
 
 // NewCmdSegmentsExport builds "segments export REF...".
@@ -190,5 +190,5 @@ func NewCmdSegmentsExport(f *Factory) *cobra.Command {
 		},
 	}
 	c.Flags().StringVarP(&file, "file", "f", "", "write to `FILE` instead of stdout")
-	return c
+	return withOutputs(c) // UpGrade's own export JSON, not an -o format
 }
