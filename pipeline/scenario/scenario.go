@@ -209,4 +209,6 @@ type ExpectBackend struct {
 	Metrics      []map[string]any
 	MetricAbsent []string
 	Queries      []map[string]any
+	// Enrolled are enrollment counts of experiments (expect.go).
+	Enrolled []ExpectEnrolled
 }
