@@ -12,7 +12,9 @@ import (
 // TestParseEnrolledErrors: expect.backend.enrolled (scenarios) and
 // expect.enrolled (eval cases) name the file, line and key of a mistake.
 func TestParseEnrolledErrors(t *testing.T) {
-	step := func(v string) string { return "name: x\nsteps:\n  - say: hi\n    expect: {backend: {enrolled: [" + v + "]}}\n" }
+	step := func(v string) string {
+		return "name: x\nsteps:\n  - say: hi\n    expect: {backend: {enrolled: [" + v + "]}}\n"
+	}
 	for _, tt := range []struct{ name, yaml, want string }{
 		{"no experiment", step("{users: 3}"), "f.yaml:4:35: step 1.expect.backend.enrolled[0]: experiment is required"},
 		{"nothing to check", step("{experiment: A}"), "step 1.expect.backend.enrolled[0]: give users or conditions"},
