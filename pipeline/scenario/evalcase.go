@@ -177,6 +177,7 @@ func (d *decoder) evalCase(f *caseYAML) (*Case, error) {
 				d.fail(d.at("expect", "queries", j), "expect.queries[%d]: experiment is required", j)
 			}
 		}
+		b.QueryAbsent = d.queryAbsent(list("query_absent", "name", len(x.QueryAbsent), func(j int) any { return &x.QueryAbsent[j] }), "expect", func(j int) *yaml.Node { return d.at("expect", "query_absent", j) })
 		b.Enrolled = d.enrolled(x.Enrolled, "expect", func(j int) *yaml.Node { return d.at("expect", "enrolled", j) })
 		c.Expect.Backend = b
 		set(d, &c.Expect.ResponseMatches, &x.ResponseMatches, "expect.response_matches", d.regexps)

@@ -275,6 +275,7 @@ func checkBackend(b *ExpectBackend, be *backendState) []string {
 	out = append(out, checkFlags(b, be.flags)...)
 	out = append(out, checkResults(b, be)...)
 	out = append(out, checkEnrolled(b.Enrolled, byName, be.enrollment)...)
+	out = append(out, checkQueryAbsent(b.QueryAbsent, byName)...)
 	if len(b.Users) > 0 && be.user == nil {
 		out = append(out, "backend.users: only the embedded simulator can list users (backend: sim)")
 		return out
@@ -548,6 +549,35 @@ func checkEnrolled(want []ExpectEnrolled, byName map[string][]upgrade.Experiment
 			}
 			if got := byID[id]; got != w.Conditions[code] {
 				out = append(out, fmt.Sprintf("%s.conditions.%s: expected %d, got %d", p, code, w.Conditions[code], got))
+			}
+		}
+	}
+	return out
+}
+
+// queryAbsent checks that each entry of query_absent names its
+// experiment and nothing but the experiment and the query's name.
+func (d *decoder) queryAbsent(qs []map[string]any, what string, at func(j int) *yaml.Node) []map[string]any {
+	for j, q := range qs {
+		if s, _ := q["experiment"].(string); d.err == nil && (s == "" || len(q) != 2) {
+			d.fail(at(j), "%s.query_absent[%d]: give experiment and name only", what, j)
+		}
+	}
+	return qs
+}
+
+// checkQueryAbsent reports each query of query_absent that its experiment
+// still has.
+func checkQueryAbsent(absent []map[string]any, byName map[string][]upgrade.Experiment) []string {
+	var out []string
+	for i, q := range absent {
+		exp, name := q["experiment"].(string), q["name"].(string)
+		for _, e := range byName[exp] {
+			qs, _ := e.QueryList()
+			for _, have := range qs {
+				if have.Name == name {
+					out = append(out, fmt.Sprintf("backend.query_absent[%d]: %s still has the query %s", i, exp, name))
+				}
 			}
 		}
 	}

@@ -76,3 +76,27 @@ func TestCheckEnrolled(t *testing.T) {
 		t.Fatalf("no reader: %v", out)
 	}
 }
+
+// TestQueryAbsent: query_absent names an experiment and a query, and
+// fails while the experiment still has that query.
+func TestQueryAbsent(t *testing.T) {
+	step := func(v string) string {
+		return "name: x\nsteps:\n  - say: hi\n    expect: {backend: {query_absent: [" + v + "]}}\n"
+	}
+	for _, v := range []string{"{name: q}", "{experiment: A, name: q, operation: avg}"} {
+		if _, err := Parse([]byte(step(v)), "f.yaml"); err == nil || !strings.Contains(err.Error(), "step 1.expect.backend.query_absent[0]: give experiment and name only") {
+			t.Errorf("%s: error = %v", v, err)
+		}
+	}
+	if _, err := Parse([]byte(step("{experiment: A}")), "f.yaml"); err == nil || !strings.Contains(err.Error(), "name is required") {
+		t.Errorf("no name: error = %v", err)
+	}
+	c, err := ParseCase([]byte("name: x\nturns: [{say: hi}]\nexpect:\n  query_absent: [{experiment: A, name: q}]\n"), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := upgrade.Experiment{Name: "A"}
+	if out := checkQueryAbsent(c.Expect.Backend.QueryAbsent, map[string][]upgrade.Experiment{"A": {e}}); len(out) != 0 {
+		t.Errorf("no queries: %v", out)
+	}
+}

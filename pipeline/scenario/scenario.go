@@ -211,4 +211,6 @@ type ExpectBackend struct {
 	Queries      []map[string]any
 	// Enrolled are enrollment counts of experiments (expect.go).
 	Enrolled []ExpectEnrolled
+	// QueryAbsent names queries ({experiment, name}) that must not exist.
+	QueryAbsent []map[string]any
 }
