@@ -160,6 +160,8 @@ type backendYAML struct {
 	Metrics          []metricExpectYAML  `yaml:"metrics"` // setup_metrics.go
 	MetricAbsent     yaml.Node           `yaml:"metric_absent"`
 	Queries          []queryExpectYAML   `yaml:"queries"`
+	Enrolled         []enrolledYAML      `yaml:"enrolled"` // expect.go
+	QueryAbsent      []queryExpectYAML   `yaml:"query_absent"`
 }
 
 // yamlTypes are the structs above by the name yaml.v3 gives them in its
@@ -169,7 +171,7 @@ var yamlTypes = sync.OnceValue(func() map[string]reflect.Type {
 	for _, v := range []any{fileYAML{}, optionsYAML{}, setupYAML{}, experimentYAML{}, userYAML{}, stepYAML{},
 		resumeYAML{}, expectYAML{}, confirmationYAML{}, expectActionYAML{}, expectErrorYAML{}, jobYAML{}, backendYAML{},
 		segmentYAML{}, flagYAML{}, flagExpectYAML{}, segmentExpectYAML{}, metricYAML{}, querySetupYAML{}, studentsYAML{},
-		metricExpectYAML{}, queryExpectYAML{}, caseYAML{}, turnYAML{}, caseExpectYAML{}, budgetYAML{}} {
+		metricExpectYAML{}, queryExpectYAML{}, caseYAML{}, turnYAML{}, caseExpectYAML{}, budgetYAML{}, enrolledYAML{}} {
 		t := reflect.TypeOf(v)
 		m[t.String()] = t
 	}
@@ -543,6 +545,8 @@ func (d *decoder) expect(x *expectYAML, step int, what string, e *Expect) {
 		e.Backend.Segments = backendList(d, b.Segments, step, bw, "segments", "name")
 		set(d, &e.Backend.SegmentAbsent, &b.SegmentAbsent, bw+".segment_absent", d.strList)
 		d.expectResults(b, e.Backend, step, bw)
+		e.Backend.QueryAbsent = d.queryAbsent(backendList(d, b.QueryAbsent, step, bw, "query_absent", "name"), bw, func(j int) *yaml.Node { return d.at("steps", step, "expect", "backend", "query_absent", j) })
+		e.Backend.Enrolled = d.enrolled(b.Enrolled, bw, func(j int) *yaml.Node { return d.at("steps", step, "expect", "backend", "enrolled", j) })
 	}
 	set(d, &e.TerminationReason, &x.TerminationReason, w("termination_reason"), ptr(d.str))
 }

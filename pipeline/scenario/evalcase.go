@@ -169,6 +169,16 @@ func (d *decoder) evalCase(f *caseYAML) (*Case, error) {
 		set(d, &b.FlagAbsent, &x.FlagAbsent, "expect.flag_absent", d.strList)
 		b.Segments = list("segments", "name", len(x.Segments), func(j int) any { return &x.Segments[j] })
 		set(d, &b.SegmentAbsent, &x.SegmentAbsent, "expect.segment_absent", d.strList)
+		b.Metrics = list("metrics", "key", len(x.Metrics), func(j int) any { return &x.Metrics[j] })
+		set(d, &b.MetricAbsent, &x.MetricAbsent, "expect.metric_absent", d.strList)
+		b.Queries = list("queries", "name", len(x.Queries), func(j int) any { return &x.Queries[j] })
+		for j, q := range b.Queries {
+			if s, _ := q["experiment"].(string); d.err == nil && s == "" {
+				d.fail(d.at("expect", "queries", j), "expect.queries[%d]: experiment is required", j)
+			}
+		}
+		b.QueryAbsent = d.queryAbsent(list("query_absent", "name", len(x.QueryAbsent), func(j int) any { return &x.QueryAbsent[j] }), "expect", func(j int) *yaml.Node { return d.at("expect", "query_absent", j) })
+		b.Enrolled = d.enrolled(x.Enrolled, "expect", func(j int) *yaml.Node { return d.at("expect", "enrolled", j) })
 		c.Expect.Backend = b
 		set(d, &c.Expect.ResponseMatches, &x.ResponseMatches, "expect.response_matches", d.regexps)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
+	"go.yaml.in/yaml/v3"
 )
 
 // outcome is what one step produced.
@@ -32,6 +33,7 @@ type backendState struct {
 	flags       flagState                                    // read only when an expectation needs it
 	results     resultsState                                 // likewise (setup_metrics.go)
 	user        func(id string) (upgrade.InitResponse, bool) // nil when the backend cannot tell
+	enrollment  func(id string) (*upgrade.EnrollmentStats, error)
 }
 
 // check compares one step's outcome with its expectations and returns one
@@ -272,6 +274,8 @@ func checkBackend(b *ExpectBackend, be *backendState) []string {
 	}
 	out = append(out, checkFlags(b, be.flags)...)
 	out = append(out, checkResults(b, be)...)
+	out = append(out, checkEnrolled(b.Enrolled, byName, be.enrollment)...)
+	out = append(out, checkQueryAbsent(b.QueryAbsent, byName)...)
 	if len(b.Users) > 0 && be.user == nil {
 		out = append(out, "backend.users: only the embedded simulator can list users (backend: sim)")
 		return out
@@ -438,4 +442,144 @@ func shortJSON(v any) string {
 		s = s[:240] + "..."
 	}
 	return s
+}
+
+// enrolledYAML is an entry of expect.backend.enrolled: the users enrolled
+// in an experiment, in all and per condition code.
+type enrolledYAML struct {
+	Experiment yaml.Node `yaml:"experiment"`
+	Users      yaml.Node `yaml:"users"`
+	Conditions yaml.Node `yaml:"conditions"`
+}
+
+// ExpectEnrolled is the enrollment expected of one experiment, read from
+// the backend's enrollment statistics; nil Users and absent condition
+// codes are not checked.
+type ExpectEnrolled struct {
+	Experiment string
+	Users      *int
+	Conditions map[string]int
+}
+
+// enrolled converts expect.backend.enrolled (what names the mapping that
+// holds it, at gives the position of entry j).
+func (d *decoder) enrolled(xs []enrolledYAML, what string, at func(j int) *yaml.Node) []ExpectEnrolled {
+	var out []ExpectEnrolled
+	for j := range xs {
+		x, w := &xs[j], fmt.Sprintf("%s.enrolled[%d]", what, j)
+		var e ExpectEnrolled
+		set(d, &e.Experiment, &x.Experiment, w+".experiment", d.str)
+		set(d, &e.Users, &x.Users, w+".users", ptr(d.nonNegative))
+		set(d, &e.Conditions, &x.Conditions, w+".conditions", d.countsByCode)
+		switch {
+		case d.err != nil:
+			return out
+		case e.Experiment == "":
+			d.fail(at(j), "%s: experiment is required (an experiment's name)", w)
+		case e.Users == nil && len(e.Conditions) == 0:
+			d.fail(at(j), "%s: give users or conditions (the counts to check)", w)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// countsByCode converts a mapping of condition codes to user counts.
+func (d *decoder) countsByCode(n *yaml.Node, what string) (map[string]int, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, d.errf(n, "%s: want a mapping of condition codes to counts, got %s", what, kindName(n))
+	}
+	out := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		code, err := d.str(n.Content[i], what+" key")
+		if err != nil {
+			return nil, err
+		}
+		v, err := d.nonNegative(resolve(n.Content[i+1]), what+"."+code)
+		if err != nil {
+			return nil, err
+		}
+		out[code] = v
+	}
+	return out, nil
+}
+
+// checkEnrolled compares backend.enrolled with the enrollment statistics
+// of the experiments with those names.
+func checkEnrolled(want []ExpectEnrolled, byName map[string][]upgrade.Experiment, read func(id string) (*upgrade.EnrollmentStats, error)) []string {
+	var out []string
+	for i, w := range want {
+		p := fmt.Sprintf("backend.enrolled[%d] (%s)", i, w.Experiment)
+		list := byName[w.Experiment]
+		if len(list) != 1 {
+			out = append(out, fmt.Sprintf("%s: %d experiments have that name", p, len(list)))
+			continue
+		}
+		if read == nil {
+			out = append(out, p+": this backend's enrollment cannot be read")
+			continue
+		}
+		st, err := read(list[0].ID)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: cannot read the enrollment: %v", p, err))
+			continue
+		}
+		if w.Users != nil && st.Users != *w.Users {
+			out = append(out, fmt.Sprintf("%s.users: expected %d, got %d", p, *w.Users, st.Users))
+		}
+		byID := map[string]int{}
+		for _, c := range st.Conditions {
+			byID[c.ID] = c.Users
+		}
+		codes := make([]string, 0, len(w.Conditions))
+		for code := range w.Conditions {
+			codes = append(codes, code)
+		}
+		sort.Strings(codes)
+		for _, code := range codes {
+			id := ""
+			for _, c := range list[0].Conditions {
+				if c.ConditionCode == code {
+					id = c.ID
+				}
+			}
+			if id == "" {
+				out = append(out, fmt.Sprintf("%s.conditions.%s: the experiment has no condition with that code", p, code))
+				continue
+			}
+			if got := byID[id]; got != w.Conditions[code] {
+				out = append(out, fmt.Sprintf("%s.conditions.%s: expected %d, got %d", p, code, w.Conditions[code], got))
+			}
+		}
+	}
+	return out
+}
+
+// queryAbsent checks that each entry of query_absent names its
+// experiment and nothing but the experiment and the query's name.
+func (d *decoder) queryAbsent(qs []map[string]any, what string, at func(j int) *yaml.Node) []map[string]any {
+	for j, q := range qs {
+		if s, _ := q["experiment"].(string); d.err == nil && (s == "" || len(q) != 2) {
+			d.fail(at(j), "%s.query_absent[%d]: give experiment and name only", what, j)
+		}
+	}
+	return qs
+}
+
+// checkQueryAbsent reports each query of query_absent that its experiment
+// still has.
+func checkQueryAbsent(absent []map[string]any, byName map[string][]upgrade.Experiment) []string {
+	var out []string
+	for i, q := range absent {
+		exp, name := q["experiment"].(string), q["name"].(string)
+		for _, e := range byName[exp] {
+			qs, _ := e.QueryList()
+			for _, have := range qs {
+				if have.Name == name {
+					out = append(out, fmt.Sprintf("backend.query_absent[%d]: %s still has the query %s", i, exp, name))
+				}
+			}
+		}
+	}
+	return out
 }

@@ -642,6 +642,7 @@ func (r *run) step(ctx context.Context, n int, st Step) StepReport {
 	if r.sim != nil {
 		be.user = r.sim.Sim().User
 	}
+	be.enrollment = func(id string) (*upgrade.EnrollmentStats, error) { return r.admin.EnrollmentStats(ctx, id) }
 	if expect.Backend != nil && lerr != nil {
 		sr.Failures = append(sr.Failures, fmt.Sprintf("backend: cannot read the experiments: %v", lerr))
 		expect.Backend = nil

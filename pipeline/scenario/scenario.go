@@ -209,4 +209,8 @@ type ExpectBackend struct {
 	Metrics      []map[string]any
 	MetricAbsent []string
 	Queries      []map[string]any
+	// Enrolled are enrollment counts of experiments (expect.go).
+	Enrolled []ExpectEnrolled
+	// QueryAbsent names queries ({experiment, name}) that must not exist.
+	QueryAbsent []map[string]any
 }
