@@ -105,6 +105,9 @@ type Tracking struct {
 	// IDOf, when set, names the object from the params instead of IDParam
 	// (a create whose result has no id: a metric's key or group).
 	IDOf func(params json.RawMessage) string
+	// ResultID, when set, names the object from the result instead of its
+	// id member (an import's created experiments).
+	ResultID func(result json.RawMessage) string
 }
 
 var undoReg = struct {
@@ -187,6 +190,9 @@ func BeforeWrite(ctx context.Context, env Env, b *Bound) (Target, json.RawMessag
 func AfterWrite(ctx context.Context, env Env, action string, t Target, result json.RawMessage) (Target, json.RawMessage, error) {
 	if t.Kind == "" {
 		return t, nil, nil
+	}
+	if tr, ok := trackingOf(Name(action)); ok && tr.ResultID != nil && t.ID == "" {
+		t.ID = tr.ResultID(result)
 	}
 	if t.ID == "" || action == string(UndoChange) {
 		var r struct {

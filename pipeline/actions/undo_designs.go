@@ -16,13 +16,30 @@ import (
 // experiment: the experiment's undo writes its before state back, queries
 // included.
 
-// KindStratFactor is a stratification factor, by name.
-const KindStratFactor = "stratification_factor"
+// Kinds of changed objects.
+const (
+	// KindStratFactor is a stratification factor, by name.
+	KindStratFactor = "stratification_factor"
+	// KindImported is the experiments one import created, by their ids
+	// joined with commas.
+	KindImported = "imported_experiments"
+)
 
 func init() {
 	RegisterKind(KindStratFactor, Kind{Read: readStratSnap, Name: stratSnapName, Restore: restoreStrat, Refuse: refuseStrat,
 		Recreated: "Its values are uploaded again, one per user, as the change found them.",
 		Lost:      "a factor's link to the experiments that stratified by it (they keep their setting, not the link UpGrade made)"})
+	RegisterKind(KindImported, Kind{Read: readImportedSnap, Name: importedName, Restore: restoreImported,
+		Refuse: func(_, _ json.RawMessage) string { return "" }, Normal: normalImported})
+	Track(ImportExperiments, Tracking{Kind: KindImported, ResultID: func(raw json.RawMessage) string {
+		var r importResult
+		_ = json.Unmarshal(raw, &r)
+		ids := make([]string, len(r.Created))
+		for i, e := range r.Created {
+			ids[i] = e.ID
+		}
+		return strings.Join(ids, ",")
+	}})
 	for name, t := range map[Name]Tracking{
 		AddExperimentQuery:         {Kind: KindExperiment, IDParam: "experiment_id"},
 		RemoveExperimentQuery:      {Kind: KindExperiment, IDParam: "experiment_id"},
@@ -144,4 +161,62 @@ func restoreStrat(ctx context.Context, env Env, name string, want, now json.RawM
 		return name, fmt.Errorf("uploading the factor's values again: %w", err)
 	}
 	return name, nil
+}
+
+// readImportedSnap reads the experiments an import created that are still
+// there (null when none is).
+func readImportedSnap(ctx context.Context, env Env, ids string) (json.RawMessage, error) {
+	var out []json.RawMessage
+	for _, id := range strings.Split(ids, ",") {
+		e, err := readExperimentSnap(ctx, env, id)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return snapshot(out)
+}
+
+func importedName(obj json.RawMessage) string {
+	var es []json.RawMessage
+	_ = json.Unmarshal(obj, &es)
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = snapName(e)
+	}
+	return strings.Join(names, ", ")
+}
+
+func normalImported(obj json.RawMessage) json.RawMessage {
+	var es []json.RawMessage
+	if obj == nil || json.Unmarshal(obj, &es) != nil {
+		return obj
+	}
+	for i, e := range es {
+		es[i] = normalExperiment(e)
+	}
+	return mustSnap(es)
+}
+
+// restoreImported deletes the imported experiments still there: an
+// import's before is nothing.
+func restoreImported(ctx context.Context, env Env, ids string, want, now json.RawMessage) (string, error) {
+	if want != nil {
+		return ids, fmt.Errorf("an import's undo only deletes what it created")
+	}
+	var es []upgrade.Experiment
+	if err := json.Unmarshal(now, &es); err != nil {
+		return ids, fmt.Errorf("reading the imported experiments: %w", err)
+	}
+	for _, e := range es {
+		if _, err := env.API.DeleteExperiment(ctx, e.ID); err != nil && !isNotFound(err) {
+			return ids, fmt.Errorf("deleting imported experiment %q: %w", e.Name, err)
+		}
+	}
+	return ids, nil
 }

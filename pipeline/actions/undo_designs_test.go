@@ -76,6 +76,24 @@ func TestUndoDuplicateAndStratification(t *testing.T) {
 		t.Error("the copy is still there")
 	}
 
+	// An import's undo deletes the experiments it created.
+	pa, err := portAPI(h.api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := pa.ExportExperiments(h.ctx, []string{id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp, _ := h.do(ImportExperimentsParams{Files: []ImportFileParam{{Name: "undo.json", Content: string(file)}}})
+	if imp.After == nil || imp.Target.ID == "" || strings.Contains(imp.Target.ID, id) {
+		t.Fatalf("import's change: target %+v, after %s", imp.Target, imp.After)
+	}
+	h.undo(imp)
+	if now, _ := readImportedSnap(h.ctx, h.env(), imp.Target.ID); now != nil {
+		t.Errorf("the imported experiments are still there: %s", now)
+	}
+
 	factor := "undo_grade_" + undoSuffix
 	t.Cleanup(func() {
 		if s, err := stratAPI(h.api); err == nil {
