@@ -79,6 +79,12 @@ type Kind struct {
 	// Normal, when set, folds what the server fills in by itself out of an
 	// object before two states are compared.
 	Normal func(obj json.RawMessage) json.RawMessage
+	// Recreated, when set, is the plan's line on what a re-created object
+	// keeps and gets anew.
+	Recreated string
+	// Lost, when set, is what this kind's undo cannot bring back besides
+	// CannotComeBack.
+	Lost string
 }
 
 // diff is Diff of a and b folded by k.Normal.
@@ -96,6 +102,12 @@ func (k Kind) same(a, b json.RawMessage) bool { return len(k.diff(a, b)) == 0 }
 type Tracking struct {
 	Kind    string
 	IDParam string
+	// IDOf, when set, names the object from the params instead of IDParam
+	// (a create whose result has no id: a metric's key or group).
+	IDOf func(params json.RawMessage) string
+	// ResultID, when set, names the object from the result instead of its
+	// id member (an import's created experiments).
+	ResultID func(result json.RawMessage) string
 }
 
 var undoReg = struct {
@@ -150,14 +162,18 @@ func BeforeWrite(ctx context.Context, env Env, b *Bound) (Target, json.RawMessag
 		return Target{}, nil, false, nil
 	}
 	t := Target{Kind: tr.Kind}
-	if tr.IDParam == "" {
+	switch {
+	case tr.IDOf != nil:
+		t.ID = tr.IDOf(b.Params)
+	case tr.IDParam == "":
 		return t, nil, true, nil
+	default:
+		var m map[string]any
+		if err := json.Unmarshal(b.Params, &m); err != nil {
+			return t, nil, true, fmt.Errorf("reading %s's params: %w", b.Name, err)
+		}
+		t.ID, _ = m[tr.IDParam].(string)
 	}
-	var m map[string]any
-	if err := json.Unmarshal(b.Params, &m); err != nil {
-		return t, nil, true, fmt.Errorf("reading %s's params: %w", b.Name, err)
-	}
-	t.ID, _ = m[tr.IDParam].(string)
 	obj, err := readTarget(ctx, env, t)
 	if err != nil {
 		return t, nil, true, err
@@ -174,6 +190,9 @@ func BeforeWrite(ctx context.Context, env Env, b *Bound) (Target, json.RawMessag
 func AfterWrite(ctx context.Context, env Env, action string, t Target, result json.RawMessage) (Target, json.RawMessage, error) {
 	if t.Kind == "" {
 		return t, nil, nil
+	}
+	if tr, ok := trackingOf(Name(action)); ok && tr.ResultID != nil && t.ID == "" {
+		t.ID = tr.ResultID(result)
 	}
 	if t.ID == "" || action == string(UndoChange) {
 		var r struct {

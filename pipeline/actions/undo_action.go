@@ -141,6 +141,9 @@ func planUndo(b *Planner, p UndoChangeParams) error {
 		case KindSegment:
 			b.Line("  It keeps its id %s and members, and goes back into the flag and experiment lists that held it.", c.Target.ID)
 		}
+		if u.kind.Recreated != "" {
+			b.Line("  %s", u.kind.Recreated)
+		}
 	default:
 		b.Line("  put %s back as it was before the change:", c.Target)
 		for _, d := range u.Restores {
@@ -155,6 +158,9 @@ func planUndo(b *Planner, p UndoChangeParams) error {
 		b.Warn("%s was changed by someone since change %s: undoing it overwrites those changes", c.Target, c.ID)
 	}
 	b.Line("  Cannot come back: %s.", CannotComeBack)
+	if u.kind.Lost != "" {
+		b.Line("  Nor: %s.", u.kind.Lost)
+	}
 	return nil
 }
 
