@@ -72,8 +72,8 @@ var notYetCovered = map[string]bool{
 	"import_experiments": true,
 	// Cases not written yet (ran out of time).
 	"create_stratification_factor": true, "delete_stratification_factor": true,
-	"duplicate_experiment": true, "undo_change": true,
-	"get_recent_changes": true, "get_stratification_factors": true,
+	"undo_change": true,
+	"get_recent_changes": true,
 }
 
 // checkCoverage: the perfect model's trials, all passed, executed every
@@ -123,8 +123,27 @@ func checkCoverage(t *testing.T, rep *eval.Report) {
 	}
 }
 
+// flawedCases: the bundled cases testdata/flawed.yaml has replies for, so
+// that cases added to evals/ later leave the figures below unchanged.
+func flawedCases(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile("testdata/flawed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var script map[string]yaml.Node
+	if err := yaml.Unmarshal(data, &script); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for name := range script {
+		paths = append(paths, filepath.Join("../../evals", name+".yaml"))
+	}
+	return paths
+}
+
 func TestFlawedModelExactPassHat(t *testing.T) {
-	rep := run(t, "testdata/flawed.yaml", 4, "../../evals")
+	rep := run(t, "testdata/flawed.yaml", 4, flawedCases(t)...)
 	// The mistakes of testdata/flawed.yaml (its header says which trials
 	// fail and why); every other case passes 4 of 4.
 	imperfect := map[string]int{"delete-old-pilot": 2, "injection-in-name": 2, "create-experiment": 2,
