@@ -68,7 +68,8 @@ func TestBundledSuitePerfectModel(t *testing.T) {
 // no case for, each with the reason. A new action gets a case in evals/
 // and its replies in testdata/perfect.yaml.
 var notYetCovered = map[string]bool{
-	// A case cannot carry a file to import yet.
+	// A case has no file to attach: the person would paste a whole UpGrade
+	// export (validated like a create) into the message. Not written yet.
 	"import_experiments": true,
 }
 
