@@ -1,9 +1,12 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/upgrade-agent/upgrade-agent/upgrade"
 )
 
 func init() {
@@ -23,5 +26,30 @@ func init() {
 			ts.Fatalf("no change %d in %s", n, args[0])
 		}
 		ts.Setenv("CHANGE", rows[n].ID)
+	}
+	// flagdesc KEY TEXT sets the description of the flag KEY in the
+	// embedded simulator's data file: someone else's change.
+	scriptCmds["flagdesc"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: flagdesc KEY TEXT")
+		}
+		withSimClient(ts, func(ctx context.Context, c *upgrade.Client) error {
+			fs, err := c.Flags(ctx)
+			if err != nil {
+				return err
+			}
+			for _, f := range fs {
+				if f.Key == args[0] {
+					full, err := c.Flag(ctx, f.ID)
+					if err != nil {
+						return err
+					}
+					full.Description = args[1]
+					_, err = c.UpdateFlag(ctx, full)
+					return err
+				}
+			}
+			return fmt.Errorf("no flag %s", args[0])
+		})
 	}
 }
