@@ -229,3 +229,57 @@ func names(spans []traceSpan) []string {
 	}
 	return out
 }
+
+// The executed action's audit entry and its change carry the turn's trace
+// id, so a person reading either finds the trace.
+func TestAuditAndChangeCarryTheTraceID(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	env := agentEnv(t, "UPGRADE_AGENT_HOME="+state, "OPENAI_API_KEY="+traceSecret)
+	propose := writeTestFile(t, dir, "propose.yaml", proposeHarmless)
+	file := filepath.Join(dir, "trace.jsonl")
+	if code, o, e := agentIn(t, env, "ask", "--yes", "--model", "gpt-test", "--trace", file, "--llm", "script:"+propose, "create harmless"); code != 0 {
+		t.Fatalf("ask: exit %d\n%s\n%s", code, o, e)
+	}
+	turns := spansNamed(readTrace(t, file), "invoke_agent")
+	if len(turns) != 1 {
+		t.Fatalf("want one turn span, got %d", len(turns))
+	}
+	want := strings.ToLower(turns[0].SpanContext.TraceID)
+
+	code, out, errOut := agentIn(t, env, "audit", "-o", "json")
+	if code != 0 {
+		t.Fatalf("audit: exit %d\n%s", code, errOut)
+	}
+	var entries []map[string]any
+	if err := json.Unmarshal([]byte(out), &entries); err != nil {
+		t.Fatalf("audit -o json: %v\n%s", err, out)
+	}
+	executed := 0
+	for _, e := range entries {
+		if e["event"] == "executed" {
+			executed++
+			if got, _ := e["trace_id"].(string); strings.ToLower(got) != want {
+				t.Errorf("executed audit entry's trace_id = %q, want %q", got, want)
+			}
+		}
+	}
+	if executed != 1 {
+		t.Errorf("%d executed audit entries, want 1: %s", executed, out)
+	}
+
+	code, out, errOut = agentIn(t, env, "changes", "list", "-o", "json")
+	if code != 0 {
+		t.Fatalf("changes list: exit %d\n%s", code, errOut)
+	}
+	var changes []map[string]any
+	if err := json.Unmarshal([]byte(out), &changes); err != nil {
+		t.Fatalf("changes list -o json: %v\n%s", err, out)
+	}
+	if len(changes) != 1 {
+		t.Fatalf("%d changes, want 1: %s", len(changes), out)
+	}
+	if got, _ := changes[0]["trace_id"].(string); strings.ToLower(got) != want {
+		t.Errorf("change's trace_id = %q, want %q", got, want)
+	}
+}
