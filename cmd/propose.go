@@ -55,8 +55,15 @@ func runProposal(ctx context.Context, f *Factory, o *ProposeOptions, text string
 		}
 		return Usagef("%s: %s", action, strings.Join(parts, "; "))
 	}
-	resolveTurnOptions(f, &o.Turn, o.confirmSet, false)
-	env, err := newTurnEnv(ctx, f, &o.Turn)
+	return proposeInNewSession(ctx, f, &o.Turn, o.confirmSet, text, string(action), b.Params, string(action)+": ")
+}
+
+// proposeInNewSession opens a new session and proposes action with params
+// in it, without a model (Agent.Propose), rendering the turn as `ask`
+// does. errPrefix, when set, starts the message of a failed turn.
+func proposeInNewSession(ctx context.Context, f *Factory, turn *TurnOptions, confirmSet bool, text, action string, params []byte, errPrefix string) error {
+	resolveTurnOptions(f, turn, confirmSet, false)
+	env, err := newTurnEnv(ctx, f, turn)
 	if err != nil {
 		return err
 	}
@@ -71,9 +78,9 @@ func runProposal(ctx context.Context, f *Factory, o *ProposeOptions, text string
 	if err := env.start(ctx, f, sess, view); err != nil {
 		return err
 	}
-	res, turnErr := env.agent.Propose(ctx, sess, text, string(action), b.Params)
-	if turnErr != nil {
-		turnErr = fmt.Errorf("%s: %w", action, turnErr)
+	res, turnErr := env.agent.Propose(ctx, sess, text, action, params)
+	if turnErr != nil && errPrefix != "" {
+		turnErr = fmt.Errorf("%s%w", errPrefix, turnErr)
 	}
 	return renderTurn(view, res, turnErr, true)
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
 
@@ -52,23 +51,6 @@ func runUndo(ctx context.Context, f *Factory, o *UndoOptions) error {
 	if err != nil {
 		return err
 	}
-	resolveTurnOptions(f, &o.Turn, o.confirmSet, false)
-	env, err := newTurnEnv(ctx, f, &o.Turn)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
-	id := checkpoint.NewSessionID()
-	sess, unlock, err := openSession(env.store, id, sessionNew, f.Now())
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	view := NewTurnView(f.opts().Output, f.IO, f.Now)
-	if err := env.start(ctx, f, sess, view); err != nil {
-		return err
-	}
 	params, _ := json.Marshal(actions.UndoChangeParams{ChangeID: ch.ID})
-	res, turnErr := env.agent.Propose(ctx, sess, fmt.Sprintf("undo change %s", ch.ID), string(actions.UndoChange), params)
-	return renderTurn(view, res, turnErr, true)
+	return proposeInNewSession(ctx, f, &o.Turn, o.confirmSet, fmt.Sprintf("undo change %s", ch.ID), string(actions.UndoChange), params, "")
 }
