@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
@@ -115,15 +118,21 @@ func withoutOutput(nodes []string) []string {
 
 // scenarioFlows runs every scenario of dir in process (each in its own
 // state dir, two at a time, as scenario.RunAll does) and sums LLM calls and
-// prompt tokens per flow. The prompt tokens are what the scripted server
-// counted (characters / 4 of the requests it received). The baseline is the
-// original design's request shape rebuilt from the same calls: every call
-// offers the tools of all nodes, and carries the whole conversation history
-// instead of the window of recent exchanges (docs/performance.md).
-func scenarioFlows(ctx context.Context, dir string, tools toolSizes, steps io.Writer) ([]row, error) {
+// prompt tokens per flow. The prompt tokens are characters / 4 of the
+// requests the scripted server received (the JSON of messages and tools,
+// as the reference rows count them). The baseline is the original design's
+// request shape rebuilt from the same calls: every call offers its node's
+// whole unscoped tool list (unscopedTools), and carries the whole
+// conversation history instead of the window of recent exchanges
+// (docs/performance.md). It keeps our number of calls.
+func scenarioFlows(ctx context.Context, dir string, steps io.Writer) ([]row, error) {
 	scs, err := scenario.LoadAll([]string{dir})
 	if err != nil {
 		return nil, err
+	}
+	orig, err := unscopedTools(ctx, actions.Builtin())
+	if err != nil {
+		return nil, fmt.Errorf("the original design's tool lists: %w", err)
 	}
 	type outcome struct {
 		rep     *scenario.Report
@@ -139,7 +148,7 @@ func scenarioFlows(ctx context.Context, dir string, tools toolSizes, steps io.Wr
 	}
 
 	tallies := map[string]*flowTally{}
-	var passed, failed, total, outputCalls int
+	var passed, failed, total, outputCalls, unmeasured int
 	var failures []string
 	for i, o := range outs {
 		sc := scs[i]
@@ -174,10 +183,14 @@ func scenarioFlows(ctx context.Context, dir string, tools toolSizes, steps io.Wr
 				t.maxCalls = n
 				t.worst = fmt.Sprintf("%s step %d", sc.Name, sr.Index)
 			}
-			if sr.Result != nil && n > 0 {
-				ours := sr.Result.Usage.PromptTokens
+			if n > 0 {
+				if len(sr.CallChars) == 0 {
+					unmeasured++ // not a scripted step: no request sizes
+					continue
+				}
+				ours, base := stepTokens(sr, orig, droppedHistory(o.history, sr.Index))
 				t.tokens += ours
-				t.baseline += ours + baselineExtra(sr, tools, droppedHistory(o.history, sr.Index))
+				t.baseline += base
 				t.tokenSteps++
 			}
 		}
@@ -225,13 +238,17 @@ func scenarioFlows(ctx context.Context, dir string, tools toolSizes, steps io.Wr
 		}
 		ours += t.tokens
 		base += t.baseline
-		rows = append(rows, row{"prompt tokens: " + f.name,
-			fmt.Sprintf("%d vs %d original-design estimate (%.2f)", t.tokens, t.baseline, ratio(t.tokens, t.baseline)),
-			"<= 1/3 of the original", pass(3*t.tokens <= t.baseline)})
+		rows = append(rows, tokenRow(f.name, t.tokens, t.baseline))
 	}
-	rows = append(rows, row{"prompt tokens: all scenario turns",
-		fmt.Sprintf("%d vs %d original-design estimate (%.2f)", ours, base, ratio(ours, base)),
-		"<= 1/3 of the original", pass(3*ours <= base)})
+	all := "all scenario turns"
+	if unmeasured > 0 {
+		all += fmt.Sprintf(" (%d steps without request sizes left out)", unmeasured)
+	}
+	rows = append(rows, tokenRow(all, ours, base))
+	rows = append(rows, quotedTokenRow(referenceChars(scs, reps)))
+	rows = append(rows, row{"  original tool lists per call (JSON characters): the unscoped lists of the agent, one schema tool per action",
+		fmt.Sprintf("analyzer %d, gatherer %d (%d tools), responder %d", orig.chars[pipeline.NodeAnalyzer], orig.chars[pipeline.NodeGatherer],
+			len(orig.lists[pipeline.NodeGatherer]), orig.chars[pipeline.NodeResponder]), "-", info})
 	return rows, nil
 }
 
@@ -242,11 +259,43 @@ func ratio(a, b int) float64 {
 	return float64(a) / float64(b)
 }
 
-// droppedHistory is the characters (as the token estimate counts them) of
+// tokenRow compares our prompt tokens with the original design's estimate
+// for the same calls.
+func tokenRow(name string, ours, base int) row {
+	return row{"prompt tokens (our calls, original tool lists and history): " + name,
+		fmt.Sprintf("%d vs %d original-design estimate (%.2f)", ours, base, ratio(ours, base)),
+		"<= 1/3 of the original", pass(base > 0 && 3*ours <= base)}
+}
+
+// quotedTokenRow compares the reference flows with the original design's
+// quoted figure for the same twelve flows, measured on the original itself
+// with its own calls (the cost issue; not re-run here): the ratio of
+// prompt characters, which characters / 4 leaves unchanged in tokens.
+func quotedTokenRow(chars int) row {
+	o := referenceSystems[0]
+	return row{"prompt tokens: twelve reference flows against the original's quoted figure (its own " + fmt.Sprint(o.calls) + " calls)",
+		fmt.Sprintf("%d vs %d tokens, characters / 4 (%.2f)", (chars+3)/4, (o.chars+3)/4, ratio(chars, o.chars)),
+		"<= 1/3 of the original", pass(chars > 0 && 3*chars <= o.chars)}
+}
+
+// stepTokens is the prompt tokens (characters / 4 per request) one step
+// sent, and what the original design would have sent for the same calls:
+// each call with its node's unscoped tool list and the dropped history.
+func stepTokens(sr scenario.StepReport, orig originalTools, dropped int) (ours, base int) {
+	for _, c := range sr.CallChars {
+		call := scenarioCall{node: c.Node, chars: c.Chars, tools: c.Tools}
+		ours += (c.Chars + 3) / 4
+		base += (orig.callBaseline(call, dropped) + 3) / 4
+	}
+	return ours, base
+}
+
+// droppedHistory is the characters (as the request's JSON counts them) of
 // the exchanges that were in the session before step n but outside the
-// prompt window: what the original design would have sent on top. The
-// scenario runner's clock puts step n at FixedTime + n minutes, which is
-// how each stored exchange is matched to its step.
+// prompt window: what the original design would have sent on top, as a
+// user and an assistant message each. The scenario runner's clock puts
+// step n at FixedTime + n minutes, which is how each stored exchange is
+// matched to its step.
 func droppedHistory(hist []pipeline.Exchange, step int) int {
 	cut := scenario.FixedTime.Add(time.Duration(step) * time.Minute)
 	var before []pipeline.Exchange
@@ -260,22 +309,12 @@ func droppedHistory(hist []pipeline.Exchange, step int) int {
 	}
 	n := 0
 	for _, ex := range before[:len(before)-historyWindow] {
-		n += len("user") + len(ex.User) + len("assistant") + len(ex.Assistant)
+		for _, m := range []openai.ChatCompletionMessage{{Role: "user", Content: ex.User}, {Role: "assistant", Content: ex.Assistant}} {
+			b, _ := json.Marshal(m)
+			n += len(b) + 1 // and the comma
+		}
 	}
 	return n
-}
-
-// baselineExtra is the prompt tokens the original design's request shape
-// adds to one step's calls: the tools of every node instead of the node's
-// own, and the dropped history.
-func baselineExtra(sr scenario.StepReport, tools toolSizes, dropped int) int {
-	extra := 0
-	for _, n := range sr.LLMNodes {
-		node, _, _ := strings.Cut(n, " ") // "gatherer after 2 attempts"
-		chars := tools.all - tools.perNode[node] + dropped
-		extra += (chars + 3) / 4
-	}
-	return extra
 }
 
 // The reference rows of the cost issue: figures measured by the issue on

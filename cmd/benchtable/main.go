@@ -58,7 +58,7 @@ func main() {
 	flag.StringVar(&o.scenarios, "scenarios", "scenarios", "folder of the scenario suite")
 	flag.BoolVar(&o.verbose, "v", false, "list how every scenario step was classified, on stderr")
 	flag.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of the long session to `file`")
-	flag.BoolVar(&o.flowsOnly, "flows", false, "measure only the scenario flows (LLM calls and prompt sizes); the token ratios against the original design need the full run")
+	flag.BoolVar(&o.flowsOnly, "flows", false, "measure only the scenario flows (LLM calls, prompt sizes, token ratios against the original design)")
 	flag.Parse()
 
 	start := time.Now()
@@ -83,7 +83,7 @@ func run(ctx context.Context, o options, log io.Writer) ([]row, error) {
 	}
 	if o.flowsOnly {
 		fmt.Fprintln(log, "benchtable: scenario suite only (LLM calls and prompt characters per flow)...")
-		return scenarioFlows(ctx, filepath.Join(root, o.scenarios), toolSizes{}, steps)
+		return scenarioFlows(ctx, filepath.Join(root, o.scenarios), steps)
 	}
 
 	fmt.Fprintln(log, "benchtable: synthetic long session (prompt size, overhead, checkpoint)...")
@@ -93,7 +93,7 @@ func run(ctx context.Context, o options, log io.Writer) ([]row, error) {
 	}
 
 	fmt.Fprintln(log, "benchtable: scenario suite (LLM calls and prompt tokens per flow)...")
-	fr, err := scenarioFlows(ctx, filepath.Join(root, o.scenarios), ls.toolChars, steps)
+	fr, err := scenarioFlows(ctx, filepath.Join(root, o.scenarios), steps)
 	if err != nil {
 		return nil, fmt.Errorf("scenarios: %w", err)
 	}

@@ -28,11 +28,11 @@ import (
 // of a turn's time is the pipeline's own.
 type instantLLM struct {
 	mu       sync.Mutex
-	tokens   int                 // prompt tokens (characters / 4) since the last take
-	tools    map[string]int      // node -> characters of the tool definitions offered
-	toolDefs map[string]llm.Tool // every tool offered by any node, by name
-	prefix   map[string]string   // node -> hash of system prompt + tools of its first call
-	mismatch map[string]bool     // node -> a later call had another prefix
+	tokens   int                   // prompt tokens (characters / 4) since the last take
+	tools    map[string]int        // node -> characters of the tool definitions offered
+	lists    map[string][]llm.Tool // node -> the tool list of its last call
+	prefix   map[string]string     // node -> hash of system prompt + tools of its first call
+	mismatch map[string]bool       // node -> a later call had another prefix
 	// spent is the time this fake spent in Chat since the last take: its
 	// own bookkeeping (usage estimate, tool sizes, prefix hashes), which
 	// an LLM that costs nothing would not add to a turn.
@@ -40,7 +40,7 @@ type instantLLM struct {
 }
 
 func newInstantLLM() *instantLLM {
-	return &instantLLM{tools: map[string]int{}, toolDefs: map[string]llm.Tool{}, prefix: map[string]string{}, mismatch: map[string]bool{}}
+	return &instantLLM{tools: map[string]int{}, lists: map[string][]llm.Tool{}, prefix: map[string]string{}, mismatch: map[string]bool{}}
 }
 
 const analyzeArgs = `{"intent_type":"needs_info","confidence":0.9,"user_request_summary":"List the experiments.","reasoning":"Needs the experiment names."}`
@@ -77,9 +77,9 @@ func (c *instantLLM) Chat(_ context.Context, req llm.Request) (*llm.Response, er
 		n := 0
 		for _, t := range req.Tools {
 			n += toolChars(t)
-			c.toolDefs[t.Name] = t
 		}
 		c.tools[req.Node] = n
+		c.lists[req.Node] = req.Tools
 		h := sha256.New()
 		if len(req.Messages) > 0 && req.Messages[0].Role == llm.RoleSystem {
 			io.WriteString(h, req.Messages[0].Content)
@@ -129,20 +129,12 @@ func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // sessionResult is what the long session leaves for the other figures.
 type sessionResult struct {
-	rows      []row
-	toolChars toolSizes
-	store     *checkpoint.FileStore
-	id        string
-	tmpfs     bool
-	sizes     map[int]int64 // turn -> checkpoint.json size
-	cleanup   func()
-}
-
-// toolSizes are the characters of the tool definitions each node offers,
-// and of every tool any node offers (the union by name).
-type toolSizes struct {
-	perNode map[string]int
-	all     int
+	rows    []row
+	store   *checkpoint.FileStore
+	id      string
+	tmpfs   bool
+	sizes   map[int]int64 // turn -> checkpoint.json size
+	cleanup func()
 }
 
 // scratch makes a temp dir on tmpfs (/dev/shm) when there is one, where an
@@ -271,11 +263,6 @@ func longSession(ctx context.Context, turns int, profile string) (*sessionResult
 	if err != nil {
 		res.cleanup()
 		return nil, fmt.Errorf("without checkpoints: %w", err)
-	}
-
-	res.toolChars = toolSizes{perNode: client.tools}
-	for _, t := range client.toolDefs {
-		res.toolChars.all += toolChars(t)
 	}
 
 	// The first turns warm caches and the allocator; the median is over the rest.
