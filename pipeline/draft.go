@@ -200,7 +200,7 @@ func (t *turn) bindParams(ctx context.Context, act actions.Action, raw json.RawM
 	// by name or prefix, flags by key or name, segments by name: the one
 	// resolver the CLI uses too.
 	var refErr error
-	b, err := actions.BindResolved(act, raw, func(refs []actions.Ref, params map[string]any) (bool, error) {
+	b, err := actions.BindResolved(act, raw, func(refs []actions.Ref, params actions.RefParams) (bool, error) {
 		changed, err := actions.ResolveRefs(ctx, t.api(), refs, params)
 		refErr = err
 		return changed, err

@@ -101,26 +101,53 @@ func TestUpdateActionParamsListItems(t *testing.T) {
 // TestOneBindPerChange: params are bound once per change, references
 // resolved on the way: set_action_params naming an experiment by its name
 // binds once (no second bind for the resolved id), and update_action_params
-// binds once.
+// binds once; a flag named by its key (in another case) is resolved on the
+// typed value within the one bind too.
 func TestOneBindPerChange(t *testing.T) {
+	experiment := func(h *harness) string {
+		return h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "").ID
+	}
+	flag := func(h *harness) string {
+		f, err := h.api.CreateFlag(context.Background(), &upgrade.FeatureFlag{Name: "Math hints", Key: "MATH_HINTS",
+			Context: []string{"assign-prog"}, Tags: []string{}, Status: "disabled", FilterMode: "includeAll"})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		return f.ID
+	}
+	// setParams chooses action, sets params, then updates key to value
+	// (patch: a key and a value, or none).
+	setParams := func(action string, params map[string]any, patch ...any) llmtest.Reply {
+		cs := []llmtest.Call{call("set_action_needed", map[string]any{"action": action, "reasoning": "asked"}),
+			call("set_action_params", map[string]any{"action_params": params})}
+		if len(patch) == 2 {
+			cs = append(cs, call("update_action_params", map[string]any{"key": patch[0], "value": patch[1]}))
+		}
+		return calls(cs...)
+	}
 	for _, tc := range []struct {
-		name  string
-		reply llmtest.Reply
-		binds int
+		name   string
+		action string
+		setup  func(h *harness) string // the id the name must resolve to
+		reply  llmtest.Reply
+		binds  int
 	}{
-		{"set_action_params with a name", calls(call("set_action_needed", map[string]any{"action": "update_experiment_status", "reasoning": "asked"}),
-			call("set_action_params", map[string]any{"action_params": map[string]any{"experiment_id": "math hints", "status": "enrolling"}})), 1},
-		{"set_action_params, then update_action_params", calls(call("set_action_needed", map[string]any{"action": "update_experiment_status", "reasoning": "asked"}),
-			call("set_action_params", map[string]any{"action_params": map[string]any{"experiment_id": "Math Hints"}}),
-			call("update_action_params", map[string]any{"key": "status", "value": "enrolling"})), 2},
+		{"set_action_params with a name", "update_experiment_status", experiment,
+			setParams("update_experiment_status", map[string]any{"experiment_id": "math hints", "status": "enrolling"}), 1},
+		{"set_action_params, then update_action_params", "update_experiment_status", experiment,
+			setParams("update_experiment_status", map[string]any{"experiment_id": "Math Hints"}, "status", "enrolling"), 2},
+		{"a flag by its key", "update_feature_flag_status", flag,
+			setParams("update_feature_flag_status", map[string]any{"flag_id": "math_hints", "status": "enabled"}), 1},
+		{"a flag by its name, then update_action_params", "update_feature_flag_status", flag,
+			setParams("update_feature_flag_status", map[string]any{"flag_id": "Math hints"}, "status", "enabled"), 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			e := h.createExperiment("Math Hints", "assign-prog", upgrade.StateInactive, "")
+			id := tc.setup(h)
 			h.llm.Enqueue(analyze(IntentNeedsInfo, "start Math Hints", nil), tc.reply, text("Start it?"))
 			binds := 0
 			remove := actions.OnBind(func(action string) {
-				if action == "update_experiment_status" {
+				if action == tc.action {
 					binds++
 				}
 			})
@@ -132,8 +159,8 @@ func TestOneBindPerChange(t *testing.T) {
 			if binds != tc.binds {
 				t.Errorf("%d binds, want %d", binds, tc.binds)
 			}
-			if c := res.Confirmation; c == nil || !strings.Contains(string(c.Params), e.ID) {
-				t.Errorf("the name was not resolved to the id %s: %+v", e.ID, c)
+			if c := res.Confirmation; c == nil || !strings.Contains(string(c.Params), id) {
+				t.Errorf("the name was not resolved to the id %s: %+v", id, c)
 			}
 		})
 	}

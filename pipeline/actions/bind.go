@@ -63,16 +63,16 @@ func OnBind(fn func(action string)) (remove func()) {
 	return func() { bindHook.Store(nil) }
 }
 
-// Resolve resolves the references of params being bound. It gets them
-// decoded, in the canonical spelling, before they are canonicalised and
-// hashed, changes a name to its id in place, and reports whether it
-// changed anything.
-type Resolve func(refs []Ref, params map[string]any) (changed bool, err error)
+// Resolve resolves the references of params being bound. It gets the
+// typed value binding decoded, before it is canonicalised and hashed,
+// changes a name to its id in place, and reports whether it changed
+// anything.
+type Resolve func(refs []Ref, params RefParams) (changed bool, err error)
 
 // BindResolved binds raw params of act with its references (Spec.Refs)
-// resolved on the decoded value by resolve: one bind, one hash, however
-// many references resolve. An action without references, or one that is
-// not built in (MCP), binds as Bind does.
+// resolved on the typed value by resolve: one decode, one bind, one hash,
+// however many references resolve. An action without references, or one
+// that is not built in (MCP), binds as Bind does.
 func BindResolved(act Action, raw json.RawMessage, resolve Resolve) (*Bound, error) {
 	if rb, ok := act.(resolvingBinder); ok {
 		return rb.bindResolved(raw, act.Spec().Refs, resolve)
@@ -82,28 +82,6 @@ func BindResolved(act Action, raw json.RawMessage, resolve Resolve) (*Bound, err
 
 type resolvingBinder interface {
 	bindResolved(raw json.RawMessage, refs []Ref, resolve Resolve) (*Bound, error)
-}
-
-// resolveDecoded runs resolve on decoded params p, seen in their JSON
-// spelling; when it changed a reference, p is decoded anew from the
-// resolved members (a decode, not another bind: nothing is hashed twice).
-func resolveDecoded[P any](action string, p P, refs []Ref, resolve Resolve) (P, error) {
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return p, err
-	}
-	var m map[string]any
-	if err := decodeNumbers(raw, &m); err != nil {
-		return p, nil // params that are no object have no references
-	}
-	changed, err := resolve(refs, m)
-	if err != nil || !changed {
-		return p, err
-	}
-	if raw, err = json.Marshal(m); err != nil {
-		return p, err
-	}
-	return decodeParams[P](action, raw)
 }
 
 // Action returns the action the params belong to.
@@ -230,14 +208,15 @@ func (a *builtin[P]) Spec() Spec { return a.spec }
 func (a *builtin[P]) Bind(raw json.RawMessage) (*Bound, error) { return a.bindResolved(raw, nil, nil) }
 
 // bindResolved is the one bind of raw params: decode, resolve the
-// references in refs (when resolve is set), canonicalise, hash.
+// references in refs on the decoded value (when resolve is set),
+// canonicalise, hash.
 func (a *builtin[P]) bindResolved(raw json.RawMessage, refs []Ref, resolve Resolve) (*Bound, error) {
 	p, err := decodeParams[P](a.spec.Name, raw)
 	if err != nil {
 		return nil, err
 	}
 	if resolve != nil && len(refs) > 0 {
-		if p, err = resolveDecoded(a.spec.Name, p, refs, resolve); err != nil {
+		if _, err := resolve(refs, refParamsOf(&p)); err != nil {
 			return nil, err
 		}
 	}

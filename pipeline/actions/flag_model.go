@@ -157,6 +157,9 @@ type segDir struct {
 	byID  map[string]segInfo
 	order []string
 	raw   *upgrade.SegmentsAnswer
+	// named are the public segments as upgrade.Catalog resolves them (the
+	// CLI's rules: upgrade.SegmentsNamed).
+	named []upgrade.Named
 }
 
 func readSegments(ctx context.Context, api SegmentReader) (*segDir, error) {
@@ -165,6 +168,7 @@ func readSegments(ctx context.Context, api SegmentReader) (*segDir, error) {
 		return nil, fmt.Errorf("reading segments: %w", err)
 	}
 	d := &segDir{byID: map[string]segInfo{}, raw: all}
+	var public []upgrade.SegmentRecord
 	for i := range all.Segments {
 		s := &all.Segments[i]
 		if s.Type != "" && s.Type != upgrade.SegmentPublic {
@@ -172,7 +176,9 @@ func readSegments(ctx context.Context, api SegmentReader) (*segDir, error) {
 		}
 		d.byID[s.ID] = segInfoOf(s)
 		d.order = append(d.order, s.ID)
+		public = append(public, *s)
 	}
+	d.named = upgrade.SegmentsNamed(public)
 	return d, nil
 }
 

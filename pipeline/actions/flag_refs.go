@@ -13,12 +13,13 @@ import (
 // References in params: the params an action's type tags as naming a
 // server object (`ref:"experiment"`, `ref:"feature_flag"`, `ref:"segment"`)
 // may hold a name instead of an id, and are resolved with the one lookup
-// of upgrade.Catalog, the CLI's. What is here is which catalog a reference
+// of upgrade.Catalog, the CLI's, on the typed value being bound
+// (RefParams). What is here is which catalog a reference
 // is looked up in (a segment in the context the params are about) and the
 // errors the model reads, which list what it could have meant.
 
 // ResolveRefs resolves every reference of params (refs, from the action's
-// Spec) that holds a name: an experiment by name or unique prefix; a flag
+// Spec: the paths of params' type) that holds a name: an experiment by name or unique prefix; a flag
 // by key (as written, then any case), name or prefix; a segment by name in
 // the context the params are about (their context, the flag's, or the
 // segment's). It changes params in place and reports whether it changed
@@ -26,13 +27,13 @@ import (
 // that names the param and what it could mean. Ids are left alone:
 // validation decides about them. A list action's missing kind is filled in
 // from its list id.
-func ResolveRefs(ctx context.Context, api CatalogAPI, refs []Ref, params map[string]any) (bool, error) {
+func ResolveRefs(ctx context.Context, api CatalogAPI, refs []Ref, params RefParams) (bool, error) {
 	changed := false
 	for _, ref := range refs {
 		if ref.Kind != RefExperiment {
 			continue
 		}
-		ch, err := ref.Resolve(params, func(v string) (string, error) {
+		ch, err := params.resolve(ref, func(v string) (string, error) {
 			if strings.TrimSpace(v) == "" || upgrade.IsUUID(strings.TrimSpace(v)) {
 				return v, nil
 			}
@@ -53,16 +54,16 @@ func ResolveRefs(ctx context.Context, api CatalogAPI, refs []Ref, params map[str
 
 // ResolveFlagRefs is ResolveRefs for the flag and segment references
 // alone.
-func ResolveFlagRefs(ctx context.Context, api CatalogAPI, refs []Ref, params map[string]any) (bool, error) {
+func ResolveFlagRefs(ctx context.Context, api CatalogAPI, refs []Ref, params RefParams) (bool, error) {
 	r := &refResolver{ctx: ctx, api: api}
 	changed := false
-	appContext, _ := params["context"].(string)
+	appContext := params.str("context")
 	resolve := func(kind RefKind, only func(path string) bool, fn func(string) (string, error)) error {
 		for _, ref := range refs {
 			if ref.Kind != kind || !only(ref.Path) {
 				continue
 			}
-			ch, err := ref.Resolve(params, fn)
+			ch, err := params.resolve(ref, fn)
 			if err != nil {
 				return fmt.Errorf("%s: %w", ref.Path, err)
 			}
@@ -182,9 +183,8 @@ func flagNames(fs []upgrade.FeatureFlag) string {
 }
 
 // fillKind sets a list action's missing kind from the list id.
-func (r *refResolver) fillKind(params map[string]any, flagID string) bool {
-	listID, _ := params["list_id"].(string)
-	kind, _ := params["kind"].(string)
+func (r *refResolver) fillKind(params RefParams, flagID string) bool {
+	listID, kind := params.str("list_id"), params.str("kind")
 	if listID == "" || strings.TrimSpace(kind) != "" {
 		return false
 	}
@@ -193,8 +193,7 @@ func (r *refResolver) fillKind(params map[string]any, flagID string) bool {
 		return false
 	}
 	if l, ok := f.anyList(idValue(listID)); ok {
-		params["kind"] = l.Kind
-		return true
+		return params.setStr("kind", l.Kind)
 	}
 	return false
 }
@@ -206,12 +205,7 @@ func (r *refResolver) segment(ref, appContext string) (segInfo, error) {
 	if err != nil {
 		return segInfo{}, err
 	}
-	items := make([]upgrade.Named, 0, len(d.order))
-	for _, id := range d.order {
-		s := d.byID[id]
-		items = append(items, upgrade.Named{ID: s.ID, Name: s.Name, Context: s.Context})
-	}
-	n, err := upgrade.Catalog{Kind: upgrade.KindSegment, Items: items, Prefer: appContext}.Resolve(ref)
+	n, err := upgrade.Catalog{Kind: upgrade.KindSegment, Items: d.named, Prefer: appContext}.Resolve(ref)
 	var re *upgrade.RefError
 	switch {
 	case err == nil:

@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -24,27 +25,35 @@ func BindCreate(object string, raw json.RawMessage) (*Bound, error) {
 }
 
 // ResolveBound resolves the references of a bound action that hold a name
-// (ResolveRefs) and binds again when one changed.
+// (ResolveRefs) on its params as given, and binds them again when one
+// changed; when none did, b is returned and nothing is bound.
 func ResolveBound(ctx context.Context, api CatalogAPI, b *Bound) (*Bound, error) {
 	a, ok := builtins.Lookup(b.Name)
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownAction, b.Name)
 	}
+	if len(a.Spec().Refs) == 0 {
+		return b, nil
+	}
 	given, err := b.Given()
 	if err != nil {
 		return nil, err
 	}
-	var m map[string]any
-	if err := decodeNumbers(given, &m); err != nil {
-		return b, nil // params that are no object hold no references
+	nb, err := BindResolved(a, given, func(refs []Ref, params RefParams) (bool, error) {
+		changed, err := ResolveRefs(ctx, api, refs, params)
+		if err == nil && !changed {
+			err = errRefsUnchanged
+		}
+		return changed, err
+	})
+	if errors.Is(err, errRefsUnchanged) {
+		return b, nil
 	}
-	changed, err := ResolveRefs(ctx, api, a.Spec().Refs, m)
-	if err != nil || !changed {
+	if err != nil {
 		return b, err
 	}
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	return a.Bind(raw)
+	return nb, nil
 }
+
+// errRefsUnchanged stops a bind whose references all held ids already.
+var errRefsUnchanged = errors.New("no reference changed")
