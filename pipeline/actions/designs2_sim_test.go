@@ -102,7 +102,10 @@ func TestUpdateSwitchesAssignmentAlgorithm(t *testing.T) {
 		t.Fatalf("refused updates changed the experiment: %s %+v", e.AssignmentAlgorithm, e.StratificationFactor)
 	}
 
-	plan, _ := run(t, api, upd(`"assignment_algorithm":" Stratified Random Sampling ","stratification_factor":" prior "`))
+	plan, raw := run(t, api, upd(`"assignment_algorithm":" Stratified Random Sampling ","stratification_factor":" prior "`))
+	if r := decode[updateResult](t, raw); r.AssignmentAlgorithm != upgrade.AlgorithmStratified || r.StratificationFactor != "prior" || r.ID != id {
+		t.Errorf("result %+v", r)
+	}
 	simPlanGolden(t, "update_to_stratified", plan)
 	for _, want := range []string{`assignment_algorithm: random -> stratified random sampling`, `stratification_factor: (none) -> "prior"`} {
 		if !strings.Contains(plan.Message, want) {

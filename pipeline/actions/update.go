@@ -149,9 +149,16 @@ func init() {
 		Plan:        planUpdate,
 		Execute:     executeUpdate,
 		Reconcile:   reconcileUpdate,
-		Report: ReportAs(func(r ExperimentResult) string {
-			return fmt.Sprintf("Updated experiment %q (id %s, context %s, state %s). It now has:\n%s", r.Name, r.ID, r.Context, r.State,
-				strings.TrimRight(designSummary(r), "\n"))
+		Report: ReportAs(func(r updateResult) string {
+			s := fmt.Sprintf("Updated experiment %q (id %s, context %s, state %s). It now has:\n%s", r.Name, r.ID, r.Context, r.State,
+				strings.TrimRight(designSummary(r.ExperimentResult), "\n"))
+			if r.AssignmentAlgorithm != "" {
+				s += "\nAssignment algorithm: " + r.AssignmentAlgorithm
+				if r.StratificationFactor != "" {
+					s += fmt.Sprintf(" by factor %q", r.StratificationFactor)
+				}
+			}
+			return s
 		}),
 	})
 }
@@ -282,7 +289,19 @@ func executeUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ str
 	if err != nil {
 		return Outcome{}, fmt.Errorf("experiment %q was updated, but %w", d.Name, err)
 	}
-	return Result(SummarizeExperiment(held))
+	r := updateResult{ExperimentResult: SummarizeExperiment(held)}
+	if got := designOf(held); p.AssignmentAlgorithm != nil || p.StratificationFactor != nil || got.AssignmentAlgorithm != "" {
+		r.AssignmentAlgorithm, r.StratificationFactor = algorithmName(got.AssignmentAlgorithm), got.StratificationFactor
+	}
+	return Result(r)
+}
+
+// updateResult is update_experiment's result: the experiment, with its
+// assignment algorithm when the update named it or it is not random.
+type updateResult struct {
+	ExperimentResult
+	AssignmentAlgorithm  string `json:"assignment_algorithm,omitempty"`
+	StratificationFactor string `json:"stratification_factor,omitempty"`
 }
 
 func reconcileUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ string, _ time.Time) (Reconciliation, error) {
