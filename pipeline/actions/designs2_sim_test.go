@@ -311,3 +311,39 @@ func TestDuplicateIntoContextWithoutTheSites(t *testing.T) {
 		}
 	}
 }
+
+// TestUndoAlgorithmSwitch: the undo of an update that switched to
+// stratified random sampling makes the experiment random again, after
+// which the factor can be deleted; the undo of that undo stratifies it
+// again.
+func TestUndoAlgorithmSwitch(t *testing.T) {
+	h := newUndoHarness(t)
+	factor := "undo_prior_" + undoSuffix
+	h.do(CreateStratificationFactorParams{Name: factor, Values: []StratValueParam{{UserID: "s1", Value: "low"}, {UserID: "s2", Value: "high"}}})
+	_, raw := h.do(CreateExperimentParams{Name: "Undo strat " + undoSuffix, Context: "assign-prog",
+		DecisionPoints: []DecisionPointParam{{Site: "SelectSection", Target: "absolute_value_plot_equality"}},
+		Conditions:     []ConditionParam{{Code: "control", Weight: ptr(50.0)}, {Code: "variant", Weight: ptr(50.0)}}})
+	id := decode[ExperimentResult](t, raw).ID
+	t.Cleanup(func() {
+		_, _ = h.api.DeleteExperiment(h.ctx, id)
+		if s, err := stratAPI(h.api); err == nil {
+			_ = s.DeleteStratificationFactor(h.ctx, factor)
+		}
+	})
+	up, _ := h.do(UpdateExperimentParams{ExperimentID: id, AssignmentAlgorithm: ptr("stratified random sampling"), StratificationFactor: ptr(factor)})
+	e, err := h.api.Experiment(h.ctx, id)
+	if err != nil || e.AssignmentAlgorithm != upgrade.AlgorithmStratified || e.StratificationFactor == nil {
+		t.Fatalf("after the switch: %+v, %v", e, err)
+	}
+	u := h.undo(up)
+	if e, _ = h.api.Experiment(h.ctx, id); e.AssignmentAlgorithm != upgrade.AlgorithmRandom || e.StratificationFactor != nil {
+		t.Fatalf("after the undo: %s %+v", e.AssignmentAlgorithm, e.StratificationFactor)
+	}
+	if probs, err := Validate(h.ctx, h.api, DeleteStratificationFactorParams{Name: factor}); err != nil || len(probs) != 0 {
+		t.Errorf("delete after the undo: %+v, %v", probs, err)
+	}
+	h.undo(u)
+	if e, _ = h.api.Experiment(h.ctx, id); e.AssignmentAlgorithm != upgrade.AlgorithmStratified || e.StratificationFactor == nil || e.StratificationFactor.Name != factor {
+		t.Fatalf("after the redo: %s %+v", e.AssignmentAlgorithm, e.StratificationFactor)
+	}
+}
