@@ -65,6 +65,18 @@ func TestHabitDesigns2(t *testing.T) {
 				}),
 			yes("update_experiment"),
 		}, backend: []check{stratifiedBy("Math Hints", "prior"), hasExp("Math Hints", upgrade.StateInactive, "control:40", "variant:60")}},
+		{name: "a factor named by a number", seed: func(t *testing.T, w *world) {
+			t.Helper()
+			if _, err := w.client(t).UploadStratification(context.Background(), "uuid,2024\ns1,a\ns2,b\n"); err != nil {
+				t.Fatal(err)
+			}
+		}, steps: []turnStep{
+			request("Stratify Math Hints by the 2024 factor.", "update_experiment", `{experiment_id: Math Hints, assignment_algorithm: stratified, stratification_factor: 2024}`).
+				expect(func(w *turnWant) {
+					w.params = `{"assignment_algorithm":"stratified random sampling","stratification_factor":"2024"}`
+				}),
+			yes("update_experiment"),
+		}, backend: []check{stratifiedBy("Math Hints", "2024")}},
 		{name: "back to random: explicit default in capitals, empty factor", seed: seedPrior, steps: []turnStep{
 			stratify, yes("update_experiment"),
 			request("Make Math Hints random again.", "update_experiment", `{experiment_id: Math Hints, assignment_algorithm: RANDOM, stratification_factor: ""}`).
