@@ -347,3 +347,19 @@ func TestUndoAlgorithmSwitch(t *testing.T) {
 		t.Fatalf("after the redo: %s %+v", e.AssignmentAlgorithm, e.StratificationFactor)
 	}
 }
+
+// TestDuplicateMoveWithNothingToDrop: a source without queries or list
+// members moves without a warning, and its result drops nothing.
+func TestDuplicateMoveWithNothingToDrop(t *testing.T) {
+	api := startSimMeta(t, twoContexts())
+	_, raw := run(t, api, parseAs[CreateExperimentParams](t, CreateExperiment, `{"name":"Bare","context":"assign-prog",
+		"decision_points":[{"site":"SelectSection","target":"absolute_value_plot_equality"}],"conditions":{"control":50,"variant":50}}`))
+	id := decode[ExperimentResult](t, raw).ID
+	plan, raw := run(t, api, DuplicateExperimentParams{ExperimentID: id, Name: "Bare B", Context: "assign-prog-b"})
+	if len(plan.Warnings) != 0 || !strings.Contains(plan.Message, "the source has no queries or list members to drop") {
+		t.Errorf("plan:\n%s\n%v", plan.Message, plan.Warnings)
+	}
+	if r := decode[duplicateResult](t, raw); r.Dropped != "" || r.Context != "assign-prog-b" {
+		t.Errorf("result %+v", r)
+	}
+}

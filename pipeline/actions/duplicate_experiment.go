@@ -70,7 +70,7 @@ type duplicateResult struct {
 // droppedByMove says what a copy into another context leaves behind ("" when
 // it stays in the source's context).
 func droppedByMove(src *upgrade.Experiment, moved bool) string {
-	if !moved {
+	if !moved || (len(src.Queries) == 0 && fmtListsOf(src) == fmtListsOf(&upgrade.Experiment{})) {
 		return ""
 	}
 	return fmt.Sprintf("%s and the inclusion and exclusion lists (%s), which belong to context %s",
@@ -134,10 +134,12 @@ func planDuplicate(b *Planner, p DuplicateExperimentParams) error {
 	b.designLines(d)
 	b.stratificationLines(d)
 	kept, kept2 := "kept", upgrade.Segment{}
-	if moved {
+	if drop := droppedByMove(src, moved); drop != "" {
 		kept = "dropped"
 		b.Warn("the copy moves from context %s to %s: its queries and its inclusion and exclusion lists are dropped, as UpGrade's web UI does", ident(src.ContextName()), ident(d.Context))
-		b.Line("  Dropped with the move: %s.", droppedByMove(src, moved))
+		b.Line("  Dropped with the move: %s.", drop)
+	} else if moved {
+		b.Line("  The copy moves from context %s to %s; the source has no queries or list members to drop.", ident(src.ContextName()), ident(d.Context))
 	} else {
 		kept2 = src.Inclusion
 		b.Line("  Inclusion and exclusion lists kept (%s).", fmtListsOf(src))
