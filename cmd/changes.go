@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
@@ -47,7 +51,7 @@ it was undone already).`,
 	}
 	c.Flags().StringVar(&o.Session, "session", "", "only the changes of session `ID` (or a unique prefix)")
 	c.Flags().StringVar(&o.Target, "target", "", "only the changes of this object: its id, name or flag key (`REF`)")
-	c.Flags().StringVar(&o.Since, "since", "", "only changes since `DURATION` ago (24h) or a TIME (RFC 3339 or 2006-01-02)")
+	c.Flags().StringVar(&o.Since, "since", "", "only changes since `DURATION` ago (24h, 7d) or a TIME (RFC 3339 or 2006-01-02)")
 	return withOutputs(c, "json", "yaml", "wide")
 }
 
@@ -82,21 +86,56 @@ func undoableWord(c actions.Change) string {
 	return "no"
 }
 
-// parseSince reads --since: a duration back from now, or a time.
+// parseSince reads --since: a duration back from now (24h, 90m, 7d, "2h
+// ago"), or a time (RFC 3339, 2006-01-02T15:04, "2006-01-02 15:04",
+// 2006-01-02, read in the local zone). A negative duration or a time
+// in the future is refused: it would list nothing without saying why.
 func parseSince(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil {
+	bad := func(format string, args ...any) error {
+		return &FlagError{Err: fmt.Errorf("--since %q: "+format, append([]any{s}, args...)...)}
+	}
+	if d, ok := sinceDuration(s); ok {
+		if d < 0 {
+			return time.Time{}, bad("a duration counts back from now and cannot be negative; give 24h for the last day")
+		}
 		return now.Add(-d), nil
 	}
-	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
+	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02"} {
+		loc := time.Local
+		if layout == time.RFC3339 {
+			loc = time.UTC
+		}
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			if t.After(now) {
+				return time.Time{}, bad("that time is in the future (now is %s): no change is that recent", now.Format(time.RFC3339))
+			}
 			return t, nil
 		}
 	}
-	return time.Time{}, &FlagError{Err: fmt.Errorf("--since %q: want a duration (24h, 90m) or a time (2026-05-01 or RFC 3339)", s)}
+	return time.Time{}, bad("want a duration (24h, 90m, 7d) or a time (2026-05-01, 2026-05-01T14:30 or RFC 3339)")
+}
+
+// sinceDuration reads a duration as people write it: Go's (1h30m), with
+// days (7d, 1.5d), blanks between number and unit, and a trailing "ago".
+func sinceDuration(s string) (time.Duration, bool) {
+	t := strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(strings.ToLower(s)), "ago")))
+	t = strings.ReplaceAll(t, " ", "")
+	if t == "" {
+		return 0, false
+	}
+	if num, ok := strings.CutSuffix(t, "d"); ok {
+		days, err := strconv.ParseFloat(num, 64)
+		if err != nil || math.IsInf(days, 0) || math.IsNaN(days) || math.Abs(days) > 100000 {
+			return 0, false
+		}
+		return time.Duration(days * float64(24*time.Hour)), true
+	}
+	d, err := time.ParseDuration(t)
+	return d, err == nil
 }
 
 func runChangesList(_ context.Context, f *Factory, o *ChangesListOptions) error {
@@ -172,6 +211,9 @@ func findChange(f *Factory, id string) (*actions.Change, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := ambiguousChange(store, id); err != nil {
+		return nil, err
+	}
 	c, err := pipeline.FindChange(store, id)
 	if errors.Is(err, pipeline.ErrChangeNotFound) {
 		return nil, &UsageError{Err: err}
@@ -227,4 +269,35 @@ func orNull(raw json.RawMessage) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return raw
+}
+
+// ambiguousChange refuses an id prefix that starts more than one change
+// id (none is the id itself), listing them so that the person can pick
+// one: a bad input (exit 2).
+func ambiguousChange(store checkpoint.Store, id string) error {
+	id = strings.TrimSpace(id)
+	if id == "" || strings.EqualFold(id, pipeline.LastChange) {
+		return nil
+	}
+	all, err := pipeline.ListChanges(store, pipeline.ChangeFilter{})
+	if err != nil {
+		return err
+	}
+	var found []actions.Change
+	for _, c := range all {
+		if c.ID == id {
+			return nil
+		}
+		if strings.HasPrefix(c.ID, id) {
+			found = append(found, c)
+		}
+	}
+	if len(found) < 2 {
+		return nil
+	}
+	lines := make([]string, len(found))
+	for i, c := range found {
+		lines[i] = fmt.Sprintf("  %s  %s  %s %s", c.ID, c.ExecutedAt.Local().Format("01-02 15:04"), c.Action, orDash(c.Target.Name))
+	}
+	return Usagef("change id %q is ambiguous: it starts %d change ids; give more of one of them:\n%s", id, len(found), strings.Join(lines, "\n"))
 }

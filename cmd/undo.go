@@ -29,7 +29,8 @@ changes list) as an ordinary confirmation in a new session: exit 10, then
 resume --answer yes runs it. The plan says what cannot come back and, when
 someone changed the object since, what the undo would overwrite. A change
 that cannot be undone, was undone already or whose object is gone says so
-and proposes nothing (exit 2). An undo is a change too: undo it to redo.`,
+and proposes nothing (exit 2), as does an id prefix that starts several change
+ids (they are listed). An undo is a change too: undo it to redo.`,
 		Example: "  upgrade-agent undo 5e1d07a2c9b3\n  upgrade-agent undo 5e1d --confirm never --yes",
 		Args:    exactArgs("ID"),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -53,6 +53,11 @@ func designOf(e *upgrade.Experiment) CreateExperimentParams {
 		ConsistencyRule: e.ConsistencyRule,
 		FilterMode:      e.FilterMode,
 		ConditionOrder:  e.ConditionOrder,
+
+		AssignmentAlgorithm: algorithmValue(e.AssignmentAlgorithm),
+	}
+	if e.StratificationFactor != nil {
+		d.StratificationFactor = e.StratificationFactor.Name
 	}
 	if e.Type == upgrade.TypeFactorial {
 		d.Design, d.Factors = DesignFactorial, factorsOf(e)
@@ -116,6 +121,17 @@ func applyUpdate(cur CreateExperimentParams, u UpdateExperimentParams) CreateExp
 	if u.ConditionOrder != nil {
 		d.ConditionOrder = *u.ConditionOrder
 	}
+	if u.AssignmentAlgorithm != nil {
+		d.AssignmentAlgorithm = algorithmValue(*u.AssignmentAlgorithm)
+		// A factor is meaningless without stratified sampling; drop it
+		// unless the same update names one.
+		if d.AssignmentAlgorithm != upgrade.AlgorithmStratified && u.StratificationFactor == nil {
+			d.StratificationFactor = ""
+		}
+	}
+	if u.StratificationFactor != nil {
+		d.StratificationFactor = *u.StratificationFactor
+	}
 	if u.Description != nil {
 		d.Description = *u.Description
 	}
@@ -174,7 +190,8 @@ func updateTouches(u UpdateExperimentParams) bool {
 		u.Description != nil || u.Tags != nil || u.AssignmentUnit != nil || u.GroupType != nil ||
 		u.ConsistencyRule != nil || u.PostExperimentRule != nil || u.FilterMode != nil ||
 		u.InclusionUsers != nil || u.InclusionGroups != nil || u.ExclusionUsers != nil || u.ExclusionGroups != nil ||
-		u.Factors != nil || u.ConditionOrder != nil || u.Design != nil
+		u.Factors != nil || u.ConditionOrder != nil || u.Design != nil ||
+		u.AssignmentAlgorithm != nil || u.StratificationFactor != nil
 }
 
 // write makes the server hold design d for experiment e (as read by
@@ -210,7 +227,8 @@ func hold(ctx context.Context, api ExperimentAPI, id string, d CreateExperimentP
 		if err != nil {
 			return nil, fmt.Errorf("reading it back failed: %w", err)
 		}
-		diffs := designChanges(listsAsSets(want), listsAsSets(effective(designOf(e))))
+		got := effective(designOf(e))
+		diffs := append(designChanges(listsAsSets(want), listsAsSets(got)), algorithmChanges(want, got)...)
 		if len(diffs) == 0 {
 			return e, nil
 		}
@@ -275,9 +293,9 @@ func buildExperiment(base *upgrade.Experiment, d CreateExperimentParams) *upgrad
 	if base != nil {
 		e = *base
 	} else {
-		e = upgrade.Experiment{State: upgrade.StateInactive, Type: upgrade.TypeSimple, AssignmentAlgorithm: upgrade.AlgorithmRandom}
-		withStratification(&e, d)
+		e = upgrade.Experiment{State: upgrade.StateInactive, Type: upgrade.TypeSimple}
 	}
+	withStratification(&e, d)
 	e.Name = d.Name
 	e.Description = d.Description
 	e.Context = []string{d.Context}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,9 +35,13 @@ func init() {
 		Plan:      planDuplicate,
 		Execute:   executeDuplicate,
 		Reconcile: reconcileDuplicate,
-		Report: ReportAs(func(r ExperimentResult) string {
-			return fmt.Sprintf("Created experiment %q (id %s) in context %s as a copy. It is %s: nobody is enrolled until it is started.",
+		Report: ReportAs(func(r duplicateResult) string {
+			s := fmt.Sprintf("Created experiment %q (id %s) in context %s as a copy. It is %s: nobody is enrolled until it is started.",
 				r.Name, r.ID, r.Context, r.State)
+			if r.Dropped != "" {
+				s += "\nDropped: " + r.Dropped + "."
+			}
+			return s
 		}),
 	})
 }
@@ -55,6 +60,38 @@ func duplicateDesign(src *upgrade.Experiment, p DuplicateExperimentParams) (Crea
 	return withDefaults(d), moved
 }
 
+// duplicateResult is a copy's result: the experiment, and what a move to
+// another context left behind.
+type duplicateResult struct {
+	ExperimentResult
+	Dropped string `json:"dropped,omitempty"`
+}
+
+// droppedByMove says what a copy into another context leaves behind ("" when
+// it stays in the source's context).
+func droppedByMove(src *upgrade.Experiment, moved bool) string {
+	if !moved || (len(src.Queries) == 0 && fmtListsOf(src) == fmtListsOf(&upgrade.Experiment{})) {
+		return ""
+	}
+	return fmt.Sprintf("%s and the inclusion and exclusion lists (%s), which belong to context %s",
+		countNoun(len(src.Queries), "query", "queries"), fmtListsOf(src), src.ContextName())
+}
+
+// fmtListsOf counts an experiment's list members: "2 users, 1 group, 0 segments".
+func fmtListsOf(e *upgrade.Experiment) string {
+	users := len(e.Inclusion.Users) + len(e.Exclusion.Users)
+	groups := len(e.Inclusion.Groups) + len(e.Exclusion.Groups)
+	segs := len(e.Inclusion.Segments) + len(e.Exclusion.Segments)
+	return countNoun(users, "user", "users") + ", " + countNoun(groups, "group", "groups") + ", " + countNoun(segs, "segment", "segments")
+}
+
+func countNoun(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 func validateDuplicate(c *Checker, p DuplicateExperimentParams) error {
 	if p.Name == "" {
 		c.Missing("name", "name is required: the copy's name")
@@ -63,11 +100,25 @@ func validateDuplicate(c *Checker, p DuplicateExperimentParams) error {
 	if err != nil || src == nil {
 		return err
 	}
-	d, _ := duplicateDesign(src, p)
+	d, moved := duplicateDesign(src, p)
 	if p.Name == "" {
 		return nil
 	}
-	return c.design(d, "", true)
+	n := len(c.problems)
+	if err := c.design(d, "", true); err != nil {
+		return err
+	}
+	if moved {
+		// The copy keeps the source's decision points and conditions: say
+		// why a field the action does not have is wrong.
+		for i := n; i < len(c.problems); i++ {
+			if f := c.problems[i].Field; strings.HasPrefix(f, "decision_points") || strings.HasPrefix(f, "conditions") || strings.HasPrefix(f, "group_type") {
+				c.problems[i].Field = "context"
+				c.problems[i].Message += fmt.Sprintf(" (the copy keeps the %s of %q; context %s cannot take them)", f, src.Name, p.Context)
+			}
+		}
+	}
+	return nil
 }
 
 func planDuplicate(b *Planner, p DuplicateExperimentParams) error {
@@ -75,15 +126,30 @@ func planDuplicate(b *Planner, p DuplicateExperimentParams) error {
 	if err != nil {
 		return err
 	}
+	if src, err = upgrade.ExperimentWithLists(b.Context(), b.API(), src.ID); err != nil {
+		return fmt.Errorf("reading the lists of experiment %s: %w", p.ExperimentID, err)
+	}
 	d, moved := duplicateDesign(src, p)
 	b.Line("Create experiment %s in context %s, a copy of %s (id %s).", quote(d.Name), ident(d.Context), quote(src.Name), src.ID)
 	b.designLines(d)
-	kept := "kept"
-	if moved {
+	b.stratificationLines(d)
+	kept, kept2 := "kept", upgrade.Segment{}
+	if drop := droppedByMove(src, moved); drop != "" {
 		kept = "dropped"
 		b.Warn("the copy moves from context %s to %s: its queries and its inclusion and exclusion lists are dropped, as UpGrade's web UI does", ident(src.ContextName()), ident(d.Context))
+		b.Line("  Dropped with the move: %s.", drop)
+	} else if moved {
+		b.Line("  The copy moves from context %s to %s; the source has no queries or list members to drop.", ident(src.ContextName()), ident(d.Context))
+	} else {
+		kept2 = src.Inclusion
+		b.Line("  Inclusion and exclusion lists kept (%s).", fmtListsOf(src))
 	}
-	b.Line("  Queries: %d %s; condition payloads kept; new ids for the experiment, its conditions and decision points.", len(src.Queries), kept)
+	parts := "its conditions and decision points"
+	if d.Design == DesignFactorial {
+		parts = "its conditions, decision points and factor levels"
+	}
+	b.Line("  Queries: %d %s; condition payloads kept; new ids for the experiment, %s.", len(src.Queries), kept, parts)
+	b.designWarnings(d, kept2)
 	b.Line("It is created inactive: nobody is enrolled until it is started.")
 	return nil
 }
@@ -108,6 +174,7 @@ func duplicateOf(src *upgrade.Experiment, d CreateExperimentParams, moved bool, 
 		r := ids[*e.RevertTo]
 		e.RevertTo = &r
 	}
+	freshLevelIDs(&e)
 	var payloads []json.RawMessage
 	for _, raw := range e.ConditionPayloads {
 		var m map[string]any
@@ -164,7 +231,32 @@ func executeDuplicate(ctx context.Context, env Env, p DuplicateExperimentParams,
 	if err != nil {
 		return Outcome{}, fmt.Errorf("experiment %q was created (id %s), but %w", d.Name, out.ID, err)
 	}
-	return Result(SummarizeExperiment(held))
+	return Result(duplicateResult{SummarizeExperiment(held), droppedByMove(src, moved)})
+}
+
+// freshLevelIDs gives a copy's factor levels and level combination elements
+// new ids: a level id is a key of UpGrade's level table, so the source's
+// ids cannot be stored twice.
+func freshLevelIDs(e *upgrade.Experiment) {
+	ids := map[string]string{}
+	e.Factors = slices.Clone(e.Factors)
+	for i := range e.Factors {
+		e.Factors[i].Levels = slices.Clone(e.Factors[i].Levels)
+		for k := range e.Factors[i].Levels {
+			n := upgrade.NewID()
+			ids[e.Factors[i].Levels[k].ID], e.Factors[i].Levels[k].ID = n, n
+		}
+	}
+	for i := range e.Conditions {
+		els := slices.Clone(e.Conditions[i].LevelCombinationElements)
+		for k := range els {
+			els[k].ID = upgrade.NewID()
+			if n := ids[els[k].Level.ID]; n != "" {
+				els[k].Level.ID = n
+			}
+		}
+		e.Conditions[i].LevelCombinationElements = els
+	}
 }
 
 func reconcileDuplicate(ctx context.Context, env Env, p DuplicateExperimentParams, key string, startedAt time.Time) (Reconciliation, error) {

@@ -367,14 +367,12 @@ func reconcileStratDelete(ctx context.Context, env Env, p DeleteStratificationFa
 	return Reconciliation{Outcome: OutcomeNotDone, Note: fmt.Sprintf("stratification factor %q still exists: the delete did not happen", p.Name)}, nil
 }
 
-// withStratification sets a new experiment's algorithm and factor from
-// the design (an update keeps the server's: update_experiment does not
-// change them).
+// withStratification sets an experiment's algorithm and factor from the
+// design (designOf reads them back, so an update that does not name them
+// sends the server's own).
 func withStratification(e *upgrade.Experiment, d CreateExperimentParams) {
-	if d.AssignmentAlgorithm != upgrade.AlgorithmStratified {
-		return
-	}
-	e.AssignmentAlgorithm = upgrade.AlgorithmStratified
+	e.AssignmentAlgorithm = algorithmName(d.AssignmentAlgorithm)
+	e.StratificationFactor = nil
 	if d.StratificationFactor != "" {
 		e.StratificationFactor = &upgrade.StratificationRef{Name: d.StratificationFactor}
 	}

@@ -36,6 +36,10 @@ type UpdateExperimentParams struct {
 	Design             *string               `json:"design,omitempty" jsonschema:"simple or factorial; a design does not change (create a new experiment)"`
 	Factors            *[]FactorParam        `json:"factors,omitempty" jsonschema:"a factorial's complete new factors; levels are matched by name, the conditions remade (even split unless conditions give weights)" keyed:"name,levels"`
 	ConditionOrder     *string               `json:"condition_order,omitempty" jsonschema:"within-subjects: random, random round robin or ordered round robin"`
+	// AssignmentAlgorithm and StratificationFactor switch between random
+	// and stratified random sampling; blank means "leave as it is".
+	AssignmentAlgorithm  *string `json:"assignment_algorithm,omitempty" jsonschema:"random or stratified random sampling (needs stratification_factor)"`
+	StratificationFactor *string `json:"stratification_factor,omitempty" jsonschema:"an existing factor (get_stratification_factors)"`
 }
 
 // Action implements Params.
@@ -73,6 +77,8 @@ func (p UpdateExperimentParams) canonical() UpdateExperimentParams {
 		v := conditionOrderValue(*p.ConditionOrder)
 		c.ConditionOrder = &v
 	}
+	c.AssignmentAlgorithm = algorithmPtr(p.AssignmentAlgorithm)
+	c.StratificationFactor = blankNil(p.StratificationFactor)
 	if r := c.PostExperimentRule; r != nil && r.Rule == "" && r.ConditionCode != "" {
 		r.Rule = upgrade.PostRuleAssign // a condition to give everyone means assign
 	}
@@ -84,6 +90,31 @@ func (p UpdateExperimentParams) canonical() UpdateExperimentParams {
 	c.InclusionGroups = keepGroups(p.InclusionGroups)
 	c.ExclusionGroups = keepGroups(p.ExclusionGroups)
 	return c
+}
+
+// algorithmPtr folds an update's assignment algorithm; blank is "not
+// given" and random is kept as UpGrade spells it (applyUpdate folds it to
+// the design's "").
+func algorithmPtr(s *string) *string {
+	s = blankNil(s)
+	if s == nil {
+		return nil
+	}
+	v := algorithmValue(*s)
+	if v == "" {
+		v = upgrade.AlgorithmRandom
+	}
+	return &v
+}
+
+// blankNil is s trimmed, nil when it is blank: an optional field sent
+// empty changes nothing.
+func blankNil(s *string) *string {
+	if s == nil || strings.TrimSpace(*s) == "" {
+		return nil
+	}
+	v := strings.TrimSpace(*s)
+	return &v
 }
 
 func keepList(l *[]string) *[]string {
@@ -118,9 +149,16 @@ func init() {
 		Plan:        planUpdate,
 		Execute:     executeUpdate,
 		Reconcile:   reconcileUpdate,
-		Report: ReportAs(func(r ExperimentResult) string {
-			return fmt.Sprintf("Updated experiment %q (id %s, context %s, state %s). It now has:\n%s", r.Name, r.ID, r.Context, r.State,
-				strings.TrimRight(designSummary(r), "\n"))
+		Report: ReportAs(func(r updateResult) string {
+			s := fmt.Sprintf("Updated experiment %q (id %s, context %s, state %s). It now has:\n%s", r.Name, r.ID, r.Context, r.State,
+				strings.TrimRight(designSummary(r.ExperimentResult), "\n"))
+			if r.AssignmentAlgorithm != "" {
+				s += "\nAssignment algorithm: " + r.AssignmentAlgorithm
+				if r.StratificationFactor != "" {
+					s += fmt.Sprintf(" by factor %q", r.StratificationFactor)
+				}
+			}
+			return s
 		}),
 	})
 }
@@ -150,7 +188,13 @@ func validateUpdate(c *Checker, u UpdateExperimentParams) error {
 		return nil
 	}
 	n := len(c.problems)
-	if err := c.design(applyUpdate(designOf(e), u), e.ID, u.Name != nil); err != nil {
+	d := applyUpdate(designOf(e), u)
+	if u.AssignmentAlgorithm == nil && u.StratificationFactor == nil {
+		// The algorithm the experiment has is not the update's business
+		// (a mooclet experiment of a server that runs them keeps it).
+		d.AssignmentAlgorithm, d.StratificationFactor = "", ""
+	}
+	if err := c.design(d, e.ID, u.Name != nil); err != nil {
 		return err
 	}
 	if u.Factors == nil {
@@ -171,7 +215,7 @@ func planUpdate(b *Planner, p UpdateExperimentParams) error {
 	cur := designOf(e)
 	next := applyUpdate(cur, p)
 	b.Line("Update experiment %s (id %s, context %s, state %s):", quote(e.Name), e.ID, identOrNone(e.ContextName()), e.State)
-	changes := designChanges(cur, next)
+	changes := append(designChanges(cur, next), algorithmChanges(cur, next)...)
 	for _, c := range changes {
 		b.Line("  %s", c)
 	}
@@ -188,7 +232,31 @@ func planUpdate(b *Planner, p UpdateExperimentParams) error {
 		b.Warn("condition %s is removed; users who had it lose it", ident(code))
 	}
 	b.designWarnings(next, e.Inclusion)
+	if next.AssignmentAlgorithm == upgrade.AlgorithmStratified && len(algorithmChanges(cur, next)) > 0 {
+		b.Warn("UpGrade 6.5 draws stratified experiments like random ones: no balancing across the factor's values was observed")
+	}
 	return nil
+}
+
+// algorithmChanges lists the assignment algorithm and stratification factor
+// changes as designChanges does ("field: old -> new").
+func algorithmChanges(cur, next CreateExperimentParams) []string {
+	var out []string
+	if o, n := algorithmName(cur.AssignmentAlgorithm), algorithmName(next.AssignmentAlgorithm); o != n {
+		out = append(out, fmt.Sprintf("assignment_algorithm: %s -> %s", o, n))
+	}
+	if o, n := quoteOrNone(cur.StratificationFactor), quoteOrNone(next.StratificationFactor); o != n {
+		out = append(out, fmt.Sprintf("stratification_factor: %s -> %s", o, n))
+	}
+	return out
+}
+
+// algorithmName is a design's algorithm as UpGrade spells it.
+func algorithmName(a string) string {
+	if a == "" {
+		return upgrade.AlgorithmRandom
+	}
+	return a
 }
 
 func removedCodes(cur, next CreateExperimentParams) []string {
@@ -221,7 +289,19 @@ func executeUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ str
 	if err != nil {
 		return Outcome{}, fmt.Errorf("experiment %q was updated, but %w", d.Name, err)
 	}
-	return Result(SummarizeExperiment(held))
+	r := updateResult{ExperimentResult: SummarizeExperiment(held)}
+	if got := designOf(held); p.AssignmentAlgorithm != nil || p.StratificationFactor != nil || got.AssignmentAlgorithm != "" {
+		r.AssignmentAlgorithm, r.StratificationFactor = algorithmName(got.AssignmentAlgorithm), got.StratificationFactor
+	}
+	return Result(r)
+}
+
+// updateResult is update_experiment's result: the experiment, with its
+// assignment algorithm when the update named it or it is not random.
+type updateResult struct {
+	ExperimentResult
+	AssignmentAlgorithm  string `json:"assignment_algorithm,omitempty"`
+	StratificationFactor string `json:"stratification_factor,omitempty"`
 }
 
 func reconcileUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ string, _ time.Time) (Reconciliation, error) {
@@ -233,7 +313,8 @@ func reconcileUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ s
 		return Reconciliation{}, fmt.Errorf("reconcile update: reading experiment %s: %w", p.ExperimentID, err)
 	}
 	cur := designOf(e)
-	if changes := designChanges(listsAsSets(cur), listsAsSets(applyUpdate(cur, p))); len(changes) > 0 {
+	next := applyUpdate(cur, p)
+	if changes := append(designChanges(listsAsSets(cur), listsAsSets(next)), algorithmChanges(cur, next)...); len(changes) > 0 {
 		return Reconciliation{Outcome: OutcomeNotDone,
 			Note: fmt.Sprintf("experiment %q does not have the new values yet (%s): the update did not happen", e.Name, strings.Join(changes, "; "))}, nil
 	}
