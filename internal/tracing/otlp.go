@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 // "Start-up"); the JSON mapping is a page of code.
 type otlpExporter struct {
 	cfg       otlpConfig
+	shownURL  string // cfg.url without a password, for errors
 	userAgent string
 	client    *http.Client
 	// backoff is the wait before the first retry; it doubles up to
@@ -54,8 +56,13 @@ func newOTLPExporter(cfg otlpConfig, version string) *otlpExporter {
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       cfg.tls,
 	}
+	shown := cfg.url
+	if u, err := url.Parse(cfg.url); err == nil {
+		shown = u.Redacted()
+	}
 	return &otlpExporter{
 		cfg:       cfg,
+		shownURL:  shown,
 		userAgent: "upgrade-agent/" + version + " (OTLP/HTTP JSON exporter)",
 		client:    &http.Client{Transport: tr, Timeout: cfg.timeout},
 		backoff:   500 * time.Millisecond, maxBackoff: 4 * time.Second, attempts: 5,
@@ -133,7 +140,7 @@ func (e *otlpExporter) post(ctx context.Context, body []byte, gz bool) (retry bo
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		return false, 0, partialSuccess(answer)
 	}
-	err = fmt.Errorf("OTLP export to %s: %s: %s", e.hide(e.cfg.url), resp.Status, e.hide(excerpt(answer)))
+	err = fmt.Errorf("OTLP export to %s: %s: %s", e.hide(e.shownURL), resp.Status, e.hide(excerpt(answer)))
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return true, retryAfter(resp.Header.Get("Retry-After")), err
