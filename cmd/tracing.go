@@ -23,7 +23,9 @@ func (f *Factory) startTracing(c *cobra.Command) error {
 	p, err := tracing.New(c.Context(), tracing.Options{File: o.Trace, Content: o.TraceContent,
 		Getenv: f.Getenv, Version: version, Secrets: f.Secrets()})
 	if err != nil {
-		return &UsageError{Err: fmt.Errorf("invalid --trace: %w", err)}
+		// A trace file that cannot be opened, or an OTEL_EXPORTER_OTLP_*
+		// variable the exporter cannot use; the error names which.
+		return &UsageError{Err: fmt.Errorf("tracing: %w", err)}
 	}
 	if p != nil {
 		f.tracing = p

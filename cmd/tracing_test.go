@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -281,5 +285,51 @@ func TestAuditAndChangeCarryTheTraceID(t *testing.T) {
 	}
 	if got, _ := changes[0]["trace_id"].(string); strings.ToLower(got) != want {
 		t.Errorf("change's trace_id = %q, want %q", got, want)
+	}
+}
+
+// TestTraceOverOTLP: with OTEL_EXPORTER_OTLP_ENDPOINT and _HEADERS set, a
+// turn's spans reach an OTLP/HTTP collector as JSON, with the headers; a
+// header list the exporter cannot read is a usage error naming the
+// variable, without its value.
+func TestTraceOverOTLP(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	var auth []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, r.URL.Path+" "+r.Header.Get("Content-Type")+" "+string(b))
+		auth = append(auth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	propose := writeTestFile(t, dir, "propose.yaml", proposeHarmless)
+	env := agentEnv(t, "UPGRADE_AGENT_HOME="+filepath.Join(dir, "state"), "OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL,
+		"OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20"+traceSecret)
+	if code, o, e := agentIn(t, env, "ask", "--yes", "--model", "gpt-test", "--llm", "script:"+propose, "create harmless"); code != 0 {
+		t.Fatalf("ask: exit %d\n%s\n%s", code, o, e)
+	}
+	mu.Lock()
+	all := strings.Join(bodies, "\n")
+	gotAuth := strings.Join(auth, ",")
+	mu.Unlock()
+	for _, want := range []string{"/v1/traces application/json {\"resourceSpans\":", `"name":"invoke_agent upgrade-agent"`, `"name":"chat gpt-test"`, `"stringValue":"upgrade-agent"`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the collector got no %s in:\n%.2000s", want, all)
+		}
+	}
+	if !strings.Contains(gotAuth, "Bearer "+traceSecret) {
+		t.Errorf("Authorization headers %q", gotAuth)
+	}
+
+	bad := agentEnv(t, "UPGRADE_AGENT_HOME="+filepath.Join(dir, "state"), "OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL,
+		"OTEL_EXPORTER_OTLP_HEADERS=Authorization "+traceSecret)
+	code, o, e := agentIn(t, bad, "experiments", "list")
+	if code != 2 || !strings.Contains(e, "OTEL_EXPORTER_OTLP_HEADERS") || strings.Contains(o+e, traceSecret) {
+		t.Errorf("a malformed header list: exit %d, stderr %q; want 2 naming the variable, without the value", code, e)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,18 +15,27 @@ import (
 // initBudgetMs is what the inits of this module's packages together may
 // cost the upgrade-agent binary (issue 26): schemas, tool lists, prompts,
 // tables and regular expressions are built when a command first needs
-// them. The standard library's and the dependencies' inits (encoding/gob
-// through the MCP SDK, html, yaml, jsonschema: about 8 ms together on the
-// two-core machine of docs/performance.md) are logged, not budgeted: no
-// change of ours can remove them short of dropping those packages.
+// them.
 const initBudgetMs = 3.0
 
+// allInitBudgetMs is what the inits of all packages may cost, each
+// package's smallest time summed. Issue 26 asks for 3 ms in all; the
+// standard library alone (net/http, crypto, TLS for the clients) takes
+// about 2.3 ms on the two-core machine, encoding/gob (MCP SDK) 0.8,
+// jsonschema-go, pgx, yaml, x/text and OpenTelemetry's SDK 2 more, so 3 ms
+// is out of reach without dropping those dependencies (docs/ARCHITECTURE.md,
+// "Start-up"). This budget holds what we have, 6.8-6.9 ms measured at load
+// average 9, with room for a busy machine; grpc and protobuf coming back
+// (2.2-2.9 ms) fail TestBinaryLinksNoRPCStack rather than this one.
+const allInitBudgetMs = 10.0
+
 // TestPackageInitBudget builds the real binary and runs `upgrade-agent
-// version` with GODEBUG=inittrace=1, summing the clock time of every
-// package's init. A loaded machine adds the time the scheduler gave to
-// others to any run, never takes it away, so the test keeps the smallest
-// total of up to fifteen runs (stopping at the first under budget). On a
-// failure it lists each package's smallest time, largest first.
+// version` fifteen times with GODEBUG=inittrace=1. A loaded machine adds
+// the time the scheduler gave to others to any run, never takes it away,
+// so the test keeps each package's smallest init time over the runs and
+// sums those: for this module's packages (initBudgetMs) and for all
+// (allInitBudgetMs). On a failure it lists each package's smallest time,
+// largest first.
 func TestPackageInitBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -48,11 +58,48 @@ func TestPackageInitBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	const mod = "github.com/upgrade-agent/upgrade-agent"
-	own := r.Within(mod)
-	t.Logf("package init: %.2f ms for this module's packages (each package's smallest of %d runs); %.2f ms for all packages in the best run",
-		own, r.Runs, r.Total())
+	own, all := r.Within(mod), r.Within("")
+	t.Logf("package init: %.2f ms for this module's packages, %.2f ms for all %d packages (each package's smallest of %d runs); %.2f ms in the best run",
+		own, all, len(r.Least), r.Runs, r.Total())
 	if own > initBudgetMs {
 		t.Errorf("the inits of this module's packages take %.2f ms (each package's smallest of %d runs), over the %.0f ms budget; "+
 			"each package's smallest time:\n%s", own, r.Runs, initBudgetMs, r.Top(25))
+	}
+	if all > allInitBudgetMs {
+		t.Errorf("the inits of all packages take %.2f ms (each package's smallest of %d runs), over the %.0f ms budget; "+
+			"each package's smallest time:\n%s", all, r.Runs, allInitBudgetMs, r.Top(25))
+	}
+}
+
+// heavyForStartup are packages the binary must not link: grpc and
+// protobuf came with OTel's OTLP exporter and cost about 3 ms of package
+// init on every command (golang.org/x/net/trace brought html/template).
+// internal/tracing exports OTLP/HTTP JSON with its own code instead.
+var heavyForStartup = []string{"google.golang.org/grpc", "google.golang.org/protobuf", "golang.org/x/net/trace", "html/template"}
+
+// TestBinaryLinksNoRPCStack lists the binary's packages with go list
+// -deps: none of heavyForStartup may be among them. Tests may import them
+// (internal/tracing's test decodes the export with protojson); test
+// imports never reach the binary.
+func TestBinaryLinksNoRPCStack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command in PATH")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, goTool, "list", "-deps", "..").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		for _, h := range heavyForStartup {
+			if pkg == h || strings.HasPrefix(pkg, h+"/") {
+				t.Errorf("the binary links %s; find who imports it with: go list -f '{{.ImportPath}} {{.Imports}}' -deps . | grep %s", pkg, h)
+			}
+		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -31,8 +30,9 @@ type Options struct {
 	File string
 	// Content records message and tool contents (redacted) on the spans.
 	Content bool
-	// Getenv reads OTEL_EXPORTER_OTLP_ENDPOINT and
-	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT.
+	// Getenv reads OTEL_EXPORTER_OTLP_ENDPOINT,
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and the exporter's other
+	// OTEL_EXPORTER_OTLP_* variables (docs/tracing.md).
 	Getenv func(string) string
 	// Version is the tool's version, for the resource.
 	Version string
@@ -89,14 +89,14 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		tpOpts = append(tpOpts, sdktrace.WithBatcher(exp))
 	}
 	if endpoint != "" {
-		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint))
+		cfg, err := readOTLPConfig(opts.Getenv, endpoint)
 		if err != nil {
 			if p.file != nil {
 				_ = p.file.Close()
 			}
-			return nil, fmt.Errorf("OTLP exporter for %s: %w", endpoint, err)
+			return nil, fmt.Errorf("OTLP exporter: %w", err)
 		}
-		tpOpts = append(tpOpts, sdktrace.WithBatcher(exp))
+		tpOpts = append(tpOpts, sdktrace.WithBatcher(newOTLPExporter(cfg, opts.Version)))
 	}
 	p.tp = sdktrace.NewTracerProvider(tpOpts...)
 	p.tracer = p.tp.Tracer("github.com/upgrade-agent/upgrade-agent", trace.WithSchemaURL(semconv.SchemaURL))

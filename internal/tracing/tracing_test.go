@@ -54,7 +54,7 @@ func TestSpansReachOTLPEndpoint(t *testing.T) {
 		case got <- r.URL.Path + " " + string(b):
 		default:
 		}
-		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
