@@ -73,6 +73,29 @@ func TestSingleReadListsMeasured(t *testing.T) {
 	}
 }
 
+// An experiment created without lists (as 6.5.0 keeps a body with []
+// lists) gets them through the list routes: SetLists adds the row, which
+// assignment then follows (docs/upgrade-real.md).
+func TestListsOfExperimentCreatedWithout(t *testing.T) {
+	ts, c, ctx := flagSim(t)
+	e := ts.create(expBody("bare"))
+	if inc, exc, err := c.Lists(ctx, e.ID); err != nil || len(inc) != 0 || len(exc) != 0 {
+		t.Fatalf("lists of a bare experiment: %v %v %v", inc, exc, err)
+	}
+	if err := c.SetLists(ctx, &e, upgrade.Segment{}, upgrade.Segment{Users: []string{"x1"}}); err != nil {
+		t.Fatal(err)
+	}
+	inc, exc, err := c.Lists(ctx, e.ID)
+	if err != nil || len(inc) != 0 || len(exc) != 1 || !slices.Equal(exc[0].Segment.Users, []string{"x1"}) {
+		t.Fatalf("after SetLists: %+v %+v %v", inc, exc, err)
+	}
+	ts.setState(e.ID, "enrolling")
+	ts.initUser("x1", nil, nil)
+	if code := codeAt(t, ts.assign("x1", "assign-prog"), "SelectSection", "absolute_value_plot_equality"); code != "" {
+		t.Errorf("excluded user got %s", code)
+	}
+}
+
 // [exp incl via public segment] through the create body, [exp list segment
 // as stored]: a create body's list may name public segments; their members
 // count, the single read calls the list "segment", and deleting the segment
