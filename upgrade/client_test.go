@@ -124,7 +124,7 @@ func TestEndpoints(t *testing.T) {
 			wantReqs: []seen{
 				{Method: "GET", Path: "/api", Headers: noHeaders},
 				{Method: "POST", Path: "/api/experiments", Headers: adminPOST, Body: jsonOf(t, `{
-					"name":"Math Hints","context":["assign-prog"],"state":"inactive","consistencyRule":"individual",
+					"name":"Math Hints","description":"","context":["assign-prog"],"state":"inactive","consistencyRule":"individual",
 					"assignmentUnit":"individual","postExperimentRule":"continue","tags":[],"filterMode":"includeAll",
 					"type":"Simple","revertTo":null,
 					"conditions":[

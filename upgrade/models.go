@@ -481,8 +481,8 @@ func segmentsFor(e Experiment, shape SegmentShape, named bool) (inc, exc any) {
 
 // requestBody is MarshalFor for a create or update request: it always
 // carries conditionPayloads, as an empty list when there are none, because
-// a 6.5 server fails an update without them (500, a TypeError), and every
-// decision point's description.
+// a 6.5 server fails an update without them (500, a TypeError), the
+// experiment's description and every decision point's description.
 func (e Experiment) requestBody(shape SegmentShape) ([]byte, error) {
 	inc, exc := segmentsFor(e, shape, false)
 	payloads := e.ConditionPayloads
@@ -500,14 +500,18 @@ func (e Experiment) requestBody(shape SegmentShape) ([]byte, error) {
 		points[i] = wirePoint{p, p.Description}
 	}
 	e.Factors = sendableFactors(e.Factors)
+	// The description is always sent: a 6.5 PUT without it keeps the
+	// stored one, so "" is how a description is cleared (measured,
+	// docs/upgrade-real.md).
 	type out struct {
 		experimentAlias
-		Inclusion  any               `json:"experimentSegmentInclusion"`
-		Exclusion  any               `json:"experimentSegmentExclusion"`
-		Payloads   []json.RawMessage `json:"conditionPayloads"`
-		Partitions []wirePoint       `json:"partitions"`
+		Description string            `json:"description"`
+		Inclusion   any               `json:"experimentSegmentInclusion"`
+		Exclusion   any               `json:"experimentSegmentExclusion"`
+		Payloads    []json.RawMessage `json:"conditionPayloads"`
+		Partitions  []wirePoint       `json:"partitions"`
 	}
-	return json.Marshal(out{experimentAlias(e), inc, exc, payloads, points})
+	return json.Marshal(out{experimentAlias(e), e.Description, inc, exc, payloads, points})
 }
 
 // sendableFactors are factors as a 6.5 server takes them back: a level

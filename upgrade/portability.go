@@ -19,7 +19,8 @@ type ImportFile struct {
 
 // ImportResult is the server's word on one file. Error is "" or absent
 // when there is none; UpGrade answers some incompatible files with an
-// empty error.
+// empty error, and a file without context with {} (read as incompatible,
+// without a file name).
 type ImportResult struct {
 	FileName          string  `json:"fileName"`
 	Error             *string `json:"error"`
@@ -65,6 +66,13 @@ func (c *Client) importCall(ctx context.Context, path string, files []ImportFile
 	out := []ImportResult{}
 	if err := c.call(ctx, request{method: http.MethodPost, path: path, body: files, idempotent: idempotent}, &out); err != nil {
 		return nil, err
+	}
+	for i := range out {
+		// A file whose check threw (no context) is answered {} by 6.5.0:
+		// neither compatible nor a warning, so it is not imported.
+		if out[i].CompatibilityType == "" {
+			out[i].CompatibilityType = Incompatible
+		}
 	}
 	return out, nil
 }

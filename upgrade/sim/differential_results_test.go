@@ -80,12 +80,12 @@ func scenarioMetrics(p *party) {
 	p.call("[save again: overwrite]", "POST", "/metric/save", map[string]any{"metricUnit": []any{leaf(level, "continuous")}, "context": []any{diffContext}},
 		values("0.metadata.type", "0.allowedData", "0.context"))
 	p.saveMetrics("[save: group w/o keys is a leaf]", map[string]any{"groupClass": lone, "allowedKeys": []any{}, "attributes": []any{}})
-	for name, body := range map[string]map[string]any{
+	for name, body := range byName(map[string]map[string]any{
 		"no context":   {"metricUnit": []any{leaf(score, "continuous")}},
 		"bad datatype": {"metricUnit": []any{leaf(score, "number")}, "context": []any{}},
 		"empty name":   {"metricUnit": []any{leaf("", "continuous")}, "context": []any{}},
 		"object value": {"metricUnit": []any{leaf(score, "categorical", map[string]any{})}, "context": []any{}},
-	} {
+	}) {
 		p.call("[save: bad bodies] "+name, "POST", "/metric/save", body, values("name", "errorCode"))
 	}
 	p.call("[DELETE subtree]", "DELETE", "/metric/"+grp+"@__@k1", nil, values("#", "0.key", "0.children.0.key"))
@@ -113,11 +113,11 @@ func scenarioQueries(p *party) {
 	p.call("[GET /experiments: query keys]", "GET", "/experiments", nil, noShape())
 	p.call("[paginated: queries key]", "POST", "/experiments/paginated", map[string]any{"skip": 0, "take": 5,
 		"searchParams": map[string]any{"key": "name", "string": p.run + " queries"}}, values("total"))
-	for name, q := range map[string]map[string]any{
+	for name, q := range byName(map[string]map[string]any{
 		"no name":   {"query": map[string]any{}, "metric": map[string]any{"key": score}, "repeatedMeasure": "MEAN"},
 		"bad enum":  {"name": "x", "query": map[string]any{}, "metric": map[string]any{"key": score}, "repeatedMeasure": "LAST"},
 		"no metric": {"name": "x", "query": map[string]any{}, "repeatedMeasure": "MEAN"},
-	} {
+	}) {
 		p.call("[queries: bad bodies] "+name, "POST", "/experiments", p.exp("bad "+name, withQueries(q)), values("name", "errorCode"))
 	}
 	p.call("[query: op, id, order not checked]", "POST", "/experiments", p.exp("lax", withQueries(map[string]any{
@@ -159,7 +159,7 @@ func scenarioLogs(p *party) {
 	p.logValues("[log: older ts ignored]", u, "2025-12-31T00:00:00Z", map[string]any{score: 3})
 	p.logValues("[log: invalid ts, row exists]", u, "yesterday", map[string]any{score: 4})
 	p.call("[log: nothing to store]", "POST", "/v6/log", map[string]any{"value": []any{}}, as(u), values("#"))
-	for name, v := range map[string]any{"empty string": "", "bool": true, "object": map[string]any{}} {
+	for name, v := range byName(map[string]any{"empty string": "", "bool": true, "object": map[string]any{}}) {
 		p.call("[log: bad bodies] "+name, "POST", "/v6/log", logBody("2026-01-01T00:00:00Z", map[string]any{score: v}), as(u), values("name", "errorCode"))
 	}
 	p.state("archive", id, "archived")

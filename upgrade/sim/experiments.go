@@ -483,9 +483,21 @@ func (s *Sim) handleUpdate(c *call, id string) {
 		c.fail(aerr)
 		return
 	}
+	var sent map[string]json.RawMessage
+	_ = json.Unmarshal(c.body, &sent)
+	desc, descSent := sent["description"]
+	if !s.legacy && descSent && string(desc) == "null" {
+		c.fail(&apiError{Status: 500, Name: "QueryFailedError", Type: typeQueryFailed,
+			Message: `null value in column "description" of relation "experiment" violates not-null constraint`})
+		return
+	}
 	var out []byte
 	err := s.mutate(func() (bool, *apiError) {
 		before := s.idx[id]
+		if !s.legacy && !descSent && before != nil {
+			// A 6.5 PUT without a description keeps the stored one.
+			e.Description = before.Description
+		}
 		updated, aerr := s.updateLocked(id, e, payloads, payloadsSent)
 		if aerr != nil {
 			return false, aerr
@@ -498,6 +510,12 @@ func (s *Sim) handleUpdate(c *call, id string) {
 		shown := *updated
 		shown.StateTimeLogs = sentLogs(c.body)
 		out = s.render(&shown, viewUpdate)
+		if !s.legacy && !descSent {
+			// and its answer, made from the body, has none
+			m := s.renderObj(&shown, viewUpdate)
+			delete(m, "description")
+			out, _ = json.Marshal(m)
+		}
 		return true, nil
 	})
 	if err != nil {

@@ -102,16 +102,41 @@ func (s *Sim) createdListsLocked(e *upgrade.Experiment, body []byte) {
 	}
 	inc, exc := subs(b.Inclusion), subs(b.Exclusion)
 	rows := createdRows(e)
-	if len(inc) > 0 || len(exc) > 0 {
-		rows[0].SubSegmentIDs, rows[1].SubSegmentIDs = inc, exc
+	rows[0].SubSegmentIDs, rows[1].SubSegmentIDs = inc, exc
+	// ExperimentService.create adds a list per element of the body's
+	// arrays: a body without them (or with []) makes an experiment
+	// without lists, which every read shows with none and whose audit
+	// log has no list entries (measured on 6.5.0, docs/upgrade-real.md).
+	kept := rows
+	if !s.legacy {
+		kept = slices.DeleteFunc(slices.Clone(rows), func(r *listRow) bool {
+			raw := b.Inclusion
+			if r.Kind == kindExclusion {
+				raw = b.Exclusion
+			}
+			return !hasListElement(raw)
+		})
+	}
+	if len(inc) > 0 || len(exc) > 0 || len(kept) < len(rows) {
 		if s.st.Lists == nil {
 			s.st.Lists = map[string][]*listRow{}
 		}
-		s.st.Lists[e.ID] = rows
+		s.st.Lists[e.ID] = kept
 	}
-	for _, r := range rows {
+	for _, r := range kept {
 		s.auditExperimentList(e, r, "created", "")
 	}
+}
+
+// hasListElement says whether a create body's list field holds a list: a
+// non-empty array, or the one segment object of the 6.2 form.
+func hasListElement(raw json.RawMessage) bool {
+	var arr []json.RawMessage
+	if json.Unmarshal(raw, &arr) == nil {
+		return len(arr) > 0
+	}
+	var one map[string]any
+	return json.Unmarshal(raw, &one) == nil && one != nil
 }
 
 // listInput is the body of the list routes. The server declares no

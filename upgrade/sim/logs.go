@@ -9,8 +9,12 @@ import (
 	"time"
 )
 
-// logRow is one stored value: UpGrade keeps one row per user, uniquifier
-// and metric key, replaced in place by a newer client timestamp.
+// logRow is one stored value. UpGrade keeps a log row per user and
+// uniquifier holding the values of every metric key sent together
+// (createDataLogsFromCLFormat); the simulator keeps one logRow per key, and
+// the keys stored in one server row share its ID, timestamp and times. A
+// newer client timestamp replaces a key's value in place and moves the
+// timestamp of the whole row.
 type logRow struct {
 	ID         int    `json:"id"`
 	UserID     string `json:"userId"`
@@ -25,17 +29,23 @@ type logRow struct {
 
 // logValue is one value of a log body, before storing.
 type logValue struct {
-	uniquifier string
-	key        string
-	value      any
-	timestamp  string
+	key   string
+	value any
 }
 
-// parseLog checks a /v6/log body and flattens it into values.
-func parseLog(m map[string]any) ([]logValue, *apiError) {
+// logGroup is what one server row would hold: the attributes of one
+// element of "value" (uniquifier "1"), or one of its grouped metrics.
+type logGroup struct {
+	uniquifier string
+	timestamp  string
+	values     []logValue
+}
+
+// parseLog checks a /v6/log body and splits it into its elements' groups.
+func parseLog(m map[string]any) ([][]logGroup, *apiError) {
 	ck := &checker{}
 	items, _ := ck.array(m, "", "value", true)
-	var out []logValue
+	var out [][]logGroup
 	for i, it := range items {
 		base := fmt.Sprintf("value[%d]", i)
 		im, ok := it.(map[string]any)
@@ -48,26 +58,30 @@ func parseLog(m map[string]any) ([]logValue, *apiError) {
 		if mm == nil {
 			continue
 		}
+		var groups []logGroup
 		if attrs := ck.object(mm, join(base, "metrics"), "attributes", false); attrs != nil {
+			g := logGroup{uniquifier: "1", timestamp: ts}
 			for _, k := range slices.Sorted(maps.Keys(attrs)) {
 				if checkLogValue(ck, join(base, "metrics.attributes."+k), attrs[k]) {
-					out = append(out, logValue{uniquifier: "1", key: k, value: attrs[k], timestamp: ts})
+					g.values = append(g.values, logValue{key: k, value: attrs[k]})
 				}
 			}
+			groups = append(groups, g)
 		}
-		for j, g := range ck.objects(mm, join(base, "metrics"), "groupedMetrics", false) {
+		for j, gm := range ck.objects(mm, join(base, "metrics"), "groupedMetrics", false) {
 			gb := fmt.Sprintf("%s.metrics.groupedMetrics[%d]", base, j)
-			class := ck.str(g, gb, "groupClass", true)
-			gkey := ck.str(g, gb, "groupKey", true)
-			uniq := ck.str(g, gb, "groupUniquifier", true)
-			attrs := ck.object(g, gb, "attributes", true)
+			class := ck.str(gm, gb, "groupClass", true)
+			gkey := ck.str(gm, gb, "groupKey", true)
+			g := logGroup{uniquifier: ck.str(gm, gb, "groupUniquifier", true), timestamp: ts}
+			attrs := ck.object(gm, gb, "attributes", true)
 			for _, k := range slices.Sorted(maps.Keys(attrs)) {
 				if checkLogValue(ck, join(gb, "attributes."+k), attrs[k]) {
-					out = append(out, logValue{uniquifier: uniq,
-						key: class + metricSep + gkey + metricSep + k, value: attrs[k], timestamp: ts})
+					g.values = append(g.values, logValue{key: class + metricSep + gkey + metricSep + k, value: attrs[k]})
 				}
 			}
+			groups = append(groups, g)
 		}
+		out = append(out, groups)
 	}
 	return out, ck.err()
 }
@@ -115,7 +129,7 @@ func (s *Sim) handleLog(c *call) {
 		c.fail(aerr)
 		return
 	}
-	vals, aerr := parseLog(m)
+	items, aerr := parseLog(m)
 	if aerr != nil {
 		c.fail(aerr)
 		return
@@ -126,39 +140,15 @@ func (s *Sim) handleLog(c *call) {
 		if u == nil {
 			return false, userNotDefined(uid)
 		}
-		used := s.usedMetricKeysLocked()
-		now := s.timestamp()
 		out = []any{}
 		changed := false
-		for _, v := range vals {
-			if !used[v.key] || s.metricLocked(v.key) == nil {
-				continue // logs are kept only for metrics a query uses
+		for _, groups := range items {
+			rows, ch, aerr := s.logItemLocked(uid, u, groups)
+			changed = changed || ch
+			if aerr != nil {
+				return changed, aerr
 			}
-			row := s.logRowLocked(uid, v.uniquifier, v.key)
-			t, valid := parseClientTime(v.timestamp)
-			if row != nil {
-				old, oldValid := parseClientTime(row.TimeStamp)
-				if !valid || (oldValid && t.Before(old)) {
-					continue
-				}
-				row.Value, row.TimeStamp, row.UpdatedAt = v.value, v.timestamp, now
-				changed = true
-				out = append(out, obj{"id": row.ID, "uniquifier": row.Uniquifier, "timeStamp": row.TimeStamp,
-					"data": logData(row.Key, row.Value), "userId": uid})
-				continue
-			}
-			if !valid {
-				return false, &apiError{Status: 500, Name: "QueryFailedError", Type: typeQueryFailed,
-					Message: fmt.Sprintf("invalid input syntax for type timestamp: %q", v.timestamp)}
-			}
-			s.st.LogSeq++
-			row = &logRow{ID: s.st.LogSeq, UserID: uid, Uniquifier: v.uniquifier, Key: v.key, Value: v.value,
-				TimeStamp: v.timestamp, CreatedAt: now, UpdatedAt: now}
-			s.st.Logs = append(s.st.Logs, row)
-			changed = true
-			out = append(out, obj{"id": row.ID, "uniquifier": row.Uniquifier, "timeStamp": row.TimeStamp,
-				"data": logData(row.Key, row.Value), "metrics": []any{s.metricView(&row.Key)},
-				"user": obj{"id": uid, "group": u.Group, "workingGroup": u.WorkingGroup}})
+			out = append(out, rows...)
 		}
 		return changed, nil
 	})
@@ -167,6 +157,110 @@ func (s *Sim) handleLog(c *call) {
 		return
 	}
 	c.ok(out)
+}
+
+// logItemLocked stores one element of a log body as ExperimentAssignment-
+// Service.createLog does, and answers its rows: first the existing rows a
+// value of it updated (the row's id, uniquifier, timestamp, all its data and
+// userId), then the rows it made (with the metrics and the user). Keys no
+// query uses are dropped; a value older than its row, or with a timestamp
+// that is no date, is dropped when a row holds its key, and a new row with
+// such a timestamp fails as the server's insert does.
+func (s *Sim) logItemLocked(uid string, u *user, groups []logGroup) ([]any, bool, *apiError) {
+	used := s.usedMetricKeysLocked()
+	now := s.timestamp()
+	var updated []int
+	var made []any
+	changed := false
+	for _, g := range groups {
+		t, valid := parseClientTime(g.timestamp)
+		var rest []logValue
+		for _, v := range g.values {
+			if !used[v.key] || s.metricLocked(v.key) == nil {
+				continue // logs are kept only for metrics a query uses
+			}
+			row := s.logRowLocked(uid, g.uniquifier, v.key)
+			if row == nil {
+				rest = append(rest, v)
+				continue
+			}
+			if old, oldValid := parseClientTime(row.TimeStamp); !valid || (oldValid && t.Before(old)) {
+				continue
+			}
+			row.Value = v.value
+			for _, r := range s.st.Logs {
+				if r.ID == row.ID {
+					r.TimeStamp, r.UpdatedAt = isoTime(t), now
+				}
+			}
+			if !slices.Contains(updated, row.ID) {
+				updated = append(updated, row.ID)
+			}
+			changed = true
+		}
+		if len(rest) == 0 {
+			continue
+		}
+		if !valid {
+			return nil, changed, &apiError{Status: 500, Name: "QueryFailedError",
+				Message: `invalid input syntax for type timestamp: "0NaN-NaN-NaNTNaN:NaN:NaN.NaN+NaN:NaN"`}
+		}
+		s.st.LogSeq++
+		metrics := []any{}
+		for _, v := range rest {
+			s.st.Logs = append(s.st.Logs, &logRow{ID: s.st.LogSeq, UserID: uid, Uniquifier: g.uniquifier, Key: v.key,
+				Value: v.value, TimeStamp: isoTime(t), CreatedAt: now, UpdatedAt: now})
+			metrics = append(metrics, s.metricView(&v.key))
+		}
+		changed = true
+		made = append(made, obj{"id": s.st.LogSeq, "uniquifier": g.uniquifier, "timeStamp": isoTime(t),
+			"data": s.logRowData(s.st.LogSeq), "metrics": metrics,
+			// the request's user document: the row of experiment_user
+			"user": obj{"id": uid, "requestedUserId": uid, "group": u.Group, "workingGroup": u.WorkingGroup,
+				"createdAt": now, "updatedAt": now, "versionNumber": 1}})
+	}
+	out := make([]any, 0, len(updated)+len(made))
+	for _, id := range updated {
+		r := s.logRowByIDLocked(id)
+		out = append(out, obj{"id": id, "uniquifier": r.Uniquifier, "timeStamp": r.TimeStamp,
+			"data": s.logRowData(id), "userId": uid})
+	}
+	return append(out, made...), changed, nil
+}
+
+// isoTime writes a client timestamp as the server reads it back.
+func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// logRowData is the data of one server row: the values of all its keys.
+func (s *Sim) logRowData(id int) map[string]any {
+	out := map[string]any{}
+	for _, r := range s.st.Logs {
+		if r.ID == id {
+			mergeData(out, logData(r.Key, r.Value).(map[string]any))
+		}
+	}
+	return out
+}
+
+func mergeData(dst, src map[string]any) {
+	for k, v := range src {
+		d, dok := dst[k].(map[string]any)
+		sv, sok := v.(map[string]any)
+		if dok && sok {
+			mergeData(d, sv)
+			continue
+		}
+		dst[k] = v
+	}
+}
+
+func (s *Sim) logRowByIDLocked(id int) *logRow {
+	for _, r := range s.st.Logs {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
 }
 
 func (s *Sim) logRowLocked(uid, uniq, key string) *logRow {

@@ -46,18 +46,53 @@ func TestSingleReadListsMeasured(t *testing.T) {
 			}
 		}
 	}
+	// A body whose lists are [] makes none: every read shows none.
+	bare := ts.create(expBody("no lists"))
 	var all []map[string]any
 	ts.must("GET", "/experiments", nil).decode(t, &all)
 	for _, e := range all {
 		inc, _ := e["experimentSegmentInclusion"].([]any)
 		exc, _ := e["experimentSegmentExclusion"].([]any)
+		if e["id"] == bare.ID {
+			if len(inc) != 0 || len(exc) != 0 {
+				t.Errorf("GET /experiments, created without lists: %v %v", inc, exc)
+			}
+			continue
+		}
 		if len(inc) != 1 || len(exc) != 1 || lookup(inc[0], "segment.listType") != nil {
 			t.Errorf("GET /experiments %v: lists %v %v", e["name"], inc, exc)
 		}
 	}
+	got := ts.must("GET", "/experiments/single/"+bare.ID, nil).object(t)
+	if lookup(got, "#experimentSegmentInclusion") != 0 || lookup(got, "#experimentSegmentExclusion") != 0 {
+		t.Errorf("single read, created without lists: %v", got)
+	}
 	r := ts.do("GET", "/experiments/single/xyz", nil)
 	if r.status != 400 || !strings.Contains(string(r.body), "Invalid params, check 'errors' property") {
 		t.Errorf("non-UUID id: %d %s", r.status, r.body)
+	}
+}
+
+// An experiment created without lists (as 6.5.0 keeps a body with []
+// lists) gets them through the list routes: SetLists adds the row, which
+// assignment then follows (docs/upgrade-real.md).
+func TestListsOfExperimentCreatedWithout(t *testing.T) {
+	ts, c, ctx := flagSim(t)
+	e := ts.create(expBody("bare"))
+	if inc, exc, err := c.Lists(ctx, e.ID); err != nil || len(inc) != 0 || len(exc) != 0 {
+		t.Fatalf("lists of a bare experiment: %v %v %v", inc, exc, err)
+	}
+	if err := c.SetLists(ctx, &e, upgrade.Segment{}, upgrade.Segment{Users: []string{"x1"}}); err != nil {
+		t.Fatal(err)
+	}
+	inc, exc, err := c.Lists(ctx, e.ID)
+	if err != nil || len(inc) != 0 || len(exc) != 1 || !slices.Equal(exc[0].Segment.Users, []string{"x1"}) {
+		t.Fatalf("after SetLists: %+v %+v %v", inc, exc, err)
+	}
+	ts.setState(e.ID, "enrolling")
+	ts.initUser("x1", nil, nil)
+	if code := codeAt(t, ts.assign("x1", "assign-prog"), "SelectSection", "absolute_value_plot_equality"); code != "" {
+		t.Errorf("excluded user got %s", code)
 	}
 }
 
@@ -192,10 +227,24 @@ func TestSegmentRoutesMeasured(t *testing.T) {
 	}
 }
 
-// The audit log: filter, echoed parameters, list entries and diffs.
+// The audit log: filter, echoed parameters, list entries and diffs. An
+// experiment's log holds an entry per list its create body made (none for
+// a body with [] lists, as 6.5.0 does: docs/upgrade-real.md).
 func TestAuditMeasured(t *testing.T) {
 	ts, c, ctx := flagSim(t)
-	e := ts.create(expBody("audited"))
+	e := ts.create(expBody("audited", func(m map[string]any) {
+		m["experimentSegmentInclusion"], m["experimentSegmentExclusion"] = segment(nil, nil), segment([]string{"x"}, nil)
+	}))
+	bare := ts.create(expBody("no lists"))
+	ts.setState(bare.ID, "enrolling")
+	ts.setState(bare.ID, "enrollmentComplete")
+	var types []string
+	for _, n := range ts.must("POST", "/audit", map[string]any{"skip": 0, "take": 10, "experimentId": bare.ID}).object(t)["nodes"].([]any) {
+		types = append(types, fmt.Sprint(lookup(n, "type")))
+	}
+	if !slices.Equal(types, []string{upgrade.AuditExperimentStateChanged, upgrade.AuditExperimentStateChanged, upgrade.AuditExperimentCreated}) {
+		t.Errorf("audit of an experiment created without lists: %v", types)
+	}
 	f := mustFlag(t, c, newFlag("AUD"))
 	l := addList(t, c, upgrade.ListInclusion, f.ID, true, upgrade.SegmentInput{UserIDs: []string{"u1"}})
 	if _, err := c.DeleteFlagList(ctx, upgrade.ListInclusion, l.ID()); err != nil {

@@ -85,6 +85,12 @@ func (s *Sim) importVerdict(f importFile) (obj, []byte) {
 	if !ok {
 		return incompatible("Invalid JSON")
 	}
+	if ctx, ok := m["context"]; !ok || ctx == nil {
+		// validateExperimentContext reads context[0] of undefined: the
+		// rejected check is answered as an empty object (measured on
+		// 6.5.0, docs/upgrade-real.md).
+		return obj{}, nil
+	}
 	version, hasVersion := m["backendVersion"].(string)
 	if _, hasFactors := m["factors"]; !hasVersion || !hasFactors {
 		return incompatible("")
