@@ -316,19 +316,22 @@ func planImportFlags(b *Planner, p ImportFeatureFlagsParams) error {
 		var f flagFile
 		_ = json.Unmarshal(it.obj, &f)
 		ctx := f.context()
-		dropped := 0
+		dropped, droppedInc := 0, 0
 		if res[i] != nil && res[i].CompatibilityType == upgrade.Warning {
-			for _, l := range append(slices.Clone(f.Include), f.Exclude...) {
+			for k, l := range append(slices.Clone(f.Include), f.Exclude...) {
 				if len(missingSegmentIDs(l, segs.Segments, ctx)) > 0 {
 					dropped++
+					if k < len(f.Include) {
+						droppedInc++
+					}
 				}
 			}
 		}
-		anyInclude = anyInclude || len(f.Include) > dropped
+		anyInclude = anyInclude || len(f.Include) > droppedInc
 		b.Line("  %d. %s (key %s) in context %s: filter mode %s, %s, %s, from %s", i+1, quote(f.Name), f.Key, ident(ctx), identOrNone(f.FilterMode),
 			plural(len(f.Include), "include list", "include lists"), plural(len(f.Exclude), "exclude list", "exclude lists"), it.FileName)
 		if dropped > 0 {
-			b.Warn("%s: %s name segments this server does not have in context %s: UpGrade drops them", it.FileName, plural(dropped, "list", "lists"), ctx)
+			b.Warn("%s: UpGrade drops %s naming segments this server does not have in context %s", it.FileName, plural(dropped, "list", "lists"), ctx)
 		}
 		for _, o := range flags {
 			if o.Key != f.Key && strings.EqualFold(o.Name, f.Name) && o.ContextName() == ctx {
