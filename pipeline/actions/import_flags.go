@@ -59,6 +59,9 @@ func trimFileNames(files []ImportFileParam) []ImportFileParam {
 	out := slices.Clone(files)
 	for i := range out {
 		out[i].Name = strings.TrimSpace(out[i].Name)
+		if out[i].Name == "" {
+			out[i].Name = fmt.Sprintf("file%d.json", i+1)
+		}
 	}
 	return out
 }
@@ -277,7 +280,7 @@ func validateImportFlags(c *Checker, p ImportFeatureFlagsParams) error {
 		if r != nil {
 			reason = flagReason(items[i], items, flags, meta)
 		}
-		c.Add("files", "%s: incompatible: %s", items[i].FileName, reason)
+		c.Add("files", "%q: incompatible: %s", items[i].FileName, reason)
 	}
 	return nil
 }

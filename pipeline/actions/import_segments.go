@@ -106,7 +106,7 @@ func segmentTwin(it exportFile, segs []upgrade.SegmentRecord) *upgrade.SegmentRe
 }
 
 func twinRefusal(it exportFile, t *upgrade.SegmentRecord) string {
-	return fmt.Sprintf("%s: public segment %q (id %s) already exists in context %s: UpGrade reports the file incompatible and imports it anyway, as a second segment of that name, so it is refused; rename the segment in the file, or rename or delete the existing one first",
+	return fmt.Sprintf("%q: public segment %q (id %s) already exists in context %s: UpGrade reports the file incompatible and imports it anyway, as a second segment of that name, so it is refused; rename the segment in the file, or rename or delete the existing one first",
 		it.FileName, t.Name, t.ID, t.Context)
 }
 
@@ -140,7 +140,7 @@ func validateImportSegments(c *Checker, p ImportSegmentsParams) error {
 			continue
 		}
 		if r == nil || r.CompatibilityType == upgrade.Incompatible {
-			c.Add("files", "%s: incompatible: %s", items[i].FileName, segmentReason(r))
+			c.Add("files", "%q: incompatible: %s", items[i].FileName, segmentReason(r))
 		}
 	}
 	return nil
