@@ -85,10 +85,10 @@ func (f *fakeAPI) ImportSegments(ctx context.Context, files []upgrade.ImportFile
 func importPlanCases() []planCase {
 	return []planCase{
 		{name: "import_feature_flags", flags: true, p: ImportFeatureFlagsParams{Files: []ImportFileParam{
-			{Name: "math.json", Content: `{"name":"Math hints","key":"MATH_HINTS_2","context":["assign-prog"],"status":"enabled","filterMode":"excludeAll","tags":[],
+			{Name: "math.json", Content: `{"name":"Math hints","key":"MATH_HINTS_2","description":"","context":["assign-prog"],"status":"enabled","filterMode":"excludeAll","tags":[],
 				"featureFlagSegmentInclusion":[{"enabled":true,"listType":"Segment","segment":{"name":"i","context":"assign-prog","type":"private","subSegments":[{"id":"` + districtID + `","name":"district 9"}]}}],
 				"featureFlagSegmentExclusion":[{"enabled":true,"listType":"Segment","segment":{"name":"e","context":"assign-prog","type":"private","subSegments":[{"id":"0e0e0e0e-0000-4000-8000-000000000009","name":"gone"}]}}]}`},
-			{Name: "two.json", Content: `[{"name":"A","key":"A","context":["mathstream"],"status":"disabled","filterMode":"includeAll","tags":[]},{"name":"B","key":"B","context":["mathstream"],"status":"enabled","filterMode":"excludeAll","tags":[]}]`},
+			{Name: "two.json", Content: `[{"name":"A","key":"A","description":"","context":["mathstream"],"status":"disabled","filterMode":"includeAll","tags":[]},{"name":"B","key":"B","description":"","context":["mathstream"],"status":"enabled","filterMode":"excludeAll","tags":[]}]`},
 		}}},
 		{name: "import_segments", flags: true, p: ImportSegmentsParams{Files: []ImportFileParam{
 			{Name: "pilot.json", Content: `[{"name":"Pilot Schools","context":"assign-prog","type":"public","individualForSegment":[{"userId":"u1"},{"userId":"u2"}],"groupForSegment":[{"groupId":"s1","type":"schoolId"}],

@@ -266,6 +266,12 @@ func validateImportFlags(c *Checker, p ImportFeatureFlagsParams) error {
 	var meta upgrade.ContextMetadata
 	for i, r := range res {
 		if r != nil && r.CompatibilityType != upgrade.Incompatible {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(items[i].obj, &m) == nil {
+				if d, ok := m["description"]; !ok || string(d) == "null" {
+					c.Add("files", "%q: no description: UpGrade's validation passes it, but its import fails on a flag without one (a 500); add \"description\": \"\" to the file", items[i].FileName)
+				}
+			}
 			continue
 		}
 		if flags == nil {

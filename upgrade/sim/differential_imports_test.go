@@ -71,6 +71,11 @@ func scenarioFlagImport(p *party) {
 	p.call("[flag import] validation", "POST", "/flags/import/validation", map[string]any{"files": files},
 		values("#", "0.compatibilityType", "1.compatibilityType", "2.compatibilityType", "3.compatibilityType", "4.compatibilityType", "5.compatibilityType"))
 	p.call("[flag import] answer", "POST", "/flags/import", map[string]any{"files": files[:3]}, values("#", "0.error", "1.error", "2.error"))
+	nodesc := map[string]any{"name": p.named("nodesc"), "key": p.key("nodesc"), "context": []any{diffContext}, "tags": []any{},
+		"status": "enabled", "filterMode": "includeAll"}
+	b, _ := json.Marshal(nodesc)
+	p.call("[flag import] no description", "POST", "/flags/import", map[string]any{"files": []any{importFileOf("nodesc.json", string(b))}},
+		values("name", "type"))
 	all := p.call("list after import", "GET", "/flags", nil, noShape())
 	for _, f := range asArray(all.body) {
 		key, _ := lookup(f, "key").(string)
@@ -163,6 +168,9 @@ func TestImportProbesOnSimulator(t *testing.T) {
 	check("[flag import] answer", "0.error", nil)
 	check("[flag import] answer", "1.error", "incompatible")
 	check("[flag import] answer", "2.error", nil)
+	if got := obs["[flag import] no description"].status; got != http.StatusInternalServerError {
+		t.Errorf("[flag import] no description: status %d, want 500", got)
+	}
 	check("[imported flag] _imp", "status", "disabled")
 	check("[imported flag] _imp", "featureFlagSegmentInclusion.0.enabled", false)
 	check("[imported flag] _imp", "featureFlagSegmentExclusion.0.enabled", true)

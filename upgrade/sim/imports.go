@@ -82,8 +82,17 @@ func (s *Sim) handleFlagImport(c *call, write bool) {
 		return
 	}
 	s.change(c, func() (any, *apiError) {
+		verdicts := s.flagVerdicts(body.Files)
+		for _, v := range verdicts {
+			if _, ok := v.imp.flag["description"].(string); v.compat != upgrade.Incompatible && !ok {
+				// The validator lets it pass; the insert writes NULL into
+				// a NOT NULL column (this one fails before any flag is made).
+				return nil, &apiError{Status: 500, Name: "Error", Type: typeQueryFailed,
+					Message: `Error in creating feature flag document "addFeatureFlagInDB" QueryFailedError: null value in column "description" of relation "feature_flag" violates not-null constraint`}
+			}
+		}
 		out := []obj{}
-		for i, v := range s.flagVerdicts(body.Files) {
+		for i, v := range verdicts {
 			res := obj{"fileName": body.Files[i].FileName, "error": nil}
 			if v.compat == upgrade.Incompatible {
 				res["error"] = upgrade.Incompatible
