@@ -87,17 +87,56 @@ func writeExport(f *Factory, file string, v any) error {
 
 // NewCmdExperimentsImport builds "experiments import FILE...".
 func NewCmdExperimentsImport(f *Factory) *cobra.Command {
-	o := &ProposeOptions{}
-	c := &cobra.Command{
-		Use:   "import FILE...",
-		Short: "Import experiments from export files, through a confirmation",
-		Long: `Import experiments from UpGrade export files. UpGrade validates every file
+	return newImportCmd(f, "Import experiments from export files, through a confirmation",
+		`Import experiments from UpGrade export files. UpGrade validates every file
 first (compatible, warning for another server version, incompatible with the
 reason: exit 2); then import_experiments is proposed in a new session, listing
 what will be created (inactive, new ids) and warning of every name that already
 exists in its context (UpGrade would create a twin silently). Exit 10 until
 "upgrade-agent resume SESSION --answer yes" (or --yes).`,
-		Example: `  upgrade-agent experiments import math-hints.json --yes`,
+		`  upgrade-agent experiments import math-hints.json --yes`,
+		actions.ImportExperiments, func(files []actions.ImportFileParam) any { return actions.ImportExperimentsParams{Files: files} })
+}
+
+// NewCmdFlagsImport builds "flags import FILE...".
+func NewCmdFlagsImport(f *Factory) *cobra.Command {
+	return newImportCmd(f, "Import feature flags from export files, through a confirmation",
+		`Import feature flags from UpGrade export files ("flags export"). UpGrade
+validates every file first; an incompatible one stops the command (exit 2)
+with the reason, which UpGrade does not give: a key the context already has,
+an unknown context, a field missing. Then import_feature_flags is proposed in
+a new session, listing the flags to be created (disabled, new ids, include
+lists disabled) and warning of lists UpGrade drops and of names the context
+has already. Exit 10 until "upgrade-agent resume SESSION --answer yes" (or
+--yes).`,
+		`  upgrade-agent flags import hint-panel.json --yes`,
+		actions.ImportFeatureFlags, func(files []actions.ImportFileParam) any { return actions.ImportFeatureFlagsParams{Files: files} })
+}
+
+// NewCmdSegmentsImport builds "segments import FILE...".
+func NewCmdSegmentsImport(f *Factory) *cobra.Command {
+	return newImportCmd(f, "Import segments from export files, through a confirmation",
+		`Import segments from UpGrade export files ("segments export"; an array is
+split, one segment each). UpGrade validates every file first; an incompatible
+one stops the command (exit 2) with the reason. A segment whose name a public
+segment of its context has is refused too: UpGrade reports it incompatible
+but imports it anyway, as a second segment of that name. Then import_segments
+is proposed in a new session, listing the segments to be created (new ids)
+and warning of sub-segments this server lacks (UpGrade drops them). Exit 10
+until "upgrade-agent resume SESSION --answer yes" (or --yes).`,
+		`  upgrade-agent segments import pilot.json --yes`,
+		actions.ImportSegments, func(files []actions.ImportFileParam) any { return actions.ImportSegmentsParams{Files: files} })
+}
+
+// newImportCmd builds an "import FILE..." command that proposes action
+// with the files read into params.
+func newImportCmd(f *Factory, short, long, example string, action actions.Name, params func([]actions.ImportFileParam) any) *cobra.Command {
+	o := &ProposeOptions{}
+	c := &cobra.Command{
+		Use:     "import FILE...",
+		Short:   short,
+		Long:    long,
+		Example: example,
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.confirmSet = c.Flags().Changed("confirm")
@@ -105,8 +144,7 @@ exists in its context (UpGrade would create a twin silently). Exit 10 until
 			if err != nil {
 				return err
 			}
-			return runProposal(c.Context(), f, o, "import "+strings.Join(args, " "), actions.ImportExperiments,
-				actions.ImportExperimentsParams{Files: files})
+			return runProposal(c.Context(), f, o, "import "+strings.Join(args, " "), action, params(files))
 		},
 	}
 	addProposeFlags(c, o)

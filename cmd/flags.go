@@ -19,7 +19,7 @@ func NewCmdFlags(f *Factory) *cobra.Command {
 	c.Example = `  upgrade-agent flags list --status enabled
   upgrade-agent flags show MATH_HINTS
   upgrade-agent flags explain MATH_HINTS u12 --group classId=c7`
-	c.AddCommand(NewCmdFlagsList(f, nil), NewCmdFlagsShow(f, nil), NewCmdFlagsExplain(f, nil), NewCmdFlagsExport(f))
+	c.AddCommand(NewCmdFlagsList(f, nil), NewCmdFlagsShow(f, nil), NewCmdFlagsExplain(f, nil), NewCmdFlagsExport(f), NewCmdFlagsImport(f))
 	return c
 }
 

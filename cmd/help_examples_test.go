@@ -30,6 +30,8 @@ var helpExampleSkips = map[string]string{
 	`upgrade-agent stratification show prior`:                                                "needs the factor an upload makes (stratification.txtar)",
 	`upgrade-agent stratification rm prior --yes`:                                            "needs the factor an upload makes (stratification.txtar)",
 	`upgrade-agent experiments import math-hints.json --yes`:                                 "makes a twin of Math Hints that later examples would find twice (experiments_export_import.txtar runs it)",
+	`upgrade-agent flags import hint-panel.json --yes`:                                       "needs its export file (flags_segments_import.txtar runs flags import)",
+	`upgrade-agent segments import pilot.json --yes`:                                         "needs its export file (flags_segments_import.txtar runs segments import)",
 }
 
 // helpExampleCodes are the exit codes of the example lines that do not

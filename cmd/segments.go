@@ -15,7 +15,7 @@ func NewCmdSegments(f *Factory) *cobra.Command {
 	c.Aliases = []string{"segment", "seg"}
 	c.Example = `  upgrade-agent segments list --context assign-prog
   upgrade-agent segments show "pilot schools"`
-	c.AddCommand(NewCmdSegmentsList(f, nil), NewCmdSegmentsShow(f, nil), NewCmdSegmentsExport(f))
+	c.AddCommand(NewCmdSegmentsList(f, nil), NewCmdSegmentsShow(f, nil), NewCmdSegmentsExport(f), NewCmdSegmentsImport(f))
 	return c
 }
 

@@ -108,3 +108,40 @@ func (c *Client) ExportSegments(ctx context.Context, ids []string) (json.RawMess
 	}
 	return out, nil
 }
+
+// importBody is the body of the flag import routes: {files: [...]}.
+type importBody struct {
+	Files []ImportFile `json:"files"`
+}
+
+// ValidateFlagImport asks the server what importing flag files would do
+// (POST /flags/import/validation {files}): a compatibilityType per file
+// and no reason.
+func (c *Client) ValidateFlagImport(ctx context.Context, files []ImportFile) ([]ImportResult, error) {
+	out := []ImportResult{}
+	err := c.call(ctx, request{method: http.MethodPost, path: "/flags/import/validation", body: importBody{Files: files}, idempotent: true}, &out)
+	return out, err
+}
+
+// ImportFlags imports flag files (POST /flags/import {files}): every file
+// that is not incompatible becomes a new disabled flag with new ids. The
+// answer's error is null or "incompatible". Never retried.
+func (c *Client) ImportFlags(ctx context.Context, files []ImportFile) ([]ImportResult, error) {
+	out := []ImportResult{}
+	err := c.call(ctx, request{method: http.MethodPost, path: "/flags/import", body: importBody{Files: files}}, &out)
+	return out, err
+}
+
+// ValidateSegmentImport asks the server what importing segment files
+// would do (POST /segments/import/validation): a result per .json file,
+// with the reason.
+func (c *Client) ValidateSegmentImport(ctx context.Context, files []ImportFile) ([]ImportResult, error) {
+	return c.importCall(ctx, "/segments/import/validation", files, true)
+}
+
+// ImportSegments imports segment files (POST /segments/import): new ids;
+// a file the validation calls incompatible for its name, context or group
+// types is imported all the same. Never retried.
+func (c *Client) ImportSegments(ctx context.Context, files []ImportFile) ([]ImportResult, error) {
+	return c.importCall(ctx, "/segments/import", files, false)
+}

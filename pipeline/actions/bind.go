@@ -526,6 +526,16 @@ func coerce(v any, t reflect.Type, path string, out *[]Problem) any {
 				continue
 			}
 			from[name] = k
+			if f.Tag.Get("bind") == "jsontext" {
+				// A JSON document pasted as an object or array, not as a
+				// string of it (an export file's content).
+				if _, isStr := obj[k].(string); !isStr && obj[k] != nil {
+					if b, err := json.Marshal(obj[k]); err == nil {
+						res[name] = string(b)
+						continue
+					}
+				}
+			}
 			res[name] = coerce(keyedList(obj[k], f), f.Type, join(path, name), out)
 		}
 		return res

@@ -34,7 +34,7 @@ const ImportExperiments Name = "import_experiments"
 // ImportFileParam is one export file: its name and its JSON text.
 type ImportFileParam struct {
 	Name    string `json:"name" jsonschema:"file name"`
-	Content string `json:"content" jsonschema:"the file's JSON: one experiment or an array"`
+	Content string `json:"content" jsonschema:"the file's JSON: one experiment or an array" bind:"jsontext"`
 }
 
 // ImportExperimentsParams are the params of import_experiments.

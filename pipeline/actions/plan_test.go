@@ -95,7 +95,7 @@ func planCases() []planCase {
 
 func TestBuildPlanGolden(t *testing.T) {
 	seen := map[Name]bool{}
-	for _, tc := range slices.Concat(planCases(), flagPlanCases(), metricPlanCases(), portabilityPlanCases()) {
+	for _, tc := range slices.Concat(planCases(), flagPlanCases(), metricPlanCases(), portabilityPlanCases(), importPlanCases()) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := seeded()
 			if tc.flags {

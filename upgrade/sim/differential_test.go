@@ -393,7 +393,7 @@ func TestDifferentialAgainstRealServer(t *testing.T) {
 	probes, agree := 0, 0
 	var report []string
 	only := os.Getenv("UPGRADE_DIFF_RUN")
-	for _, sc := range slices.Concat(diffScenarios(), flagScenarios(), resultsScenarios(), allDesignScenarios(), portabilityScenarios(), leftoverScenarios()) {
+	for _, sc := range slices.Concat(diffScenarios(), flagScenarios(), resultsScenarios(), allDesignScenarios(), portabilityScenarios(), leftoverScenarios(), importScenarios()) {
 		if only != "" && !slices.Contains(strings.Split(only, ","), sc.name) {
 			continue
 		}

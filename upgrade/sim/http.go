@@ -177,6 +177,8 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 		route(m, true, s.portabilityRoute(m, segs, low))
 	case s.stratificationRoute(m, segs, low) != nil:
 		route(m, true, s.stratificationRoute(m, segs, low))
+	case s.importRoute(m, segs, low) != nil:
+		route(m, true, s.importRoute(m, segs, low))
 	default:
 		if h, admin := s.catalogRoute(m, segs, low); h != nil {
 			route(m, admin, h)
