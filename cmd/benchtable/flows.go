@@ -260,11 +260,15 @@ func ratio(a, b int) float64 {
 }
 
 // tokenRow compares our prompt tokens with the original design's estimate
-// for the same calls.
+// for the same calls. The estimate keeps our number of calls (no per-turn
+// model of the original's calls can be grounded here), so it is a lower
+// bound of what the original sent and the ratio an upper bound of ours:
+// context for the target row (quotedTokenRow), not a target of its own. A
+// direct answer, for one, is the same single request in both designs.
 func tokenRow(name string, ours, base int) row {
 	return row{"prompt tokens (our calls, original tool lists and history): " + name,
-		fmt.Sprintf("%d vs %d original-design estimate (%.2f)", ours, base, ratio(ours, base)),
-		"<= 1/3 of the original", pass(base > 0 && 3*ours <= base)}
+		fmt.Sprintf("%d vs %d original-design estimate, a lower bound (%.2f)", ours, base, ratio(ours, base)),
+		"-", info}
 }
 
 // quotedTokenRow compares the reference flows with the original design's

@@ -13,11 +13,24 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/pipeline/scenario"
 )
 
-// TestTokenRowCanFail: the prompt-token row against the original design
-// is a real comparison. A baseline that sends what we send misses the
-// 1/3 target; a baseline whose tool lists are much larger than ours
-// passes it; the dropped history counts on every call.
+// TestTokenRowCanFail: the prompt-token target row is a real comparison:
+// reference flows of more than a third of the original's quoted characters
+// miss it, a third or less pass, nothing measured misses. The estimate rows
+// are context (info): a baseline that sends what we send reads 1.00, a
+// baseline whose tool lists are much larger than ours reads lower, and the
+// dropped history counts on every call.
 func TestTokenRowCanFail(t *testing.T) {
+	orig := referenceSystems[0].chars
+	if r := quotedTokenRow(orig/3 + 1); r.mark != "MISS" {
+		t.Errorf("over a third of the original: %+v, want MISS", r)
+	}
+	if r := quotedTokenRow(orig / 3); r.mark != "PASS" {
+		t.Errorf("a third of the original: %+v, want PASS", r)
+	}
+	if r := quotedTokenRow(0); r.mark != "MISS" {
+		t.Errorf("nothing measured: %+v, want MISS", r)
+	}
+
 	sr := scenario.StepReport{CallChars: []scenario.CallChars{
 		{Node: "analyzer", Chars: 3000, Tools: 2000},
 		{Node: "gatherer after 2 attempts", Chars: 6000, Tools: 4000},
@@ -27,22 +40,19 @@ func TestTokenRowCanFail(t *testing.T) {
 	if ours != 2250 || base != ours {
 		t.Fatalf("same tool lists: ours %d, base %d; want 2250 both", ours, base)
 	}
-	if r := tokenRow("x", ours, base); r.mark != "MISS" || !strings.Contains(r.measured, "(1.00)") {
-		t.Errorf("equal baseline: %+v, want a MISS at 1.00", r)
+	if r := tokenRow("x", ours, base); r.mark != info || !strings.Contains(r.measured, "(1.00)") {
+		t.Errorf("equal baseline: %+v, want info at 1.00", r)
 	}
 	big := originalTools{chars: map[string]int{"analyzer": 2000, "gatherer": 40_000}}
 	ours, base = stepTokens(sr, big, 0)
 	if base != 750+10_500 {
 		t.Fatalf("big gatherer list: base %d, want %d", base, 750+10_500)
 	}
-	if r := tokenRow("x", ours, base); r.mark != "PASS" {
-		t.Errorf("a baseline five times ours: %+v, want PASS", r)
+	if r := tokenRow("x", ours, base); !strings.Contains(r.measured, "(0.20)") {
+		t.Errorf("a baseline five times ours: %+v, want 0.20", r)
 	}
 	if _, withHistory := stepTokens(sr, same, 400); withHistory != ours+2*100 {
 		t.Errorf("dropped history of 400 characters: base %d, want %d", withHistory, ours+200)
-	}
-	if r := tokenRow("x", 0, 0); r.mark != "MISS" {
-		t.Errorf("nothing measured: %+v, want MISS", r)
 	}
 	// A node the original had no list for keeps its own tools.
 	out := scenario.StepReport{CallChars: []scenario.CallChars{{Node: "output", Chars: 800, Tools: 300}}}
