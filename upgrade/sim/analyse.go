@@ -34,7 +34,8 @@ func (s *Sim) handleAnalyse(c *call) {
 			return
 		}
 		if !upgrade.IsUUID(id) {
-			c.fail(&apiError{Status: 500, Name: "QueryFailedError", Type: typeQueryFailed,
+			// The server's answer has no type here.
+			c.fail(&apiError{Status: 500, Name: "QueryFailedError",
 				Message: fmt.Sprintf("invalid input syntax for type uuid: %q", id)})
 			return
 		}

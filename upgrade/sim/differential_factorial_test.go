@@ -261,8 +261,8 @@ func TestFactorialProbesOnSimulator(t *testing.T) {
 	if got := fmt.Sprint(obs["[ws ordered round robin] codes"].body, obs["[ws ordered round robin] after one mark"].body); got != "[control variant] [variant control]" {
 		t.Errorf("ordered round robin rotation: %s", got)
 	}
-	if c := lookup(obs["[mark after archive]"].body, "condition"); c != nil {
-		t.Errorf("mark after archive names condition %v, want null", c)
+	if c := lookup(obs["[mark after archive]"].body, "condition"); c != "control" {
+		t.Errorf("mark after archive names condition %v, want the one sent (control)", c)
 	}
 	an := obs["[factorial main effect by level] [factorial interaction by cond.]"].body
 	if n, r := lookup(an, "#0.mainEffect"), lookup(an, "0.mainEffect.0.result"); fmt.Sprint(n, " ", r) != "4 20" {

@@ -198,7 +198,7 @@ func (s *Sim) renderObj(e *upgrade.Experiment, v view) obj {
 		return m
 	case viewStateOld:
 		m["partitions"] = s.partitionsView(e, v)
-		m["queries"] = []any{}
+		m["queries"] = s.queriesView(e, v)
 		m["stateTimeLogs"] = s.logsView(e, false)
 		return m
 	}
@@ -206,8 +206,12 @@ func (s *Sim) renderObj(e *upgrade.Experiment, v view) obj {
 	m["partitions"] = s.partitionsView(e, v)
 	m["conditionPayloads"] = s.payloadsView(e, v)
 	m["factors"] = s.factorsView(e)
-	m["queries"] = s.queriesView(e, v == viewCreate)
+	m["queries"] = s.queriesView(e, v)
 	if v == viewCreate {
+		// The create answer echoes a stratified experiment's factor.
+		if e.StratificationFactor != nil {
+			m["stratificationFactor"] = stratView(e)
+		}
 		return m
 	}
 	m["stateTimeLogs"] = s.logsView(e, true)
@@ -282,7 +286,7 @@ func (s *Sim) renderState(old, now *upgrade.Experiment) []byte {
 	m := s.baseView(old, true)
 	m["state"] = now.State.Display()
 	m["partitions"] = s.partitionsView(old, viewStateOld)
-	m["queries"] = []any{}
+	m["queries"] = s.queriesView(old, viewStateOld)
 	logs := s.logsView(now, true)
 	if n := len(logs); n > 0 && len(now.StateTimeLogs) > len(old.StateTimeLogs) {
 		logs[n-1].(obj)["experiment"] = s.renderObj(old, viewStateOld)
