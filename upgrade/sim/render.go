@@ -229,7 +229,11 @@ func (s *Sim) renderObj(e *upgrade.Experiment, v view) obj {
 		m["experimentSegmentInclusion"] = []any{}
 		m["experimentSegmentExclusion"] = []any{}
 	}
-	m["stratificationFactor"] = stratView(e)
+	if v == viewSingle {
+		m["stratificationFactor"] = s.stratRowView(e)
+	} else {
+		m["stratificationFactor"] = stratView(e)
+	}
 	return m
 }
 

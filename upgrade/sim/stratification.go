@@ -249,3 +249,16 @@ func stratView(e *upgrade.Experiment) any {
 	}
 	return obj{"stratificationFactorName": e.StratificationFactor.Name}
 }
+
+// stratRowView is the factor row as the single read joins it, with its
+// metadata.
+func (s *Sim) stratRowView(e *upgrade.Experiment) any {
+	if e.StratificationFactor == nil {
+		return nil
+	}
+	m := obj{"stratificationFactorName": e.StratificationFactor.Name}
+	if f := s.stratLocked(e.StratificationFactor.Name); f != nil && f.CreatedAt != "" {
+		m["createdAt"], m["updatedAt"], m["versionNumber"] = f.CreatedAt, f.CreatedAt, 1
+	}
+	return m
+}
