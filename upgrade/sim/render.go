@@ -89,6 +89,7 @@ func (s *Sim) conditionsView(e *upgrade.Experiment, v view) []any {
 	if v == viewSingle || v == viewList {
 		payloads = decodePayloads(e)
 	}
+	factorial := e.Type == upgrade.TypeFactorial
 	for _, c := range e.Conditions {
 		m := s.rowMeta(e, obj{"id": c.ID, "twoCharacterId": c.TwoCharacterID, "name": nullIfEmpty(c.Name),
 			"description": nullIfEmpty(c.Description), "conditionCode": c.ConditionCode,
@@ -96,15 +97,23 @@ func (s *Sim) conditionsView(e *upgrade.Experiment, v view) []any {
 		switch v {
 		case viewSingle, viewList:
 			// Reads show each condition's payload rows in their stored
-			// form, besides the experiment-level list.
-			own := []any{}
-			for _, p := range payloads {
-				if p.ParentCondition == c.ID && p.Payload != nil {
-					own = append(own, s.rowMeta(e, obj{"id": p.ID, "payloadType": p.Payload.Type, "payloadValue": p.Payload.Value}))
+			// form, besides the experiment-level list; a factorial
+			// experiment's conditions have none (its payloads are the
+			// levels').
+			if !factorial {
+				own := []any{}
+				for _, p := range payloads {
+					if p.ParentCondition == c.ID && p.Payload != nil {
+						own = append(own, s.rowMeta(e, obj{"id": p.ID, "payloadType": p.Payload.Type, "payloadValue": p.Payload.Value}))
+					}
 				}
+				m["conditionPayloads"] = own
 			}
-			m["conditionPayloads"] = own
-			m["levelCombinationElements"] = elementsView(c)
+			m["levelCombinationElements"] = s.elementsView(e, c)
+		case viewCreate:
+			if factorial {
+				m["levelCombinationElements"] = s.elementsView(e, c)
+			}
 		case viewUpdate:
 			m["experimentId"] = e.ID
 		}
@@ -120,6 +129,10 @@ func (s *Sim) partitionsView(e *upgrade.Experiment, v view) []any {
 			"target": p.Target, "description": p.Description, "order": p.Order, "excludeIfReached": p.ExcludeIfReached})
 		if v == viewUpdate {
 			m["experimentId"] = e.ID
+		}
+		if (v == viewSingle || v == viewList) && e.Type == upgrade.TypeFactorial {
+			// A factorial read joins the (empty) payload rows here.
+			m["conditionPayloads"] = []any{}
 		}
 		out = append(out, m)
 	}
