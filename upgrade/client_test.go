@@ -126,7 +126,7 @@ func TestEndpoints(t *testing.T) {
 				{Method: "POST", Path: "/api/experiments", Headers: adminPOST, Body: jsonOf(t, `{
 					"name":"Math Hints","description":"","context":["assign-prog"],"state":"inactive","consistencyRule":"individual",
 					"assignmentUnit":"individual","postExperimentRule":"continue","tags":[],"filterMode":"includeAll",
-					"type":"Simple","revertTo":null,
+					"type":"Simple","revertTo":null,"stratificationFactor":null,
 					"conditions":[
 						{"id":"<uuid>","conditionCode":"control","assignmentWeight":50,"order":1},
 						{"id":"<uuid>","conditionCode":"variant","assignmentWeight":50,"order":2}],

@@ -503,15 +503,19 @@ func (e Experiment) requestBody(shape SegmentShape) ([]byte, error) {
 	// The description is always sent: a 6.5 PUT without it keeps the
 	// stored one, so "" is how a description is cleared (measured,
 	// docs/upgrade-real.md).
+	// So is stratificationFactor, as null when there is none: a 6.5 PUT
+	// without the key keeps the stored factor, even when the algorithm
+	// goes back to random (measured, docs/upgrade-real.md).
 	type out struct {
 		experimentAlias
-		Description string            `json:"description"`
-		Inclusion   any               `json:"experimentSegmentInclusion"`
-		Exclusion   any               `json:"experimentSegmentExclusion"`
-		Payloads    []json.RawMessage `json:"conditionPayloads"`
-		Partitions  []wirePoint       `json:"partitions"`
+		Description    string             `json:"description"`
+		Inclusion      any                `json:"experimentSegmentInclusion"`
+		Exclusion      any                `json:"experimentSegmentExclusion"`
+		Payloads       []json.RawMessage  `json:"conditionPayloads"`
+		Partitions     []wirePoint        `json:"partitions"`
+		Stratification *StratificationRef `json:"stratificationFactor"`
 	}
-	return json.Marshal(out{experimentAlias(e), e.Description, inc, exc, payloads, points})
+	return json.Marshal(out{experimentAlias(e), e.Description, inc, exc, payloads, points, e.StratificationFactor})
 }
 
 // sendableFactors are factors as a 6.5 server takes them back: a level

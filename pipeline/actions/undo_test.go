@@ -162,10 +162,15 @@ func TestUndoFlagsAndSegments(t *testing.T) {
 	var seg SegmentResult
 	c, raw := h.do(CreateSegmentParams{Name: "undo pilot", Context: "assign-prog", Users: []string{"u1", "u2"}})
 	seg = decode[SegmentResult](t, raw)
+	// On a real server whatever is left (by a failure half-way) goes, so
+	// that the test runs again (cleanups run last first: flags, then the
+	// segment).
+	t.Cleanup(func() { _, _ = h.api.DeleteSegment(h.ctx, seg.ID) })
 	segCreate := c
 	fc, raw := h.do(CreateFeatureFlagParams{Name: "Undo hints", Key: "UNDO_HINTS", Context: "assign-prog",
 		IncludeLists: []FlagListParam{{SegmentIDs: []string{seg.ID}}}, ExcludeLists: []FlagListParam{{Users: []string{"u9"}}}})
 	fl := decode[FlagResult](t, raw)
+	t.Cleanup(func() { deleteFlagKey(h, "UNDO_HINTS") })
 
 	steps := []Params{
 		UpdateFeatureFlagStatusParams{FlagID: fl.ID, Status: "enabled"},
@@ -225,6 +230,20 @@ func TestUndoFlagsAndSegments(t *testing.T) {
 	}
 }
 
+// deleteFlagKey deletes every flag with the key (an undone delete comes
+// back under a new id).
+func deleteFlagKey(h *undoHarness, key string) {
+	flags, err := h.api.Flags(h.ctx)
+	if err != nil {
+		return
+	}
+	for _, f := range flags {
+		if f.Key == key {
+			_, _ = h.api.DeleteFlag(h.ctx, f.ID)
+		}
+	}
+}
+
 func readFlagT(t *testing.T, h *undoHarness, id string) flagState {
 	t.Helper()
 	f, err := readFlag(h.ctx, h.api, id)
@@ -241,6 +260,9 @@ func TestUndoExperiments(t *testing.T) {
 		Conditions:     []ConditionParam{{Code: "control", Weight: ptr(50.0)}, {Code: "variant", Weight: ptr(50.0)}},
 		ExclusionUsers: []string{"x1"}})
 	id := decode[ExperimentResult](t, raw).ID
+	// The undo of the delete re-creates it under its id: delete it again
+	// at the end, so that a real server is left as it was.
+	t.Cleanup(func() { _, _ = h.api.DeleteExperiment(h.ctx, id) })
 
 	c, _ := h.do(UpdateExperimentParams{ExperimentID: id, Description: ptr("changed"), ExclusionUsers: &[]string{"x1", "x2"}})
 	h.undo(c)
@@ -268,6 +290,7 @@ func TestUndoDrift(t *testing.T) {
 	h := newUndoHarness(t)
 	_, raw := h.do(CreateFeatureFlagParams{Name: "Drift", Key: "DRIFT", Context: "assign-prog"})
 	fl := decode[FlagResult](t, raw)
+	t.Cleanup(func() { _, _ = h.api.DeleteFlag(h.ctx, fl.ID) })
 	c, _ := h.do(UpdateFeatureFlagParams{FlagID: fl.ID, Description: ptr("ours")})
 	// Someone else changes the flag since.
 	f, err := h.api.Flag(h.ctx, fl.ID)

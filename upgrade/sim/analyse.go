@@ -34,7 +34,8 @@ func (s *Sim) handleAnalyse(c *call) {
 			return
 		}
 		if !upgrade.IsUUID(id) {
-			c.fail(&apiError{Status: 500, Name: "QueryFailedError", Type: typeQueryFailed,
+			// The server's answer has no type here.
+			c.fail(&apiError{Status: 500, Name: "QueryFailedError",
 				Message: fmt.Sprintf("invalid input syntax for type uuid: %q", id)})
 			return
 		}
@@ -220,14 +221,14 @@ func (s *Sim) queryResultsLocked(e *upgrade.Experiment, q *storedQuery, byLevel 
 	out := map[string]condResult{}
 	for cid, vals := range perCond {
 		if continuous {
-			nums := make([]float64, len(vals))
+			nums := make([]pgNum, len(vals))
 			for i, v := range vals {
-				nums[i] = v.(float64)
+				nums[i] = v.(pgNum)
 			}
 			out[cid] = condResult{result: aggregate(op.OperationType, nums), n: len(nums)}
 			continue
 		}
-		out[cid] = condResult{result: numText(categorical(op, vals)), n: len(vals)}
+		out[cid] = condResult{result: categorical(op, vals), n: len(vals)}
 	}
 	return out, true
 }
@@ -265,17 +266,17 @@ func (s *Sim) userValueLocked(uid, key, measure string, continuous bool, uniqs [
 		return fmt.Sprint(pickRow(rows, measure).Value), true
 	}
 	if measure == "MEAN" {
-		sum := 0.0
+		nums := make([]pgNum, 0, len(rows))
 		for _, r := range rows {
-			f, ok := numberOf(r.Value)
+			f, ok := parsePgNum(r.Value)
 			if !ok {
 				return nil, true
 			}
-			sum += f
+			nums = append(nums, f)
 		}
-		return sum / float64(len(rows)), true
+		return pgAvg(nums), true
 	}
-	f, ok := numberOf(pickRow(rows, measure).Value)
+	f, ok := parsePgNum(pickRow(rows, measure).Value)
 	if !ok {
 		return nil, true
 	}
@@ -296,24 +297,10 @@ func pickRow(rows []*logRow, measure string) *logRow {
 	return best
 }
 
-func numberOf(v any) (float64, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	case float64:
-		return x, true
-	case string:
-		f, err := strconv.ParseFloat(x, 64)
-		return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
-	}
-	return 0, false
-}
-
 // categorical counts the values equal to compareValue ("=") or different
 // from it (any other compareFn); without compareFn every value counts.
 // percentage is that count over the values, times 100.
-func categorical(op queryOp, vals []any) float64 {
+func categorical(op queryOp, vals []any) string {
 	want := ""
 	if op.CompareValue != nil {
 		want = fmt.Sprint(op.CompareValue)
@@ -335,60 +322,75 @@ func categorical(op queryOp, vals []any) float64 {
 		}
 	}
 	if op.OperationType == "percentage" {
-		return float64(n) / float64(len(vals)) * 100
+		return pgMul(pgDiv(pgInt(n), pgInt(len(vals))), pgInt(100)).text()
 	}
-	return float64(n)
+	return strconv.Itoa(n)
 }
 
-// aggregate applies a continuous operation; the median is a JSON number,
-// every other result numeric text.
-func aggregate(op string, v []float64) any {
-	n := float64(len(v))
-	sum := 0.0
-	for _, x := range v {
-		sum += x
-	}
+// aggregate applies a continuous operation; the median is a JSON number
+// (percentile_cont works on doubles), every other result numeric text.
+func aggregate(op string, v []pgNum) any {
 	switch op {
 	case "sum":
-		return numText(sum)
+		return pgSum(v).text()
 	case "count":
-		return numText(n)
-	case "min":
-		return numText(slices.Min(v))
-	case "max":
-		return numText(slices.Max(v))
-	case "stddev":
-		if len(v) < 2 {
-			return nil
-		}
-		mean := sum / n
-		ss := 0.0
-		for _, x := range v {
-			ss += (x - mean) * (x - mean)
-		}
-		return numText(math.Sqrt(ss / (n - 1)))
-	case "mode":
-		counts := map[float64]int{}
-		for _, x := range v {
-			counts[x]++
-		}
-		best, bestN := math.Inf(1), 0
-		for x, c := range counts {
-			if c > bestN || (c == bestN && x < best) {
-				best, bestN = x, c
+		return strconv.Itoa(len(v))
+	case "min", "max":
+		best := v[0]
+		for _, x := range v[1:] {
+			if c := x.v.Cmp(best.v); (op == "min" && c < 0) || (op == "max" && c > 0) {
+				best = x
 			}
 		}
-		return numText(best)
-	case "median":
-		s := slices.Clone(v)
-		sort.Float64s(s)
-		mid := len(s) / 2
-		if len(s)%2 == 1 {
-			return s[mid]
+		return best.text()
+	case "stddev":
+		sd, ok := pgStddev(v)
+		if !ok {
+			return nil
 		}
-		return (s[mid-1] + s[mid]) / 2
+		return sd.text()
+	case "mode":
+		// mode() takes the most frequent value, the smallest among ties
+		// (it walks the sorted values).
+		s := slices.Clone(v)
+		slices.SortStableFunc(s, func(a, b pgNum) int { return a.v.Cmp(b.v) })
+		best, bestN := s[0], 0
+		for i := 0; i < len(s); {
+			j := i
+			for j < len(s) && s[j].v.Cmp(s[i].v) == 0 {
+				j++
+			}
+			if j-i > bestN {
+				best, bestN = s[i], j-i
+			}
+			i = j
+		}
+		return best.text()
+	case "median":
+		f := make([]float64, len(v))
+		for i, x := range v {
+			f[i] = x.float()
+		}
+		sort.Float64s(f)
+		mid := len(f) / 2
+		if len(f)%2 == 1 {
+			return f[mid]
+		}
+		return (f[mid-1] + f[mid]) / 2
 	}
-	return numText(sum / n) // avg
+	return pgAvg(v).text()
 }
 
-func numText(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+func numberOf(v any) (float64, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	case float64:
+		return x, true
+	case string:
+		f, err := strconv.ParseFloat(x, 64)
+		return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
+	}
+	return 0, false
+}

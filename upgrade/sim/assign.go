@@ -781,9 +781,10 @@ func (s *Sim) markLocked(uid string, u *user, mb markBody) (markOut, *apiError) 
 	}
 	mk.ExperimentID, mk.Condition, mk.Status = expID, mb.condCode, mb.status
 	if chosen != nil && chosen.State == upgrade.StateArchived {
-		// An archived experiment enrols nobody, and the answer names no
-		// condition.
-		return markOut{ID: mk.ID, UserID: uid, Site: mb.site, Target: nullable(mb.target), ExperimentID: nullable(expID)}, nil
+		// An archived experiment enrols nobody; the answer names the
+		// condition sent, as every mark's does.
+		return markOut{ID: mk.ID, UserID: uid, Site: mb.site, Target: nullable(mb.target),
+			ExperimentID: nullable(expID), Condition: nullable(mb.condCode)}, nil
 	}
 	if chosen != nil && chosen.AssignmentUnit == upgrade.UnitWithinSubjects {
 		s.withinSubjectsMarkLocked(chosen, uid, u, hasDecisionPoint(chosen, key), mb)

@@ -376,8 +376,9 @@ func TestAnswerShapes(t *testing.T) {
 		{"state", state, with("partitions", "queries", "stateTimeLogs")},
 		{"state log", lookup(state, "stateTimeLogs.0"), "createdAt,experiment,fromState,id,timeLog,toState,updatedAt,versionNumber"},
 		{"state log experiment", lookup(state, "stateTimeLogs.0.experiment"), with("partitions", "queries", "stateTimeLogs")},
+		// The body has no stratificationFactor: nor has the answer (measured).
 		{"update", put, with("conditionPayloads", "conditions", "experimentSegmentExclusion", "experimentSegmentInclusion",
-			"factors", "partitions", "queries", "stateTimeLogs", "stratificationFactor")},
+			"factors", "partitions", "queries", "stateTimeLogs")},
 		{"update condition", lookup(put, "conditions.0"), "assignmentWeight,conditionCode,createdAt,description,experimentId,id,name,order,twoCharacterId,updatedAt,versionNumber"},
 		{"deleted row", deleted[0], with("stratificationFactorStratificationFactorName")},
 	} {

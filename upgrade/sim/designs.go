@@ -125,27 +125,48 @@ func levelPayloadView(l upgrade.Level) obj {
 	return obj{"type": l.Payload.Type, "value": l.Payload.Value}
 }
 
+// factorsView shows the factors with their row ids (the server's own; here
+// derived from the experiment and the factor's name) and the levels' row
+// metadata.
 func (s *Sim) factorsView(e *upgrade.Experiment) []any {
 	out := []any{}
 	for _, f := range sortedFactors(e) {
 		levels := []any{}
 		for _, l := range f.Levels {
-			var order any
-			if l.Order != 0 {
-				order = l.Order
-			}
-			levels = append(levels, obj{"id": l.ID, "name": l.Name, "description": nullIfEmpty(l.Description),
-				"order": order, "payload": levelPayloadView(l)})
+			levels = append(levels, s.rowMeta(e, obj{"id": l.ID, "name": l.Name, "description": nullIfEmpty(l.Description),
+				"order": levelOrder(l), "payload": levelPayloadView(l)}))
 		}
-		out = append(out, obj{"name": f.Name, "description": nullIfEmpty(f.Description), "order": f.Order, "levels": levels})
+		out = append(out, obj{"id": upgrade.IDFrom(e.ID + "/factor/" + f.Name), "name": f.Name,
+			"description": nullIfEmpty(f.Description), "order": f.Order, "levels": levels})
 	}
 	return out
 }
 
-func elementsView(c upgrade.Condition) []any {
+func levelOrder(l upgrade.Level) any {
+	if l.Order == 0 {
+		return nil
+	}
+	return l.Order
+}
+
+// elementsView is a condition's levelCombinationElements: for a factorial
+// experiment the stored rows, each with its level row (payload as
+// payloadType and payloadValue); otherwise the short form.
+func (s *Sim) elementsView(e *upgrade.Experiment, c upgrade.Condition) []any {
 	out := []any{}
 	for _, el := range c.LevelCombinationElements {
-		out = append(out, obj{"id": el.ID, "level": obj{"id": el.Level.ID, "name": el.Level.Name}})
+		if e.Type != upgrade.TypeFactorial {
+			out = append(out, obj{"id": el.ID, "level": obj{"id": el.Level.ID, "name": el.Level.Name}})
+			continue
+		}
+		level := obj{"id": el.Level.ID, "name": el.Level.Name, "description": nil, "order": nil,
+			"payloadType": "string", "payloadValue": nil}
+		if _, l := levelOf(e, el.Level.ID); l != nil {
+			p := levelPayloadView(*l)
+			level["name"], level["description"], level["order"] = l.Name, nullIfEmpty(l.Description), levelOrder(*l)
+			level["payloadType"], level["payloadValue"] = p["type"], p["value"]
+		}
+		out = append(out, s.rowMeta(e, obj{"id": el.ID, "level": s.rowMeta(e, level)}))
 	}
 	return out
 }

@@ -37,7 +37,11 @@ func scenarioMooclets(p *party) {
 	p.call("[other mooclet refusals] PUT with params", "PUT", "/experiments/"+id, edit(c, func(m map[string]any) {
 		m["moocletPolicyParameters"] = moocletParams()
 	}), values("message"))
+	// The user check comes first: 404 for an unknown user, then the
+	// mooclet refusal for a known one.
 	p.call("[POST /v6/reward]", "POST", "/v6/reward", map[string]any{"experimentId": id, "rewardValue": "SUCCESS"}, as(p.user("r")), noShape())
+	p.initUser("init r", p.user("r"), nil)
+	p.call("[POST /v6/reward] known user", "POST", "/v6/reward", map[string]any{"experimentId": id, "rewardValue": "SUCCESS"}, as(p.user("r")), noShape(), values("message"))
 	p.call("[GET mooclet-rewards]", "GET", "/experiments/mooclet-rewards/"+id, nil, noShape())
 }
 
@@ -104,7 +108,7 @@ func TestDesignProbesOnSimulator(t *testing.T) {
 	for label, want := range map[string]int{
 		"[ts_configurable w/o params]": 400, "[ts_configurable with params]": 400,
 		"[other mooclet refusals] random with params": 400, "[other mooclet refusals] PUT with params": 400,
-		"[POST /v6/reward]": 400, "[GET mooclet-rewards]": 400,
+		"[POST /v6/reward]": 404, "[POST /v6/reward] known user": 400, "[GET mooclet-rewards]": 400,
 		"[segment w/o description: read]": 200,
 	} {
 		if got := obs[label].status; got != want {

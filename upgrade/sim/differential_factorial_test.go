@@ -141,11 +141,23 @@ func scenarioFactorial(p *party) {
 		p.logValues(fmt.Sprintf("log q%d", i), uu, "2026-02-01T00:00:00Z", map[string]any{score: v})
 	}
 	gq := p.call("GET queries", "GET", "/experiments/single/"+qid, nil, values("#queries"))
-	p.call("[factorial main effect by level] [factorial interaction by cond.]", "POST", "/query/analyse",
+	an := p.call("[factorial main effect by level] [factorial interaction by cond.]", "POST", "/query/analyse",
 		map[string]any{"queryIds": []any{gq.str("queries.0.id")}},
 		values("#0.mainEffect", "0.mainEffect.0.levelId", "0.mainEffect.0.result", "0.mainEffect.0.participantsLogged",
-			"0.mainEffect.1.levelId", "0.mainEffect.1.result", "#0.interactionEffect", "0.interactionEffect.0.conditionId",
+			"0.mainEffect.1.levelId", "0.mainEffect.1.result", "#0.interactionEffect",
 			"0.interactionEffect.0.result", "0.interactionEffect.1.participantsLogged"))
+	// The condition ids are the server's own: compare the code of the
+	// condition whose interaction row holds data.
+	for _, row := range asArray(lookup(an.body, "0.interactionEffect")) {
+		if fmt.Sprint(lookup(row, "participantsLogged")) == "0" {
+			continue
+		}
+		for _, c := range asArray(lookup(gq.body, "conditions")) {
+			if lookup(c, "id") == lookup(row, "conditionId") {
+				p.fact("[factorial interaction: condition with data]", lookup(c, "conditionCode"))
+			}
+		}
+	}
 }
 
 func scenarioWithinSubjects(p *party) {
@@ -261,18 +273,18 @@ func TestFactorialProbesOnSimulator(t *testing.T) {
 	if got := fmt.Sprint(obs["[ws ordered round robin] codes"].body, obs["[ws ordered round robin] after one mark"].body); got != "[control variant] [variant control]" {
 		t.Errorf("ordered round robin rotation: %s", got)
 	}
-	if c := lookup(obs["[mark after archive]"].body, "condition"); c != nil {
-		t.Errorf("mark after archive names condition %v, want null", c)
+	if c := lookup(obs["[mark after archive]"].body, "condition"); c != "control" {
+		t.Errorf("mark after archive names condition %v, want the one sent (control)", c)
 	}
 	an := obs["[factorial main effect by level] [factorial interaction by cond.]"].body
-	if n, r := lookup(an, "#0.mainEffect"), lookup(an, "0.mainEffect.0.result"); fmt.Sprint(n, " ", r) != "4 20" {
+	if n, r := lookup(an, "#0.mainEffect"), lookup(an, "0.mainEffect.0.result"); fmt.Sprint(n, " ", r) != "4 20.0000000000000000" {
 		t.Errorf("main effect: %v levels, first %v; want 4 levels, 20", n, r)
 	}
 	if n := lookup(an, "#0.interactionEffect"); fmt.Sprint(n) != "4" {
 		t.Errorf("interaction effect: %v conditions, want 4", n)
 	}
 	for _, label := range []string{"[analyse archived = snapshot]", "[re-archive keeps 1st snapshot]"} {
-		if r := lookup(obs[label].body, "0.mainEffect.0.result"); fmt.Sprint(r) != "10" {
+		if r := lookup(obs[label].body, "0.mainEffect.0.result"); fmt.Sprint(r) != "10.0000000000000000" {
 			t.Errorf("%s: result %v, want the snapshot's 10", label, r)
 		}
 	}

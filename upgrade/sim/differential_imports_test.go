@@ -74,12 +74,28 @@ func scenarioFlagImport(p *party) {
 	nodesc := map[string]any{"name": p.named("nodesc"), "key": p.key("nodesc"), "context": []any{diffContext}, "tags": []any{},
 		"status": "enabled", "filterMode": "includeAll"}
 	b, _ := json.Marshal(nodesc)
+	// Without the two list arrays the server's check throws: the file is
+	// incompatible, its validation verdict an empty object.
+	p.call("[flag import] no lists: validation", "POST", "/flags/import/validation", map[string]any{"files": []any{importFileOf("nodesc.json", string(b))}})
+	p.call("[flag import] no lists", "POST", "/flags/import", map[string]any{"files": []any{importFileOf("nodesc.json", string(b))}},
+		values("0.error"))
+	nodesc["featureFlagSegmentInclusion"], nodesc["featureFlagSegmentExclusion"] = []any{}, []any{}
+	b, _ = json.Marshal(nodesc)
 	p.call("[flag import] no description", "POST", "/flags/import", map[string]any{"files": []any{importFileOf("nodesc.json", string(b))}},
+		values("name", "type"))
+	// Each file is made in its own transaction: the files before the one
+	// without description are made, then the import fails.
+	p.call("[flag import] made before the failing file", "POST", "/flags/import", map[string]any{"files": []any{
+		importFileOf("first.json", jsonWith(ex.body, map[string]any{"key": p.key("first")})), importFileOf("nodesc.json", string(b))}},
 		values("name", "type"))
 	all := p.call("list after import", "GET", "/flags", nil, noShape())
 	for _, f := range asArray(all.body) {
 		key, _ := lookup(f, "key").(string)
 		fid, _ := lookup(f, "id").(string)
+		if key == p.key("nodesc") || key == p.key("first") {
+			p.madeFlags = append(p.madeFlags, fid)
+			p.fact("[flag import] made: "+key[len(key)-5:], true)
+		}
 		if key != p.key("imp") && key != p.key("warn") {
 			continue
 		}
@@ -168,6 +184,11 @@ func TestImportProbesOnSimulator(t *testing.T) {
 	check("[flag import] answer", "0.error", nil)
 	check("[flag import] answer", "1.error", "incompatible")
 	check("[flag import] answer", "2.error", nil)
+	check("[flag import] no lists", "0.error", "incompatible")
+	check("[flag import] made: first", "", true)
+	if got := obs["[flag import] no lists: validation"].body; render(got) != "[{}]" {
+		t.Errorf("[flag import] no lists: validation %s, want [{}]", render(got))
+	}
 	if got := obs["[flag import] no description"].status; got != http.StatusInternalServerError {
 		t.Errorf("[flag import] no description: status %d, want 500", got)
 	}

@@ -38,6 +38,22 @@ func scenarioStratification(p *party) {
 		set("stratificationFactor", map[string]any{"stratificationFactorName": f + "_none"})))
 	p.call("[DELETE a used factor]", "DELETE", "/stratification/"+url.PathEscape(f), nil, noShape())
 	if id := c.str("id"); id != "" {
+		// Back to random: a PUT without the factor key, then one with
+		// an explicit null; the reads show what each keeps.
+		g := p.call("GET srs", "GET", "/experiments/single/"+id, nil, noShape())
+		p.call("[srs -> random, factor left out]", "PUT", "/experiments/"+id, edit(g, func(m map[string]any) {
+			m["assignmentAlgorithm"] = "random"
+			delete(m, "stratificationFactor")
+		}), noShape(), values("assignmentAlgorithm", "stratificationFactor.stratificationFactorName"))
+		p.call("[srs -> random, factor left out: read]", "GET", "/experiments/single/"+id, nil, noShape(), values("assignmentAlgorithm", "stratificationFactor.stratificationFactorName"))
+		g = p.call("GET srs again", "GET", "/experiments/single/"+id, nil, noShape())
+		p.call("[srs -> random, factor null]", "PUT", "/experiments/"+id, edit(g, func(m map[string]any) {
+			m["assignmentAlgorithm"] = "random"
+			m["stratificationFactor"] = nil
+		}), noShape(), values("assignmentAlgorithm", "stratificationFactor.stratificationFactorName"))
+		p.call("[srs -> random, factor null: read]", "GET", "/experiments/single/"+id, nil, noShape(), values("assignmentAlgorithm", "stratificationFactor.stratificationFactorName"))
+		p.call("[DELETE a factor no longer used]", "DELETE", "/stratification/"+url.PathEscape(f), nil, noShape())
+		p.call("upload again", "POST", "/stratification", map[string]any{"files": []any{map[string]any{"file": csv}}}, noShape())
 		p.call("delete the srs experiment", "DELETE", "/experiments/"+id, nil, noShape())
 	}
 	p.call("[DELETE /stratification/:factor]", "DELETE", "/stratification/"+url.PathEscape(f), nil, values("stratificationFactorName"))

@@ -258,7 +258,9 @@ func scenarioAnalyse(p *party) {
 }
 
 func scenarioEnrollStats(p *party) {
-	id := p.running(p.exp("s", weights(50, 50)))
+	// The experiment's id is sent: a random assignment draws from
+	// seedrandom(experimentId + "_" + user), so both sides draw alike.
+	id := p.running(p.exp("s", weights(50, 50), set("id", p.id("s"))))
 	p.made = append(p.made, id)
 	u1, u2 := p.twoUsers()
 	for _, u := range []string{u1, u2} {

@@ -149,6 +149,9 @@ func (p *party) call(label, method, path string, body any, opts ...callOpt) answ
 		o.kind = "text"
 	}
 	o.body = a.body
+	if path == "/query/analyse" {
+		o.body = effectsInOrder(a.body)
+	}
 	if o.keep != nil {
 		o.body = o.keep(a.body)
 	}
@@ -166,6 +169,51 @@ func (p *party) call(label, method, path string, body any, opts ...callOpt) answ
 		}
 	}
 	return a
+}
+
+// effectsInOrder sorts the rows of each mainEffect and interactionEffect of
+// an analyse answer by their content. The server groups them without ORDER
+// BY (LogRepository.analysis), so PostgreSQL's hash aggregate decides their
+// order, and two runs on the same data gave two orders: the differential
+// compares these lists order-insensitively.
+func effectsInOrder(body any) any {
+	items, ok := body.([]any)
+	if !ok {
+		return body
+	}
+	out := make([]any, len(items))
+	for i, it := range items {
+		m, isObj := it.(map[string]any)
+		if !isObj {
+			out[i] = it
+			continue
+		}
+		c := make(map[string]any, len(m))
+		for k, v := range m {
+			c[k] = v
+		}
+		for _, k := range []string{"mainEffect", "interactionEffect"} {
+			rows, isArr := c[k].([]any)
+			if !isArr {
+				continue
+			}
+			rows = slices.Clone(rows)
+			key := func(v any) string {
+				if _, isStr := v.(string); isStr {
+					return "" // "rejected" stays first
+				}
+				if _, isStr := lookup(v, "participantsLogged").(string); !isStr {
+					return "\x02" // the zero-filled rows stay last, in order
+				}
+				return "\x01" + render(lookup(v, "result")) + "\x00" + render(lookup(v, "participantsLogged")) + "\x00" +
+					render(lookup(v, "conditionId")) + render(lookup(v, "levelId"))
+			}
+			slices.SortStableFunc(rows, func(a, b any) int { return strings.Compare(key(a), key(b)) })
+			c[k] = rows
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // fact records a value derived from earlier answers.

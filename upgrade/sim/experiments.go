@@ -491,12 +491,20 @@ func (s *Sim) handleUpdate(c *call, id string) {
 			Message: `null value in column "description" of relation "experiment" violates not-null constraint`})
 		return
 	}
+	_, stratSent := sent["stratificationFactor"]
 	var out []byte
 	err := s.mutate(func() (bool, *apiError) {
 		before := s.idx[id]
 		if !s.legacy && !descSent && before != nil {
 			// A 6.5 PUT without a description keeps the stored one.
 			e.Description = before.Description
+		}
+		if !s.legacy && !stratSent && before != nil && before.StratificationFactor != nil {
+			// So does a PUT without stratificationFactor (TypeORM skips
+			// the undefined relation), whatever the algorithm; only an
+			// explicit null drops it.
+			sf := *before.StratificationFactor
+			e.StratificationFactor = &sf
 		}
 		updated, aerr := s.updateLocked(id, e, payloads, payloadsSent)
 		if aerr != nil {
@@ -510,10 +518,15 @@ func (s *Sim) handleUpdate(c *call, id string) {
 		shown := *updated
 		shown.StateTimeLogs = sentLogs(c.body)
 		out = s.render(&shown, viewUpdate)
-		if !s.legacy && !descSent {
-			// and its answer, made from the body, has none
+		if !s.legacy && (!descSent || !stratSent) {
+			// and its answer, made from the body, has neither key
 			m := s.renderObj(&shown, viewUpdate)
-			delete(m, "description")
+			if !descSent {
+				delete(m, "description")
+			}
+			if !stratSent {
+				delete(m, "stratificationFactor")
+			}
 			out, _ = json.Marshal(m)
 		}
 		return true, nil

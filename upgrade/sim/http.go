@@ -170,7 +170,7 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 	case len(segs) == 2 && low[0] == "v6" && low[1] == "mark" && m == http.MethodPost:
 		route(m, false, s.handleMark)
 	case len(segs) == 2 && low[0] == "v6" && low[1] == "reward" && m == http.MethodPost:
-		route(m, false, moocletsOff)
+		route(m, false, s.rewardOff)
 	case len(segs) == 3 && low[0] == "experiments" && low[1] == "mooclet-rewards" && m == http.MethodGet:
 		route(m, true, moocletsOff)
 	case s.portabilityRoute(m, segs, low) != nil:

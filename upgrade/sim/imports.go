@@ -75,34 +75,51 @@ func (s *Sim) handleFlagImport(c *call, write bool) {
 		s.answer(c, func() (any, *apiError) {
 			out := []obj{}
 			for i, v := range s.flagVerdicts(body.Files) {
+				if v.compat == verdictRejected {
+					// A rejected check answers an empty object.
+					out = append(out, obj{})
+					continue
+				}
 				out = append(out, obj{"fileName": body.Files[i].FileName, "compatibilityType": v.compat})
 			}
 			return out, nil
 		})
 		return
 	}
-	s.change(c, func() (any, *apiError) {
+	var out []byte
+	err := s.mutate(func() (bool, *apiError) {
 		verdicts := s.flagVerdicts(body.Files)
-		for _, v := range verdicts {
-			if _, ok := v.imp.flag["description"].(string); v.compat != upgrade.Incompatible && !ok {
+		res := []obj{}
+		made := false
+		for i, v := range verdicts {
+			r := obj{"fileName": body.Files[i].FileName, "error": nil}
+			res = append(res, r)
+			if !importable(v.compat) {
+				r["error"] = upgrade.Incompatible
+				continue
+			}
+			if _, ok := v.imp.flag["description"].(string); !ok {
 				// The validator lets it pass; the insert writes NULL into
-				// a NOT NULL column (this one fails before any flag is made).
-				return nil, &apiError{Status: 500, Name: "Error", Type: typeQueryFailed,
+				// a NOT NULL column. Each flag has its own transaction:
+				// the flags made before this one stay.
+				return made, &apiError{Status: 500, Name: "Error", Type: typeQueryFailed,
 					Message: `Error in creating feature flag document "addFeatureFlagInDB" QueryFailedError: null value in column "description" of relation "feature_flag" violates not-null constraint`}
 			}
+			s.importFlagLocked(v.imp)
+			made = true
 		}
-		out := []obj{}
-		for i, v := range verdicts {
-			res := obj{"fileName": body.Files[i].FileName, "error": nil}
-			if v.compat == upgrade.Incompatible {
-				res["error"] = upgrade.Incompatible
-			} else {
-				s.importFlagLocked(v.imp)
-			}
-			out = append(out, res)
+		b, err := json.Marshal(res)
+		if err != nil {
+			return made, storageError(err)
 		}
-		return out, nil
+		out = b
+		return made, nil
 	})
+	if err != nil {
+		c.failErr(err)
+		return
+	}
+	c.raw(http.StatusOK, out)
 }
 
 type flagVerdict struct {
@@ -139,6 +156,12 @@ func (s *Sim) flagVerdicts(files []importFile) []flagVerdict {
 		if slices.ContainsFunc(cat.Flags, func(o *upgrade.FeatureFlag) bool { return o.Key == key && o.ContextName() == ctx }) {
 			continue
 		}
+		if !hasFlagLists(m) {
+			// The server's check reads both lists with flatMap: without
+			// them it throws, and the file's verdict is lost (rejected).
+			out[i].compat = verdictRejected
+			continue
+		}
 		out[i].compat = upgrade.Compatible
 		for _, id := range flagFileSubSegments(m) {
 			if sg := cat.segment(id); sg == nil || sg.Context != ctx {
@@ -148,6 +171,22 @@ func (s *Sim) flagVerdicts(files []importFile) []flagVerdict {
 		out[i].imp = flagImport{flag: m, warn: out[i].compat == upgrade.Warning}
 	}
 	return out
+}
+
+// verdictRejected marks a flag file whose check threw on the server.
+const verdictRejected = "rejected"
+
+// importable says whether a flag file's verdict lets the import make it.
+func importable(compat string) bool { return compat == upgrade.Compatible || compat == upgrade.Warning }
+
+// hasFlagLists says whether a flag file holds both list arrays.
+func hasFlagLists(m map[string]any) bool {
+	for _, lk := range flagListKeys {
+		if _, ok := m[lk.key].([]any); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 var flagListKeys = []struct{ key, kind string }{{"featureFlagSegmentInclusion", kindInclusion}, {"featureFlagSegmentExclusion", kindExclusion}}

@@ -161,6 +161,10 @@ func (s *Sim) handleMetricSave(c *call) {
 					row.AllowedData = append(row.AllowedData, fmt.Sprint(v))
 				}
 				sent[l.key] = l.allowed
+			} else {
+				// The server's save leaves the stored allowed data
+				// alone but answers the saved document, without it.
+				sent[l.key] = nil
 			}
 			if r := rootOf(l.key); !slices.Contains(roots, r) {
 				roots = append(roots, r)

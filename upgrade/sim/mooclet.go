@@ -26,9 +26,29 @@ func moocletRefusal(m map[string]any, verb string) *apiError {
 		Message: fmt.Sprintf("Failed to %s Experiment: moocletPolicyParameters was provided but mooclets are not enabled on backend.", verb)}
 }
 
-// moocletsOff answers the reward routes (POST /v6/reward, GET
+// moocletsOff answers the rewards read (GET
 // /experiments/mooclet-rewards/:id).
 func moocletsOff(c *call) {
 	c.fail(&apiError{Status: 400, Name: "BadRequestError", Type: typeIncorrectParam,
 		Message: "Mooclets are not enabled on backend."})
+}
+
+// rewardOff answers POST /v6/reward: the user check of the client routes
+// comes first (404 for an unknown user), then the mooclet switch.
+func (s *Sim) rewardOff(c *call) {
+	uid, ok := requireUser(c)
+	if !ok {
+		return
+	}
+	known := false
+	if err := s.view(func() { known = s.st.Users[uid] != nil }); err != nil {
+		c.failErr(err)
+		return
+	}
+	if !known {
+		c.fail(userNotDefined(uid))
+		return
+	}
+	c.fail(&apiError{Status: 400, Name: "BadRequestError", Type: typeIncorrectParam,
+		Message: "Failed to send reward: mooclet is not currently enabled on backend."})
 }

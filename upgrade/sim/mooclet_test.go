@@ -45,6 +45,7 @@ func TestMoocletRefusals(t *testing.T) {
 		t.Errorf("update with parameters: %d %s", r.status, r.body)
 	}
 
+	ts.must("POST", "/v6/init", map[string]any{}, "User-Id", "u1")
 	for _, rt := range []struct{ method, path string }{
 		{"POST", "/v6/reward"},
 		{"GET", "/experiments/mooclet-rewards/" + e.ID},

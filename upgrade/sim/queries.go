@@ -163,16 +163,19 @@ func (s *Sim) metricView(key *string) any {
 }
 
 // queriesView shows an experiment's queries; the create answer embeds the
-// experiment row in each.
-func (s *Sim) queriesView(e *upgrade.Experiment, withExperiment bool) []any {
+// experiment row in each, the update answer its id.
+func (s *Sim) queriesView(e *upgrade.Experiment, v view) []any {
 	qs := decodeQueries(e)
 	out := make([]any, 0, len(qs))
 	for _, q := range qs {
 		o := obj{"id": q.ID, "name": q.Name, "query": q.Query, "repeatedMeasure": q.RepeatedMeasure,
 			"order": q.Order, "metric": s.metricView(q.MetricKey), "createdAt": q.CreatedAt,
 			"updatedAt": q.UpdatedAt, "versionNumber": q.VersionNumber}
-		if withExperiment {
+		switch v {
+		case viewCreate:
 			o["experiment"] = s.baseView(e, true)
+		case viewUpdate:
+			o["experimentId"] = e.ID
 		}
 		out = append(out, o)
 	}

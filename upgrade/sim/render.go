@@ -89,6 +89,7 @@ func (s *Sim) conditionsView(e *upgrade.Experiment, v view) []any {
 	if v == viewSingle || v == viewList {
 		payloads = decodePayloads(e)
 	}
+	factorial := e.Type == upgrade.TypeFactorial
 	for _, c := range e.Conditions {
 		m := s.rowMeta(e, obj{"id": c.ID, "twoCharacterId": c.TwoCharacterID, "name": nullIfEmpty(c.Name),
 			"description": nullIfEmpty(c.Description), "conditionCode": c.ConditionCode,
@@ -96,15 +97,23 @@ func (s *Sim) conditionsView(e *upgrade.Experiment, v view) []any {
 		switch v {
 		case viewSingle, viewList:
 			// Reads show each condition's payload rows in their stored
-			// form, besides the experiment-level list.
-			own := []any{}
-			for _, p := range payloads {
-				if p.ParentCondition == c.ID && p.Payload != nil {
-					own = append(own, s.rowMeta(e, obj{"id": p.ID, "payloadType": p.Payload.Type, "payloadValue": p.Payload.Value}))
+			// form, besides the experiment-level list; a factorial
+			// experiment's conditions have none (its payloads are the
+			// levels').
+			if !factorial {
+				own := []any{}
+				for _, p := range payloads {
+					if p.ParentCondition == c.ID && p.Payload != nil {
+						own = append(own, s.rowMeta(e, obj{"id": p.ID, "payloadType": p.Payload.Type, "payloadValue": p.Payload.Value}))
+					}
 				}
+				m["conditionPayloads"] = own
 			}
-			m["conditionPayloads"] = own
-			m["levelCombinationElements"] = elementsView(c)
+			m["levelCombinationElements"] = s.elementsView(e, c)
+		case viewCreate:
+			if factorial {
+				m["levelCombinationElements"] = s.elementsView(e, c)
+			}
 		case viewUpdate:
 			m["experimentId"] = e.ID
 		}
@@ -120,6 +129,10 @@ func (s *Sim) partitionsView(e *upgrade.Experiment, v view) []any {
 			"target": p.Target, "description": p.Description, "order": p.Order, "excludeIfReached": p.ExcludeIfReached})
 		if v == viewUpdate {
 			m["experimentId"] = e.ID
+		}
+		if (v == viewSingle || v == viewList) && e.Type == upgrade.TypeFactorial {
+			// A factorial read joins the (empty) payload rows here.
+			m["conditionPayloads"] = []any{}
 		}
 		out = append(out, m)
 	}
@@ -198,7 +211,7 @@ func (s *Sim) renderObj(e *upgrade.Experiment, v view) obj {
 		return m
 	case viewStateOld:
 		m["partitions"] = s.partitionsView(e, v)
-		m["queries"] = []any{}
+		m["queries"] = s.queriesView(e, v)
 		m["stateTimeLogs"] = s.logsView(e, false)
 		return m
 	}
@@ -206,8 +219,12 @@ func (s *Sim) renderObj(e *upgrade.Experiment, v view) obj {
 	m["partitions"] = s.partitionsView(e, v)
 	m["conditionPayloads"] = s.payloadsView(e, v)
 	m["factors"] = s.factorsView(e)
-	m["queries"] = s.queriesView(e, v == viewCreate)
+	m["queries"] = s.queriesView(e, v)
 	if v == viewCreate {
+		// The create answer echoes a stratified experiment's factor.
+		if e.StratificationFactor != nil {
+			m["stratificationFactor"] = stratView(e)
+		}
 		return m
 	}
 	m["stateTimeLogs"] = s.logsView(e, true)
@@ -225,7 +242,11 @@ func (s *Sim) renderObj(e *upgrade.Experiment, v view) obj {
 		m["experimentSegmentInclusion"] = []any{}
 		m["experimentSegmentExclusion"] = []any{}
 	}
-	m["stratificationFactor"] = stratView(e)
+	if v == viewSingle {
+		m["stratificationFactor"] = s.stratRowView(e)
+	} else {
+		m["stratificationFactor"] = stratView(e)
+	}
 	return m
 }
 
@@ -282,7 +303,7 @@ func (s *Sim) renderState(old, now *upgrade.Experiment) []byte {
 	m := s.baseView(old, true)
 	m["state"] = now.State.Display()
 	m["partitions"] = s.partitionsView(old, viewStateOld)
-	m["queries"] = []any{}
+	m["queries"] = s.queriesView(old, viewStateOld)
 	logs := s.logsView(now, true)
 	if n := len(logs); n > 0 && len(now.StateTimeLogs) > len(old.StateTimeLogs) {
 		logs[n-1].(obj)["experiment"] = s.renderObj(old, viewStateOld)

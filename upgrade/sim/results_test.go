@@ -420,7 +420,7 @@ func TestResultsPersist(t *testing.T) {
 		MainEffect []map[string]any `json:"mainEffect"`
 	}
 	b.must("POST", "/query/analyse", map[string]any{"queryIds": []any{single.Queries[0].ID, single.Queries[1].ID}}).decode(t, &out)
-	if r := out[0].MainEffect[0]; r["result"] != "3" || r["participantsLogged"] != "2" {
+	if r := out[0].MainEffect[0]; r["result"] != "3.0000000000000000" || r["participantsLogged"] != "2" {
 		t.Errorf("avg after reload: %v", r)
 	}
 	if r := out[1].MainEffect[0]; r["result"] != "1" {

@@ -24,6 +24,10 @@ type segmentInput struct {
 	Groups          []upgrade.GroupRef `json:"groups"`
 	SubSegmentIDs   []string           `json:"subSegmentIds"`
 	ParentSegmentID string             `json:"parentSegmentId"`
+	// descriptionLeftOut: the body had no description key; an upsert of
+	// an existing segment then keeps the stored one (TypeORM skips
+	// undefined columns).
+	descriptionLeftOut bool
 }
 
 func (s *Sim) segmentRoute(m string, segs, low []string) func(*call) {
@@ -127,6 +131,8 @@ func (s *Sim) upsertSegmentLocked(cat *catalog, in *segmentInput) (*simSegment, 
 	if in.Description != nil {
 		d := *in.Description
 		desc = &d
+	} else if in.descriptionLeftOut {
+		desc = sg.Description
 	}
 	subs := slices.DeleteFunc(s.knownSegments(in.SubSegmentIDs), func(id string) bool { return id == sg.ID })
 	sg.Name, sg.Description, sg.Context, sg.Type, sg.ListType = in.Name, desc, in.Context, in.Type, in.ListType
@@ -329,6 +335,8 @@ func (s *Sim) readSegmentInput(c *call) (*segmentInput, *apiError) {
 	if err := json.Unmarshal(c.body, &in); err != nil {
 		return nil, badBody(err.Error())
 	}
+	_, sent := m["description"]
+	in.descriptionLeftOut = !sent
 	return &in, nil
 }
 

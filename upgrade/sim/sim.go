@@ -306,7 +306,7 @@ func (s *Sim) mutate(fn func() (changed bool, aerr *apiError)) error {
 		s.mu.Unlock()
 		panic(crash)
 	}
-	if aerr != nil || !changed {
+	if !changed {
 		s.releaseIfCleanLocked()
 		s.mu.Unlock()
 		if aerr != nil {
@@ -314,10 +314,18 @@ func (s *Sim) mutate(fn func() (changed bool, aerr *apiError)) error {
 		}
 		return nil
 	}
+	// A change that fails half-way (the server made some rows before its
+	// error, outside one transaction) is kept, and the error answered.
 	s.dirty++
 	seq := s.dirty
 	s.mu.Unlock()
-	return s.flush(seq)
+	if err := s.flush(seq); err != nil {
+		return err
+	}
+	if aerr != nil {
+		return aerr
+	}
+	return nil
 }
 
 func callGuarded(fn func() (bool, *apiError)) (changed bool, aerr *apiError, crash any) {

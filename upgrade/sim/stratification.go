@@ -16,8 +16,9 @@ import (
 // factor holds its rows in upload order.
 
 type stratFactor struct {
-	Name string       `json:"name"`
-	Rows []*stratCell `json:"rows"`
+	Name      string       `json:"name"`
+	Rows      []*stratCell `json:"rows"`
+	CreatedAt string       `json:"createdAt,omitempty"`
 }
 
 type stratCell struct {
@@ -162,7 +163,7 @@ func (s *Sim) uploadLocked(text string) ([]obj, *apiError) {
 		fname = strings.TrimSpace(fname)
 		f := s.stratLocked(fname)
 		if f == nil {
-			f = &stratFactor{Name: fname}
+			f = &stratFactor{Name: fname, CreatedAt: s.timestamp()}
 			s.st.Strata = append(s.st.Strata, f)
 		}
 		for _, l := range lines[1:] {
@@ -225,7 +226,12 @@ func (s *Sim) handleStratDelete(c *call, name string) {
 				break
 			}
 		}
-		out = obj{"stratificationFactorName": name}
+		// The server answers the deleted row with its metadata.
+		at := f.CreatedAt
+		if at == "" {
+			at = s.timestamp()
+		}
+		out = obj{"stratificationFactorName": name, "createdAt": at, "updatedAt": at, "versionNumber": 1}
 		return true, nil
 	})
 	if err != nil {
@@ -242,4 +248,17 @@ func stratView(e *upgrade.Experiment) any {
 		return nil
 	}
 	return obj{"stratificationFactorName": e.StratificationFactor.Name}
+}
+
+// stratRowView is the factor row as the single read joins it, with its
+// metadata.
+func (s *Sim) stratRowView(e *upgrade.Experiment) any {
+	if e.StratificationFactor == nil {
+		return nil
+	}
+	m := obj{"stratificationFactorName": e.StratificationFactor.Name}
+	if f := s.stratLocked(e.StratificationFactor.Name); f != nil && f.CreatedAt != "" {
+		m["createdAt"], m["updatedAt"], m["versionNumber"] = f.CreatedAt, f.CreatedAt, 1
+	}
+	return m
 }
