@@ -222,6 +222,13 @@ func flagReason(it exportFile, items []exportFile, flags []upgrade.FeatureFlag, 
 			missing = append(missing, k)
 		}
 	}
+	// 6.5's validation crashes on a file without the two list arrays
+	// and answers {} for it: no verdict, no reason (docs/upgrade-real.md).
+	for _, k := range []string{"featureFlagSegmentInclusion", "featureFlagSegmentExclusion"} {
+		if v, ok := m[k]; !ok || string(v) == "null" {
+			missing = append(missing, k+` (an array, [] when empty)`)
+		}
+	}
 	if len(missing) > 0 {
 		return "not a feature flag export: missing " + strings.Join(missing, ", ")
 	}
@@ -282,10 +289,7 @@ func validateImportFlags(c *Checker, p ImportFeatureFlagsParams) error {
 				return err
 			}
 		}
-		reason := "UpGrade did not answer for it"
-		if r != nil {
-			reason = flagReason(items[i], items, flags, meta)
-		}
+		reason := flagReason(items[i], items, flags, meta)
 		c.Add("files", "%q: incompatible: %s", items[i].FileName, reason)
 	}
 	return nil
