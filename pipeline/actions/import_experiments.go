@@ -81,6 +81,9 @@ type importItem struct {
 	context string
 	conds   int
 	points  int
+	// unset is how many factorial levels had a payload without a value,
+	// left out of the file sent (withoutNullPayloads).
+	unset int
 }
 
 // splitImportFiles makes one server file per experiment: a file holding
@@ -107,7 +110,9 @@ func splitImportFiles(files []ImportFileParam) []importItem {
 }
 
 func describeImport(f upgrade.ImportFile) importItem {
-	it := importItem{file: f}
+	var unset int
+	f.FileContent, unset = withoutNullPayloads(f.FileContent)
+	it := importItem{file: f, unset: unset}
 	var e struct {
 		Name       string            `json:"name"`
 		Context    []string          `json:"context"`
@@ -121,6 +126,67 @@ func describeImport(f upgrade.ImportFile) importItem {
 		}
 	}
 	return it
+}
+
+// withoutNullPayloads leaves out each factorial level payload whose value
+// is null. UpGrade 6.5 exports a level created without a payload as
+// {"type": "string", "value": null}, and its own validation and import
+// refuse that ("payload.value has failed the following constraints:
+// isString"), so a factorial with such a level cannot come back from its
+// own export; without the payload it imports, and reads back as the
+// export had it (docs/upgrade-real.md). content is returned as it was when
+// nothing is left out or it is not an experiment object.
+func withoutNullPayloads(content string) (string, int) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal([]byte(content), &top) != nil || top["factors"] == nil {
+		return content, 0
+	}
+	var factors []map[string]json.RawMessage
+	if json.Unmarshal(top["factors"], &factors) != nil {
+		return content, 0
+	}
+	n := 0
+	for _, f := range factors {
+		var levels []map[string]json.RawMessage
+		if f["levels"] == nil || json.Unmarshal(f["levels"], &levels) != nil {
+			continue
+		}
+		changed := false
+		for _, l := range levels {
+			var pl *struct {
+				Value json.RawMessage `json:"value"`
+			}
+			raw, ok := l["payload"]
+			if !ok || json.Unmarshal(raw, &pl) != nil || pl == nil {
+				continue
+			}
+			if len(pl.Value) == 0 || string(pl.Value) == "null" {
+				delete(l, "payload")
+				changed = true
+				n++
+			}
+		}
+		if changed {
+			b, err := json.Marshal(levels)
+			if err != nil {
+				return content, 0
+			}
+			f["levels"] = b
+		}
+	}
+	if n == 0 {
+		return content, 0
+	}
+	b, err := json.Marshal(factors)
+	if err != nil {
+		return content, 0
+	}
+	top["factors"] = b
+	out, err := json.Marshal(top)
+	if err != nil {
+		return content, 0
+	}
+	return string(out), n
 }
 
 func importFiles(items []importItem) []upgrade.ImportFile {
@@ -221,6 +287,9 @@ func planImportExperiments(b *Planner, p ImportExperimentsParams) error {
 			note = " (warning: exported by another UpGrade version)"
 		}
 		b.Line("  %d. %s in context %s: %d conditions, %d decision points, from %s%s", i+1, quote(it.name), ident(it.context), it.conds, it.points, it.file.FileName, note)
+		if it.unset > 0 {
+			b.Line("     %d factor level payload(s) without a value are left out of the file sent: UpGrade exports them as null and its own import refuses null; the levels come back without a payload, as exported", it.unset)
+		}
 	}
 	twins, err := twinsOf(b.Context(), b.API(), items)
 	if err != nil {
