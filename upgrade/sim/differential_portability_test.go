@@ -96,6 +96,11 @@ func scenarioImport(p *party) {
 		}
 	}
 	p.fact("[import: twin state, new ids] twins", twins)
+	// A running experiment exports its stored state names, where the
+	// single read shows 6.5's display names.
+	p.call("start the source", "POST", "/experiments/state", map[string]any{"experimentId": id, "state": "enrolling"}, noShape())
+	p.call("[export: running] single read", "GET", "/experiments/single/"+id, nil, noShape(), values("state"))
+	p.call("[export: running] export", "GET", "/experiments/export?ids="+id, nil, noShape(), values("0.state", "0.stateTimeLogs.0.fromState", "0.stateTimeLogs.0.toState"))
 }
 
 // TestPortabilityProbesOnSimulator runs the portability sequences on the
@@ -128,6 +133,12 @@ func TestPortabilityProbesOnSimulator(t *testing.T) {
 	}
 	if got := obs["[GET /stratification: counts] values"].body; got != "map[high:1 low:2]" {
 		t.Errorf("counts: %v", got)
+	}
+	if got := lookup(obs["[export: running] export"].body, "0.state"); got != "enrolling" {
+		t.Errorf("export of a running experiment: state %v, want enrolling (6.5 exports stored state names)", got)
+	}
+	if got := lookup(obs["[export: running] single read"].body, "state"); got != "running" {
+		t.Errorf("single read of a running experiment: state %v, want running", got)
 	}
 	if got := obs["[import: twin state, new ids] twins"].body; got != 2 {
 		t.Errorf("twins: %v", got)

@@ -55,11 +55,29 @@ func (s *Sim) handleExport(c *call) {
 	_ = s.view(func() {
 		for _, id := range ids {
 			if e := s.idx[id]; e != nil {
-				items = append(items, s.render(e, viewSingle))
+				items = append(items, s.renderExport(e))
 			}
 		}
 	})
 	c.raw(http.StatusOK, jsonArray(items))
+}
+
+// renderExport is one experiment of GET /experiments/export: the single
+// read's document, but with the stored state names in state and the state
+// time logs (a running experiment exports "enrolling" where its single read
+// says "running"; probed on a real 6.5.0, docs/upgrade-real.md).
+func (s *Sim) renderExport(e *upgrade.Experiment) []byte {
+	if s.legacy {
+		return s.render(e, viewSingle)
+	}
+	m := s.renderObj(e, viewSingle)
+	m["state"] = string(e.State)
+	m["stateTimeLogs"] = s.logsView(e, false)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return []byte("{}")
+	}
+	return b
 }
 
 type importFile struct {
