@@ -179,7 +179,9 @@ func (s *Sim) handleInit(c *call) {
 		return
 	}
 	var out upgrade.InitResponse
+	existed := false
 	err := s.mutate(func() (bool, *apiError) {
+		existed = s.st.Users[uid] != nil
 		resp, changed, aerr := s.applyInitLocked(uid, ib)
 		out = resp
 		return changed, aerr
@@ -188,7 +190,22 @@ func (s *Sim) handleInit(c *call) {
 		c.failErr(err)
 		return
 	}
-	// The server leaves out what was never set rather than sending null.
+	if existed {
+		// A known user (also one a stratification upload made) is
+		// answered with the stored group and workingGroup, null when
+		// never set: the server spreads its user document under the body
+		// (probed on a real 6.5.0, docs/upgrade-real.md).
+		res := obj{"id": out.ID, "group": nil, "workingGroup": nil}
+		if out.Group != nil {
+			res["group"] = out.Group
+		}
+		if out.WorkingGroup != nil {
+			res["workingGroup"] = out.WorkingGroup
+		}
+		c.ok(res)
+		return
+	}
+	// A new user's answer leaves out what was not sent.
 	c.ok(struct {
 		ID           string              `json:"id"`
 		Group        map[string][]string `json:"group,omitempty"`

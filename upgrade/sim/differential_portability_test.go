@@ -16,6 +16,7 @@ func portabilityScenarios() []scenario {
 	return []scenario{
 		{"stratification", scenarioStratification},
 		{"import", scenarioImport},
+		{"stratassign", scenarioStratifiedAssign},
 	}
 }
 
@@ -78,6 +79,13 @@ func scenarioImport(p *party) {
 	}
 	p.call("[validation results]", "POST", "/experiments/validation", files,
 		values("0.compatibilityType", "1.compatibilityType", "1.error", "2.compatibilityType", "2.error"))
+	bad := badImportFiles(items[0])
+	paths := []string{}
+	for i := range bad {
+		paths = append(paths, fmt.Sprintf("%d.error", i), fmt.Sprintf("%d.compatibilityType", i))
+	}
+	p.call("[validation error texts]", "POST", "/experiments/validation", bad, values(paths...))
+	p.call("[import error text]", "POST", "/experiments/import", bad[:1], values("0.error", "0.compatibilityType"))
 	p.call("[import answer]", "POST", "/experiments/import", files[:1], values("0.compatibilityType"))
 	p.call("[import: same id -> new twins]", "POST", "/experiments/import", files[:1], values("0.compatibilityType"))
 	var all []any
@@ -101,6 +109,46 @@ func scenarioImport(p *party) {
 	p.call("start the source", "POST", "/experiments/state", map[string]any{"experimentId": id, "state": "enrolling"}, noShape())
 	p.call("[export: running] single read", "GET", "/experiments/single/"+id, nil, noShape(), values("state"))
 	p.call("[export: running] export", "GET", "/experiments/export?ids="+id, nil, noShape(), values("0.state", "0.stateTimeLogs.0.fromState", "0.stateTimeLogs.0.toState"))
+}
+
+// badImportFiles are copies of an exported experiment, each broken in one
+// way whose class-validator text the import routes answer: a factorial
+// level's null payload value, a missing name, an unknown enum value, a
+// string weight, a number among the tags and three faults at once.
+func badImportFiles(src any) []any {
+	mut := map[string]func(m map[string]any){
+		"a-null-payload": func(m map[string]any) {
+			m["type"] = "Factorial"
+			m["factors"] = []any{
+				map[string]any{"name": "F1", "order": 1, "levels": []any{
+					map[string]any{"id": "l1", "name": "A", "payload": map[string]any{"type": "string", "value": "a"}},
+					map[string]any{"id": "l2", "name": "B", "payload": map[string]any{"type": "string", "value": nil}}}},
+				map[string]any{"name": "F2", "order": 2, "levels": []any{
+					map[string]any{"id": "l3", "name": "C", "payload": map[string]any{"type": "string", "value": nil}}}},
+			}
+		},
+		"b-no-name":  func(m map[string]any) { delete(m, "name") },
+		"c-bad-enum": func(m map[string]any) { m["consistencyRule"] = "sometimes" },
+		"d-string-weight": func(m map[string]any) {
+			m["conditions"].([]any)[0].(map[string]any)["assignmentWeight"] = "50"
+		},
+		"e-number-tag": func(m map[string]any) { m["tags"] = []any{1} },
+		"f-two-faults": func(m map[string]any) {
+			m["name"] = nil
+			m["filterMode"] = "x"
+			m["conditions"].([]any)[0].(map[string]any)["order"] = nil
+		},
+	}
+	out := []any{}
+	for name, f := range byName(mut) {
+		var m map[string]any
+		b, _ := json.Marshal(src)
+		_ = json.Unmarshal(b, &m)
+		f(m)
+		content, _ := json.Marshal(m)
+		out = append(out, map[string]any{"fileName": name + ".json", "fileContent": string(content)})
+	}
+	return out
 }
 
 // TestPortabilityProbesOnSimulator runs the portability sequences on the
@@ -142,6 +190,23 @@ func TestPortabilityProbesOnSimulator(t *testing.T) {
 	}
 	if got := obs["[import: twin state, new ids] twins"].body; got != 2 {
 		t.Errorf("twins: %v", got)
+	}
+	// The texts a real 6.5.0 answered for these files (docs/upgrade-real.md).
+	texts := obs["[validation error texts]"].body
+	for path, want := range map[string]string{
+		"0.error": "property factors[0].levels[1].payload.value has failed the following constraints: isString \n - property factors[1].levels[0].payload.value has failed the following constraints: isString \n",
+		"1.error": "property name has failed the following constraints: isNotEmpty, isString \n",
+		"2.error": "property consistencyRule has failed the following constraints: isEnum \n",
+		"3.error": "property conditions[0].assignmentWeight has failed the following constraints: isNumber \n",
+		"4.error": "property tags has failed the following constraints: isString \n",
+		"5.error": "property name has failed the following constraints: isNotEmpty, isString \n, property filterMode has failed the following constraints: isEnum \n, property conditions[0].order has failed the following constraints: isInt, isNotEmpty \n",
+	} {
+		if got := lookup(texts, path); got != want {
+			t.Errorf("validation text %s: %q, want %q", path, got, want)
+		}
+	}
+	if got := lookup(obs["[import error text]"].body, "0.error"); got != lookup(texts, "0.error") {
+		t.Errorf("import text: %q", got)
 	}
 	v := obs["[validation results]"].body
 	if lookup(v, "0.compatibilityType") != "compatible" || lookup(v, "1.error") != "Invalid JSON" || render(lookup(v, "2")) != "{}" {

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -110,9 +111,6 @@ func (s *Sim) importVerdict(f importFile) (obj, []byte) {
 		return obj{}, nil
 	}
 	version, hasVersion := m["backendVersion"].(string)
-	if _, hasFactors := m["factors"]; !hasVersion || !hasFactors {
-		return incompatible("")
-	}
 	delete(m, "id")
 	for _, key := range []string{"conditions", "partitions"} {
 		items, _ := m[key].([]any)
@@ -122,17 +120,38 @@ func (s *Sim) importVerdict(f importFile) (obj, []byte) {
 			}
 		}
 	}
-	m["state"] = string(upgrade.StateInactive)
-	if aerr := validateExperiment(m); aerr != nil {
-		return incompatible(strings.TrimSpace(aerr.Message + " " + aerr.Detail))
+	// validateExperimentJSON: the DTO's failures, then the context and
+	// the stratification factor; a file whose copy cannot be made (no
+	// backendVersion or factors) answers the same text, "" when valid.
+	text := importErrorText(checkExperiment(m).fails)
+	addText := func(t string) {
+		if text != "" {
+			text += ", "
+		}
+		text += t
 	}
 	ctxs, _ := m["context"].([]any)
+	ctxName := "undefined"
 	if len(ctxs) > 0 {
-		name, _ := ctxs[0].(string)
-		if _, known := s.meta[name]; !known {
-			return incompatible("The app context \"" + name + "\" is not defined in CONTEXT_METADATA.")
+		ctxName = fmt.Sprint(ctxs[0])
+	}
+	if _, known := s.meta[ctxName]; !known || len(ctxs) == 0 {
+		addText("The app context \"" + ctxName + "\" is not defined in CONTEXT_METADATA.")
+	}
+	if sf, _ := m["stratificationFactor"].(map[string]any); sf != nil {
+		if name, _ := sf["stratificationFactorName"].(string); name != "" && !s.hasFactor(name) {
+			// appended without a separator, as the server does
+			text += "Missing Stratification Factor " + name + ". Import Stratification Factor from Participants Menu > Stratification before using it"
 		}
 	}
+	// A real 6.5.0 also refuses, with "", a file without queries or with
+	// a condition without levelCombinationElements (deduceExperimentDetails
+	// walks them unchecked); the simulator still takes those files, which
+	// the client and docs/json.md send (docs/upgrade-real.md).
+	if _, hasFactors := m["factors"]; !hasVersion || !hasFactors || text != "" {
+		return incompatible(text)
+	}
+	m["state"] = string(upgrade.StateInactive)
 	if version != s.version {
 		res["compatibilityType"] = upgrade.Warning
 	}
@@ -141,6 +160,12 @@ func (s *Sim) importVerdict(f importFile) (obj, []byte) {
 		return incompatible("Invalid JSON")
 	}
 	return res, body
+}
+
+func (s *Sim) hasFactor(name string) bool {
+	found := false
+	_ = s.view(func() { found = s.stratLocked(name) != nil })
+	return found
 }
 
 func (s *Sim) handleImport(c *call, write bool) {

@@ -36,10 +36,78 @@ var (
 
 // checker collects rule violations in the manner of class-validator: absent
 // and null optional fields pass, "IsNotEmpty" rejects absent, null and "".
-type checker struct{ errs []string }
+type checker struct {
+	errs []string
+	// fails carries, for each message of errs, the path and the names
+	// of the class-validator constraints that failed (the import
+	// routes' error texts name them; importErrorText).
+	fails []failure
+}
+
+type failure struct {
+	path string
+	cons []string
+}
 
 func (c *checker) failf(path, format string, args ...any) {
-	c.errs = append(c.errs, path+": "+fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	c.failc(path, msg, constraintOf(msg))
+}
+
+// failc records a failure with the constraints that failed.
+func (c *checker) failc(path, msg string, cons ...string) {
+	c.errs = append(c.errs, path+": "+msg)
+	c.fails = append(c.fails, failure{path: path, cons: cons})
+}
+
+// failEach records a failed element of an array checked with
+// {each: true}: class-validator names the array, not the element.
+func (c *checker) failEach(key string, i int, msg string) {
+	c.failf(fmt.Sprintf("%s[%d]", key, i), "%s", msg)
+	c.fails[len(c.fails)-1].path = key
+}
+
+// missing records a required field that is absent, null or "": class-
+// validator fails its type constraint as well as isNotEmpty (for "" only
+// isNotEmpty), and a nested one with null also nestedValidation.
+func (c *checker) missing(m map[string]any, path, key, typeCon string) {
+	v, ok := m[key]
+	cons := []string{}
+	if typeCon != "" && (v != "" || typeCon != "isString") {
+		cons = append(cons, typeCon)
+	}
+	cons = append(cons, "isNotEmpty")
+	if ok && v == nil && (typeCon == "isArray" || typeCon == "") && nestedKeys[key] {
+		cons = append(cons, "nestedValidation")
+	}
+	c.failc(join(path, key), "should not be empty", cons...)
+}
+
+// nestedKeys are the DTO fields under ValidateNested.
+var nestedKeys = map[string]bool{"conditions": true, "partitions": true, "factors": true, "levels": true, "queries": true,
+	"stateTimeLogs": true, "conditionPayloads": true, "levelCombinationElements": true, "payload": true, "metric": true,
+	"level": true, "segment": true, "experimentSegmentInclusion": true, "experimentSegmentExclusion": true,
+	"individualForSegment": true, "groupForSegment": true, "subSegments": true, "stratificationFactor": true}
+
+// messageConstraints names the class-validator constraint behind each
+// message of the checker (by prefix).
+var messageConstraints = [][2]string{
+	{"must be a string", "isString"}, {"must be one of", "isEnum"}, {"must be a number", "isNumber"},
+	{"must be an integer number", "isInt"}, {"must be a boolean value", "isBoolean"},
+	{"must be a valid ISO 8601 date string", "isDateString"}, {"must be an array", "isArray"},
+	{"must be an object", "nestedValidation"}, {"must contain at least", "arrayMinSize"},
+	{"should not be empty", "isNotEmpty"},
+}
+
+// constraintOf names the class-validator constraint behind a message of
+// the checker.
+func constraintOf(msg string) string {
+	for _, mc := range messageConstraints {
+		if strings.HasPrefix(msg, mc[0]) {
+			return mc[1]
+		}
+	}
+	return msg
 }
 
 func (c *checker) err() *apiError {
@@ -63,7 +131,7 @@ func (c *checker) str(m map[string]any, base, key string, required bool) string 
 	v, ok := m[key]
 	if absent(v, ok) {
 		if required {
-			c.failf(join(base, key), "should not be empty")
+			c.missing(m, base, key, "isString")
 		}
 		return ""
 	}
@@ -73,7 +141,7 @@ func (c *checker) str(m map[string]any, base, key string, required bool) string 
 		return ""
 	}
 	if required && s == "" {
-		c.failf(join(base, key), "should not be empty")
+		c.missing(m, base, key, "isString")
 	}
 	return s
 }
@@ -82,11 +150,15 @@ func (c *checker) enum(m map[string]any, base, key string, values []string, requ
 	v, ok := m[key]
 	if absent(v, ok) {
 		if required {
-			c.failf(join(base, key), "should not be empty")
+			c.missing(m, base, key, "isEnum")
 		}
 		return ""
 	}
 	s, isStr := v.(string)
+	if required && s == "" && isStr {
+		c.missing(m, base, key, "isEnum")
+		return ""
+	}
 	if !isStr || !slices.Contains(values, s) {
 		c.failf(join(base, key), "must be one of: %s", strings.Join(values, ", "))
 		return ""
@@ -98,18 +170,26 @@ func (c *checker) number(m map[string]any, base, key string, integer, required b
 	v, ok := m[key]
 	if absent(v, ok) {
 		if required {
-			c.failf(join(base, key), "should not be empty")
+			con := "isNumber"
+			if integer {
+				con = "isInt"
+			}
+			c.missing(m, base, key, con)
 		}
 		return
 	}
+	notNumber := "isNumber"
+	if integer {
+		notNumber = "isInt"
+	}
 	n, isNum := v.(json.Number)
 	if !isNum {
-		c.failf(join(base, key), "must be a number")
+		c.failc(join(base, key), "must be a number", notNumber)
 		return
 	}
 	f, err := n.Float64()
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		c.failf(join(base, key), "must be a number")
+		c.failc(join(base, key), "must be a number", notNumber)
 		return
 	}
 	if integer && f != math.Trunc(f) {
@@ -121,7 +201,7 @@ func (c *checker) boolean(m map[string]any, base, key string, required bool) {
 	v, ok := m[key]
 	if absent(v, ok) {
 		if required {
-			c.failf(join(base, key), "should not be empty")
+			c.missing(m, base, key, "isBoolean")
 		}
 		return
 	}
@@ -145,7 +225,7 @@ func (c *checker) date(m map[string]any, base, key string, required bool) {
 	v, ok := m[key]
 	if absent(v, ok) {
 		if required {
-			c.failf(join(base, key), "should not be empty")
+			c.missing(m, base, key, "isDateString")
 		}
 		return
 	}
@@ -159,7 +239,7 @@ func (c *checker) array(m map[string]any, base, key string, required bool) ([]an
 	v, ok := m[key]
 	if absent(v, ok) {
 		if required {
-			c.failf(join(base, key), "should not be empty")
+			c.missing(m, base, key, "isArray")
 		}
 		return nil, false
 	}
@@ -193,16 +273,32 @@ func (c *checker) object(m map[string]any, base, key string, required bool) map[
 	v, ok := m[key]
 	if absent(v, ok) {
 		if required {
-			c.failf(join(base, key), "should not be empty")
+			c.missing(m, base, key, objectCon(key))
 		}
 		return nil
 	}
 	o, isObj := v.(map[string]any)
 	if !isObj {
-		c.failf(join(base, key), "must be an object")
+		c.failc(join(base, key), "must be an object", nonEmpty(objectCon(key), "nestedValidation"))
 		return nil
 	}
 	return o
+}
+
+// objectCon is the constraint of an object field that is not nested: a
+// query's query (IsObject); "" for the nested ones.
+func objectCon(key string) string {
+	if key == "query" {
+		return "isObject"
+	}
+	return ""
+}
+
+func nonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 func isAlnum(s string) bool {
@@ -216,6 +312,11 @@ func isAlnum(s string) bool {
 
 // validateExperiment applies the rules of the server's ExperimentDTO.
 func validateExperiment(m map[string]any) *apiError {
+	return checkExperiment(m).err()
+}
+
+// checkExperiment is validateExperiment's checker with its failures.
+func checkExperiment(m map[string]any) *checker {
 	c := &checker{}
 	c.str(m, "", "id", false)
 	c.str(m, "", "name", true)
@@ -226,7 +327,7 @@ func validateExperiment(m map[string]any) *apiError {
 		}
 		for i, v := range ctx {
 			if _, isStr := v.(string); !isStr {
-				c.failf(fmt.Sprintf("context[%d]", i), "must be a string")
+				c.failEach("context", i, "must be a string")
 			}
 		}
 	}
@@ -258,7 +359,7 @@ func validateExperiment(m map[string]any) *apiError {
 	if tags, ok := c.array(m, "", "tags", true); ok {
 		for i, v := range tags {
 			if _, isStr := v.(string); !isStr {
-				c.failf(fmt.Sprintf("tags[%d]", i), "must be a string")
+				c.failEach("tags", i, "must be a string")
 			}
 		}
 	}
@@ -323,7 +424,7 @@ func validateExperiment(m map[string]any) *apiError {
 		c.segments(m, key)
 	}
 	c.validateDesign(m)
-	return c.err()
+	return c
 }
 
 // segments accepts both wire shapes: the 6.5 array of {segment} and the 6.2
