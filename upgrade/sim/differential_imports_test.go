@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"testing"
@@ -127,6 +128,21 @@ func scenarioSegmentImport(p *party) {
 	p.call("[segment import] validation", "POST", "/segments/import/validation", files, values("#",
 		"0.fileName", "0.compatibilityType", "1.fileName", "1.compatibilityType", "2.fileName", "2.compatibilityType", "2.error",
 		"3.fileName", "3.compatibilityType", "3.error", "4.fileName", "4.compatibilityType"))
+	// class-validator's texts for files that lack or break properties,
+	// and their order (a file with lists is answered last)
+	bad := []any{
+		importFileOf("noname.json", jsonWith(src, map[string]any{"name": nil})),
+		importFileOf("lists.json", jsonWith(src, map[string]any{"name": "", "id": "nope", "description": 5,
+			"subSegments": []any{map[string]any{"type": "private", "name": "L1", "context": diffContext}}})),
+		importFileOf("members.json", jsonWith(src, map[string]any{"type": "weird", "tags": "t",
+			"individualForSegment": []any{map[string]any{"userId": 5}}, "groupForSegment": []any{map[string]any{"type": "s"}, map[string]any{}}})),
+		importFileOf("bare.json", `{"name": null, "context": 5}`),
+	}
+	texts := []string{"#"}
+	for i := range bad {
+		texts = append(texts, fmt.Sprintf("%d.fileName", i), fmt.Sprintf("%d.error", i))
+	}
+	p.call("[segment import] error texts", "POST", "/segments/import/validation", bad, values(texts...))
 	p.call("[segment import] errors only", "POST", "/segments/validation", files, values("#", "0.fileName", "1.fileName", "2.fileName", "3.fileName"))
 	p.call("[segment import: dup name imported] answer", "POST", "/segments/import", files[:2], values("#", "0.compatibilityType", "1.compatibilityType", "1.error"))
 	all := p.call("list after import", "GET", "/segments", nil, noShape())
@@ -214,4 +230,21 @@ func TestImportProbesOnSimulator(t *testing.T) {
 	check("[segment import: dup name imported] answer", "0.compatibilityType", "incompatible")
 	check("[segment import: dup name imported] segments of the name", "", 2)
 	check("[segment import] imported", "type", "public")
+	// the texts and order a real 6.5.0 answered (docs/upgrade-real.md)
+	const inst = "An instance of SegmentInputValidator has failed the validation:\n - property "
+	for i, want := range [][2]string{
+		{"noname.json", inst + "name has failed the following constraints: isString, isNotEmpty \n"},
+		{"members.json", inst + "type has failed the following constraints: isEnum \n, " + inst + "userIds has failed the following constraints: isString \n, " +
+			inst + "tags has failed the following constraints: isArray \n, " + inst + "groups[0] has failed the following constraints: nestedValidation \n" +
+			" - property groups[1] has failed the following constraints: nestedValidation \n"},
+		{"bare.json", inst + "name has failed the following constraints: isString, isNotEmpty \n, " + inst + "context has failed the following constraints: isString \n, " +
+			inst + "type has failed the following constraints: isEnum, isNotEmpty \n, " + inst + "userIds has failed the following constraints: isString, isArray \n, " +
+			inst + "groups has failed the following constraints: isArray \n, " + inst + "subSegmentIds has failed the following constraints: isString, isArray \n"},
+		{"lists.json", inst + "id has failed the following constraints: isUuid \n, " + inst + "name has failed the following constraints: isNotEmpty \n, " +
+			inst + "description has failed the following constraints: isString \n in list L1 " + inst + "userIds has failed the following constraints: isString, isArray \n, " +
+			inst + "groups has failed the following constraints: isArray \n, " + inst + "subSegmentIds has failed the following constraints: isString, isArray \n"},
+	} {
+		check("[segment import] error texts", strconv.Itoa(i)+".fileName", want[0])
+		check("[segment import] error texts", strconv.Itoa(i)+".error", want[1])
+	}
 }

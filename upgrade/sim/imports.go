@@ -411,8 +411,13 @@ func (s *Sim) handleSegmentImport(c *call, mode segmentImportMode) {
 // segmentVerdicts validates segment files as checkSegmentsValidity does:
 // the results (files that fail to parse or lack a property first) and
 // the files import takes.
+//
+// The server checks the files concurrently and records a failure when its
+// check ends: a parse failure first, then a file that lacks a property,
+// and last a file with lists (private sub-segments), which waits for their
+// checks too (probed on a real 6.5.0, docs/upgrade-real.md).
 func (s *Sim) segmentVerdicts(files []importFile) ([]obj, []segmentFile) {
-	var bad, checked []obj
+	var bad, badParsed, badLate, checked []obj
 	var valid []segmentFile
 	for _, f := range files {
 		if path.Ext(f.FileName) != ".json" {
@@ -434,7 +439,12 @@ func (s *Sim) segmentVerdicts(files []importFile) ([]obj, []segmentFile) {
 			m = map[string]any{}
 		}
 		if msg := missingSegmentProps(m); msg != "" {
-			bad = append(bad, obj{"fileName": f.FileName, "error": msg, "compatibilityType": upgrade.Incompatible})
+			res := obj{"fileName": f.FileName, "error": msg, "compatibilityType": upgrade.Incompatible}
+			if slices.ContainsFunc(objList(m["subSegments"]), func(sub map[string]any) bool { return strOf(sub, "type") == upgrade.SegmentPrivate }) {
+				badLate = append(badLate, res)
+			} else {
+				badParsed = append(badParsed, res)
+			}
 			continue
 		}
 		valid = append(valid, segmentFile{fileName: f.FileName, seg: m})
@@ -450,26 +460,100 @@ func (s *Sim) segmentVerdicts(files []importFile) ([]obj, []segmentFile) {
 		}
 		checked = append(checked, res)
 	}
-	return append(append([]obj{}, bad...), checked...), valid
+	return slices.Concat(bad, badParsed, badLate, checked), valid
 }
 
 // missingSegmentProps applies the segment input validator to a file and
-// its private sub-segments (lists), in class-validator's words.
+// its private sub-segments (lists), in class-validator's words:
+// SegmentService.checkForMissingProperties cuts a prefix that does not
+// match ("Segment Input validator instance ..."), so every failing
+// property keeps "An instance of SegmentInputValidator has failed the
+// validation:\n" and they are joined with ", ". The members are checked
+// as the validator's userIds, groups and subSegmentIds, made from the
+// file's lists (convertJSONStringToSegInputValFormat; probed on a real
+// 6.5.0, docs/upgrade-real.md).
 func missingSegmentProps(m map[string]any) string {
 	props := func(m map[string]any) string {
 		var failed []string
-		for _, k := range []string{"name", "context"} {
-			if v, ok := m[k].(string); !ok || v == "" {
-				failed = append(failed, "property "+k+" has failed the following constraints: isNotEmpty, isString")
+		fail := func(prop string, cons ...string) {
+			line := prop
+			if len(cons) > 0 {
+				line += " has failed the following constraints: " + strings.Join(cons, ", ") + " \n"
+			}
+			failed = append(failed, "An instance of SegmentInputValidator has failed the validation:\n - property "+line)
+		}
+		if v, ok := m["id"]; ok && v != nil {
+			if id, isStr := v.(string); !isStr || !upgrade.IsUUID(id) {
+				fail("id", "isUuid")
 			}
 		}
-		if t, _ := m["type"].(string); !slices.Contains(segmentTypes, t) {
-			failed = append(failed, "property type has failed the following constraints: isEnum")
-		}
-		for _, k := range []string{"individualForSegment", "groupForSegment", "subSegments"} {
-			if _, ok := m[k].([]any); !ok {
-				failed = append(failed, "property "+k+" has failed the following constraints: isArray")
+		for _, k := range []string{"name", "description", "listType", "context"} {
+			v, ok := m[k]
+			optional := k == "description" || k == "listType"
+			switch str, isStr := v.(string); {
+			case (!ok || v == nil) && optional:
+			case !ok || v == nil:
+				fail(k, "isString", "isNotEmpty")
+			case !isStr:
+				fail(k, "isString")
+			case str == "" && !optional:
+				fail(k, "isNotEmpty")
 			}
+		}
+		if v, ok := m["type"]; !ok || v == nil || v == "" {
+			fail("type", "isEnum", "isNotEmpty")
+		} else if t, _ := v.(string); !slices.Contains(segmentTypes, t) {
+			fail("type", "isEnum")
+		}
+		// each is the {each: true} string check of a member list made
+		// from a file's list (absent when the file has none).
+		each := func(prop, src, key string) {
+			list, ok := m[src].([]any)
+			if !ok {
+				fail(prop, "isString", "isArray")
+				return
+			}
+			for _, el := range list {
+				em, _ := el.(map[string]any)
+				if _, isStr := em[key].(string); !isStr || em[key] == "" {
+					fail(prop, "isString")
+					return
+				}
+			}
+		}
+		each("userIds", "individualForSegment", "userId")
+		if tags, ok := m["tags"]; ok && tags != nil {
+			if list, isArr := tags.([]any); !isArr {
+				if _, isStr := tags.(string); isStr {
+					fail("tags", "isArray")
+				} else {
+					fail("tags", "isString", "isArray")
+				}
+			} else if slices.ContainsFunc(list, func(v any) bool { _, isStr := v.(string); return !isStr }) {
+				fail("tags", "isString")
+			}
+		}
+		if groups, ok := m["groupForSegment"].([]any); !ok {
+			fail("groups", "isArray")
+		} else {
+			// the elements' failures are children of one groups error
+			var lines []string
+			for i, g := range groups {
+				gm, _ := g.(map[string]any)
+				if strOf(gm, "type") == "" || strOf(gm, "groupId") == "" {
+					lines = append(lines, fmt.Sprintf("groups[%d] has failed the following constraints: nestedValidation \n", i))
+				}
+			}
+			if len(lines) > 0 {
+				fail(strings.Join(lines, " - property "))
+			}
+		}
+		subs, subsArr := m["subSegments"].([]any)
+		if !slices.ContainsFunc(subs, func(v any) bool { return strOf(asObj(v), "type") == upgrade.SegmentPrivate }) {
+			each("subSegmentIds", "subSegments", "id")
+		}
+		if v, ok := m["subSegments"]; ok && v != nil && !subsArr {
+			fail("subSegments", "isArray")
 		}
 		return strings.Join(failed, ", ")
 	}
@@ -483,6 +567,11 @@ func missingSegmentProps(m map[string]any) string {
 		}
 	}
 	return msg
+}
+
+func asObj(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }
 
 // segmentProblems is collectErrors: the message and compatibility of one
