@@ -15,6 +15,7 @@ func importScenarios() []scenario {
 	return []scenario{
 		{"flagimport", scenarioFlagImport},
 		{"segimport", scenarioSegmentImport},
+		{"exports", scenarioExports},
 	}
 }
 
@@ -230,6 +231,13 @@ func TestImportProbesOnSimulator(t *testing.T) {
 	check("[segment import: dup name imported] answer", "0.compatibilityType", "incompatible")
 	check("[segment import: dup name imported] segments of the name", "", 2)
 	check("[segment import] imported", "type", "public")
+	// exports as a real 6.5.0 answered them (docs/upgrade-real.md)
+	check("[flag export: enabled]", "status", "enabled")
+	check("[flag export: enabled]", "featureFlagSegmentInclusion.0.segment.subSegments.0.name", diffPrefix+" ci exports parent")
+	check("[segment export: sub-segments]", "0.subSegments.0.name", diffPrefix+" ci exports child")
+	if m, _ := lookup(obs["[segment export: sub-segments]"].body, "1").(map[string]any); m == nil || m["experimentSegmentInclusion"] != nil || !hasKey(m, "experimentSegmentExclusion") {
+		t.Errorf("segment export of several ids: %v, want null experiment list rows", m)
+	}
 	// the texts and order a real 6.5.0 answered (docs/upgrade-real.md)
 	const inst = "An instance of SegmentInputValidator has failed the validation:\n - property "
 	for i, want := range [][2]string{
@@ -247,4 +255,9 @@ func TestImportProbesOnSimulator(t *testing.T) {
 		check("[segment import] error texts", strconv.Itoa(i)+".fileName", want[0])
 		check("[segment import] error texts", strconv.Itoa(i)+".error", want[1])
 	}
+}
+
+func hasKey(m map[string]any, k string) bool {
+	_, ok := m[k]
+	return ok
 }

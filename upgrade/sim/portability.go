@@ -239,7 +239,15 @@ func (s *Sim) handleSegmentExport(c *call) {
 			if sg == nil {
 				return nil, &apiError{Status: 500, Name: "Error", Type: typeQueryFailed, Message: "Segment not found: " + id}
 			}
-			out = append(out, s.segmentFull(cat, sg))
+			full := s.segmentFull(cat, sg)
+			if len(ids) > 1 {
+				// Several ids are read by getSegmentByIds, which also
+				// joins the segment's experiment list rows: null for a
+				// segment that is no experiment's list (probed on a
+				// real 6.5.0, docs/upgrade-real.md).
+				full["experimentSegmentInclusion"], full["experimentSegmentExclusion"] = nil, nil
+			}
+			out = append(out, full)
 		}
 		return out, nil
 	})
