@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -190,6 +191,11 @@ func TestPortabilityProbesOnSimulator(t *testing.T) {
 	}
 	if got := obs["[import: twin state, new ids] twins"].body; got != 2 {
 		t.Errorf("twins: %v", got)
+	}
+	// The draw after 8 control marks sends some users to control: the
+	// probe can tell a plain draw from the balancing of 6.5's source.
+	if got := fmt.Sprint(obs["[srs assign: after 8 control marks]"].body); !strings.Contains(got, "=control") || !strings.Contains(got, "=variant") {
+		t.Errorf("stratified draws after the marks: %s, want both conditions", got)
 	}
 	// The texts a real 6.5.0 answered for these files (docs/upgrade-real.md).
 	texts := obs["[validation error texts]"].body

@@ -42,6 +42,30 @@ func scenarioStratifiedAssign(p *party) {
 		}
 	}
 	p.fact("[srs assign: condition per user]", codes)
+	// Balancing, if the server did it, would show here: 8 more "low"
+	// users all marked with control, then 8 "low" users drawn. With the
+	// counts 6.5's stratifiedConditionsWeight would send them all to
+	// variant; a plain draw sends some to control.
+	var more strings.Builder
+	more.WriteString("uuid," + f + "\n")
+	for i := range 16 {
+		more.WriteString(p.user(fmt.Sprintf("v%02d", i+1)) + ",low\n")
+	}
+	p.call("upload more values", "POST", "/stratification", map[string]any{"files": []any{map[string]any{"file": more.String()}}}, noShape())
+	for i := range 8 {
+		u := p.user(fmt.Sprintf("v%02d", i+1))
+		p.initUser("init", u, nil)
+		p.mark("mark control", u, p.markData("t1", "control", id), "condition applied")
+	}
+	codes = nil
+	for i := 8; i < 16; i++ {
+		u := p.user(fmt.Sprintf("v%02d", i+1))
+		p.initUser("init", u, nil)
+		a := p.call("assign", "POST", "/v6/assign", map[string]any{"context": diffContext}, as(u), noShape())
+		code, _ := lookup(p.assignEntry(a, "t1"), "assignedCondition.0.conditionCode").(string)
+		codes = append(codes, fmt.Sprintf("v%02d=%s", i+1, code))
+	}
+	p.fact("[srs assign: after 8 control marks]", codes)
 	p.call("delete the srs experiment", "DELETE", "/experiments/"+id, nil, noShape())
 	p.call("delete the factor", "DELETE", "/stratification/"+url.PathEscape(f), nil, noShape())
 }
