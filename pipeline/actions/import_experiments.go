@@ -81,9 +81,8 @@ type importItem struct {
 	context string
 	conds   int
 	points  int
-	// unset is how many factorial levels had a payload without a value,
-	// left out of the file sent (withoutNullPayloads).
-	unset int
+	// fixes is what importable changed in the file sent.
+	fixes importFixes
 }
 
 // splitImportFiles makes one server file per experiment: a file holding
@@ -110,9 +109,9 @@ func splitImportFiles(files []ImportFileParam) []importItem {
 }
 
 func describeImport(f upgrade.ImportFile) importItem {
-	var unset int
-	f.FileContent, unset = withoutNullPayloads(f.FileContent)
-	it := importItem{file: f, unset: unset}
+	var fixes importFixes
+	f.FileContent, fixes = importable(f.FileContent)
+	it := importItem{file: f, fixes: fixes}
 	var e struct {
 		Name       string            `json:"name"`
 		Context    []string          `json:"context"`
@@ -128,65 +127,118 @@ func describeImport(f upgrade.ImportFile) importItem {
 	return it
 }
 
-// withoutNullPayloads leaves out each factorial level payload whose value
-// is null. UpGrade 6.5 exports a level created without a payload as
-// {"type": "string", "value": null}, and its own validation and import
-// refuse that ("payload.value has failed the following constraints:
-// isString"), so a factorial with such a level cannot come back from its
-// own export; without the payload it imports, and reads back as the
-// export had it (docs/upgrade-real.md). content is returned as it was when
-// nothing is left out or it is not an experiment object.
-func withoutNullPayloads(content string) (string, int) {
+// importable makes an experiment file as UpGrade 6.5 can import it, and
+// says what it changed (nothing, and content as it came, when the file
+// needs nothing or is not an experiment object):
+//   - a factorial level payload whose value is null is left out: 6.5
+//     exports a level made without a payload as {"type": "string",
+//     "value": null}, and its own validation refuses that ("payload.value
+//     has failed the following constraints: isString"), so such a
+//     factorial would never come back from its export; without it the
+//     level imports and reads back as exported;
+//   - missing or null queries, and a condition's missing or null
+//     levelCombinationElements, become []: 6.5 refuses such a file with an
+//     empty error (its import walks both unchecked; files written by hand
+//     or by other tools lack them).
+//
+// Measured on a real 6.5.0 (docs/upgrade-real.md).
+func importable(content string) (string, importFixes) {
+	var fx importFixes
 	var top map[string]json.RawMessage
-	if json.Unmarshal([]byte(content), &top) != nil || top["factors"] == nil {
-		return content, 0
+	if json.Unmarshal([]byte(content), &top) != nil || top == nil {
+		return content, fx
 	}
-	var factors []map[string]json.RawMessage
-	if json.Unmarshal(top["factors"], &factors) != nil {
-		return content, 0
+	changed := false
+	if q, ok := top["queries"]; !ok || string(q) == "null" {
+		top["queries"] = json.RawMessage("[]")
+		fx.queries = true
+		changed = true
 	}
-	n := 0
-	for _, f := range factors {
-		var levels []map[string]json.RawMessage
-		if f["levels"] == nil || json.Unmarshal(f["levels"], &levels) != nil {
-			continue
-		}
-		changed := false
-		for _, l := range levels {
-			var pl *struct {
-				Value json.RawMessage `json:"value"`
-			}
-			raw, ok := l["payload"]
-			if !ok || json.Unmarshal(raw, &pl) != nil || pl == nil {
+	var conds []map[string]json.RawMessage
+	if top["conditions"] != nil && json.Unmarshal(top["conditions"], &conds) == nil {
+		n := 0
+		for _, c := range conds {
+			if c == nil {
 				continue
 			}
-			if len(pl.Value) == 0 || string(pl.Value) == "null" {
-				delete(l, "payload")
-				changed = true
+			if l, ok := c["levelCombinationElements"]; !ok || string(l) == "null" {
+				c["levelCombinationElements"] = json.RawMessage("[]")
 				n++
 			}
 		}
-		if changed {
-			b, err := json.Marshal(levels)
-			if err != nil {
-				return content, 0
+		if n > 0 {
+			if b, err := json.Marshal(conds); err == nil {
+				top["conditions"], fx.elements, changed = b, n, true
 			}
-			f["levels"] = b
 		}
 	}
-	if n == 0 {
-		return content, 0
+	var factors []map[string]json.RawMessage
+	if top["factors"] != nil && json.Unmarshal(top["factors"], &factors) == nil {
+		for _, f := range factors {
+			var levels []map[string]json.RawMessage
+			if f == nil || f["levels"] == nil || json.Unmarshal(f["levels"], &levels) != nil {
+				continue
+			}
+			n := 0
+			for _, l := range levels {
+				var pl *struct {
+					Value json.RawMessage `json:"value"`
+				}
+				raw, ok := l["payload"]
+				if !ok || json.Unmarshal(raw, &pl) != nil || pl == nil {
+					continue
+				}
+				if len(pl.Value) == 0 || string(pl.Value) == "null" {
+					delete(l, "payload")
+					n++
+				}
+			}
+			if n > 0 {
+				if b, err := json.Marshal(levels); err == nil {
+					f["levels"], fx.unset = b, fx.unset+n
+				}
+			}
+		}
+		if fx.unset > 0 {
+			if b, err := json.Marshal(factors); err == nil {
+				top["factors"], changed = b, true
+			}
+		}
 	}
-	b, err := json.Marshal(factors)
-	if err != nil {
-		return content, 0
+	if !changed {
+		return content, importFixes{}
 	}
-	top["factors"] = b
 	out, err := json.Marshal(top)
 	if err != nil {
-		return content, 0
+		return content, importFixes{}
 	}
-	return string(out), n
+	return string(out), fx
+}
+
+// importFixes is what importable changed in one file.
+type importFixes struct {
+	unset    int  // level payloads without a value left out
+	queries  bool // queries added as []
+	elements int  // conditions given levelCombinationElements []
+}
+
+// lines words the fixes for the plan.
+func (fx importFixes) lines() []string {
+	var out []string
+	if fx.unset > 0 {
+		out = append(out, fmt.Sprintf("%d factor level payload(s) without a value are left out of the file sent: UpGrade exports them as null and its own import refuses null; the levels come back without a payload, as exported", fx.unset))
+	}
+	var added []string
+	if fx.queries {
+		added = append(added, "queries")
+	}
+	if fx.elements > 0 {
+		added = append(added, fmt.Sprintf("levelCombinationElements of %d condition(s)", fx.elements))
+	}
+	if len(added) > 0 {
+		out = append(out, "added as empty lists, which UpGrade 6.5 needs to import the file (it refuses it with an empty error otherwise): "+strings.Join(added, ", "))
+	}
+	return out
 }
 
 func importFiles(items []importItem) []upgrade.ImportFile {
@@ -197,20 +249,29 @@ func importFiles(items []importItem) []upgrade.ImportFile {
 	return out
 }
 
-// verdictReason words a validation result; UpGrade's empty error for a
-// file without backendVersion (or factors) gets a reason.
+// verdictReason words a validation result. A file that is not a 6.x
+// experiment export (no backendVersion or no factors) says so first:
+// UpGrade answers it with an empty error, or with a list of every DTO
+// rule the file breaks, which then follows.
 func verdictReason(it importItem, r upgrade.ImportResult) string {
-	if msg := r.ErrorText(); msg != "" {
-		return msg
-	}
+	msg := serverReason(r.ErrorText())
 	var m map[string]json.RawMessage
-	if json.Unmarshal([]byte(it.file.FileContent), &m) == nil {
+	if json.Unmarshal([]byte(it.file.FileContent), &m) == nil && m != nil {
+		reason := ""
 		if _, ok := m["backendVersion"]; !ok {
-			return "the file has no backendVersion: it is not an UpGrade 6.x experiment export (UpGrade refuses it with an empty error)"
+			reason = "the file has no backendVersion: it is not an UpGrade 6.x experiment export"
+		} else if _, ok := m["factors"]; !ok {
+			reason = "the file has no factors field: it is not an UpGrade 6.x experiment export"
 		}
-		if _, ok := m["factors"]; !ok {
-			return "the file has no factors field: it is not an UpGrade 6.x experiment export (UpGrade refuses it with an empty error)"
+		switch {
+		case reason != "" && msg == "":
+			return reason + " (UpGrade refuses it with an empty error)"
+		case reason != "":
+			return reason + "; UpGrade says: " + msg
 		}
+	}
+	if msg != "" {
+		return msg
 	}
 	return "UpGrade refuses the file without saying why"
 }
@@ -287,8 +348,8 @@ func planImportExperiments(b *Planner, p ImportExperimentsParams) error {
 			note = " (warning: exported by another UpGrade version)"
 		}
 		b.Line("  %d. %s in context %s: %d conditions, %d decision points, from %s%s", i+1, quote(it.name), ident(it.context), it.conds, it.points, it.file.FileName, note)
-		if it.unset > 0 {
-			b.Line("     %d factor level payload(s) without a value are left out of the file sent: UpGrade exports them as null and its own import refuses null; the levels come back without a payload, as exported", it.unset)
+		for _, l := range it.fixes.lines() {
+			b.Line("     %s", l)
 		}
 	}
 	twins, err := twinsOf(b.Context(), b.API(), items)

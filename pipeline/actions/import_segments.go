@@ -115,7 +115,7 @@ func segmentReason(r *upgrade.ImportResult) string {
 	if r == nil {
 		return "UpGrade did not answer for it"
 	}
-	msg := strings.TrimSpace(strings.TrimPrefix(r.ErrorText(), "Invalid Segment data:"))
+	msg := serverReason(strings.TrimPrefix(r.ErrorText(), "Invalid Segment data:"))
 	if msg == "" {
 		return "UpGrade refuses the file without saying why"
 	}

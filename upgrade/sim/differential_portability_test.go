@@ -105,6 +105,29 @@ func scenarioImport(p *party) {
 		}
 	}
 	p.fact("[import: twin state, new ids] twins", twins)
+	// A file without queries, with null queries or with a condition
+	// without levelCombinationElements: refused with an empty error.
+	var walk []any
+	for i, cut := range []func(m map[string]any){
+		func(m map[string]any) { delete(m, "queries") },
+		func(m map[string]any) { m["queries"] = nil },
+		func(m map[string]any) {
+			for _, c := range m["conditions"].([]any) {
+				delete(c.(map[string]any), "levelCombinationElements")
+			}
+		},
+	} {
+		var m map[string]any
+		_ = json.Unmarshal(content, &m)
+		if _, ok := m["conditions"].([]any); !ok {
+			continue
+		}
+		cut(m)
+		b, _ := json.Marshal(m)
+		walk = append(walk, map[string]any{"fileName": fmt.Sprintf("walk%d.json", i), "fileContent": string(b)})
+	}
+	p.call("[validation: no queries, no levelCombinationElements]", "POST", "/experiments/validation", walk,
+		values("0.compatibilityType", "0.error", "1.compatibilityType", "1.error", "2.compatibilityType", "2.error"))
 	// A running experiment exports its stored state names, where the
 	// single read shows 6.5's display names.
 	p.call("start the source", "POST", "/experiments/state", map[string]any{"experimentId": id, "state": "enrolling"}, noShape())
@@ -182,6 +205,12 @@ func TestPortabilityProbesOnSimulator(t *testing.T) {
 	}
 	if got := obs["[GET /stratification: counts] values"].body; got != "map[high:1 low:2]" {
 		t.Errorf("counts: %v", got)
+	}
+	for i := range 3 {
+		w := obs["[validation: no queries, no levelCombinationElements]"].body
+		if lookup(w, fmt.Sprintf("%d.compatibilityType", i)) != "incompatible" || lookup(w, fmt.Sprintf("%d.error", i)) != "" {
+			t.Errorf("walk%d: %v, want incompatible with an empty error", i, w)
+		}
 	}
 	if got := lookup(obs["[export: running] export"].body, "0.state"); got != "enrolling" {
 		t.Errorf("export of a running experiment: state %v, want enrolling (6.5 exports stored state names)", got)

@@ -144,11 +144,20 @@ func (s *Sim) importVerdict(f importFile) (obj, []byte) {
 			text += "Missing Stratification Factor " + name + ". Import Stratification Factor from Participants Menu > Stratification before using it"
 		}
 	}
-	// A real 6.5.0 also refuses, with "", a file without queries or with
-	// a condition without levelCombinationElements (deduceExperimentDetails
-	// walks them unchecked); the simulator still takes those files, which
-	// the client and docs/json.md send (docs/upgrade-real.md).
-	if _, hasFactors := m["factors"]; !hasVersion || !hasFactors || text != "" {
+	// A real 6.5.0 also refuses, with "", a file whose queries or a
+	// condition's levelCombinationElements are missing or null
+	// (deduceExperimentDetails walks them unchecked; docs/upgrade-real.md).
+	_, hasQueries := m["queries"].([]any)
+	walkable := hasQueries
+	conds, _ := m["conditions"].([]any)
+	for _, c := range conds {
+		if cm, ok := c.(map[string]any); ok {
+			if _, ok := cm["levelCombinationElements"].([]any); !ok {
+				walkable = false
+			}
+		}
+	}
+	if _, hasFactors := m["factors"]; !hasVersion || !hasFactors || !walkable || text != "" {
 		return incompatible(text)
 	}
 	m["state"] = string(upgrade.StateInactive)
