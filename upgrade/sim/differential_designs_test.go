@@ -20,7 +20,7 @@ func designScenarios() []scenario {
 // allDesignScenarios are the designs sequences the real-server
 // differential runs.
 func allDesignScenarios() []scenario {
-	return append(designScenarios(), factorialScenarios()...)
+	return append(append(designScenarios(), factorialScenarios()...), switchScenarios()...)
 }
 
 func moocletParams() map[string]any {

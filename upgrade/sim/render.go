@@ -116,6 +116,11 @@ func (s *Sim) conditionsView(e *upgrade.Experiment, v view) []any {
 			}
 		case viewUpdate:
 			m["experimentId"] = e.ID
+			if factorial {
+				// A PUT answers a factorial's conditions with their
+				// elements (probe [switch: simple -> factorial] PUT).
+				m["levelCombinationElements"] = s.elementsView(e, c)
+			}
 		}
 		out = append(out, m)
 	}
@@ -131,8 +136,10 @@ func (s *Sim) partitionsView(e *upgrade.Experiment, v view) []any {
 			m["experimentId"] = e.ID
 		}
 		if (v == viewSingle || v == viewList) && e.Type == upgrade.TypeFactorial {
-			// A factorial read joins the (empty) payload rows here.
-			m["conditionPayloads"] = []any{}
+			// A factorial read joins the payload rows of the decision
+			// point here, each with its condition (rows a PUT made as
+			// Simple before a switch: probe [switch: simple -> factorial]).
+			m["conditionPayloads"] = s.pointPayloads(e, p.ID)
 		}
 		out = append(out, m)
 	}
@@ -148,10 +155,29 @@ func (s *Sim) payloadsView(e *upgrade.Experiment, v view) []any {
 			continue
 		}
 		m := s.rowMeta(e, obj{"id": p.ID, "parentCondition": p.ParentCondition, "payload": p.Payload})
-		if p.DecisionPoint != "" {
+		if p.DecisionPoint != "" && (e.Type != upgrade.TypeFactorial || (v != viewSingle && v != viewList)) {
 			m["decisionPoint"] = p.DecisionPoint
 		}
 		out = append(out, m)
+	}
+	return out
+}
+
+// pointPayloads are a factorial read's payload rows of decision point id,
+// each naming its condition as a row.
+func (s *Sim) pointPayloads(e *upgrade.Experiment, id string) []any {
+	out := []any{}
+	for _, p := range decodePayloads(e) {
+		if p.DecisionPoint != id || p.Payload == nil {
+			continue
+		}
+		var parent any = p.ParentCondition
+		if c := e.ConditionByID(p.ParentCondition); c != nil {
+			parent = s.rowMeta(e, obj{"id": c.ID, "twoCharacterId": c.TwoCharacterID, "name": nullIfEmpty(c.Name),
+				"description": nullIfEmpty(c.Description), "conditionCode": c.ConditionCode,
+				"assignmentWeight": c.AssignmentWeight, "order": c.Order})
+		}
+		out = append(out, s.rowMeta(e, obj{"id": p.ID, "parentCondition": parent, "payloadType": p.Payload.Type, "payloadValue": p.Payload.Value}))
 	}
 	return out
 }
