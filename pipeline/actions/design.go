@@ -108,6 +108,11 @@ func applyUpdate(cur CreateExperimentParams, u UpdateExperimentParams) CreateExp
 	if u.Conditions != nil {
 		d.Conditions = append([]ConditionParam(nil), (*u.Conditions)...)
 	}
+	if isDesignSwitch(cur, u) {
+		// A switch to simple drops the factors (the given conditions
+		// replace the combinations); one to factorial takes u's factors.
+		d.Design, d.Factors = *u.Design, nil
+	}
 	if u.Factors != nil {
 		d.Factors = slices.Clone(*u.Factors)
 	}
@@ -228,7 +233,7 @@ func hold(ctx context.Context, api ExperimentAPI, id string, d CreateExperimentP
 			return nil, fmt.Errorf("reading it back failed: %w", err)
 		}
 		got := effective(designOf(e))
-		diffs := append(designChanges(listsAsSets(want), listsAsSets(got)), algorithmChanges(want, got)...)
+		diffs := slices.Concat(switchChange(want, got), designChanges(listsAsSets(want), listsAsSets(got)), algorithmChanges(want, got))
 		if len(diffs) == 0 {
 			return e, nil
 		}
@@ -319,6 +324,8 @@ func buildExperiment(base *upgrade.Experiment, d CreateExperimentParams) *upgrad
 	if d.Design == DesignFactorial {
 		e.Type = upgrade.TypeFactorial
 		e.Factors = buildFactors(oldFactors, d.Factors)
+	} else if e.Type == upgrade.TypeFactorial {
+		e.Type = upgrade.TypeSimple // a switch to simple (a 6.5 PUT without factors drops them)
 	}
 
 	oldConds := map[string]upgrade.Condition{}

@@ -234,8 +234,8 @@ func TestUpdateDesignParam(t *testing.T) {
 	id := decode[ExperimentResult](t, raw).ID
 	u := parseAs[UpdateExperimentParams](t, UpdateExperiment, `{"experiment_id":"`+id+`","design":"2x2"}`)
 	probs, err := Validate(context.Background(), api, u)
-	if err != nil || len(probs) != 1 || probs[0].Field != "design" {
-		t.Fatalf("simple -> factorial: %v %v", probs, err)
+	if err != nil || len(probs) != 1 || probs[0].Field != "factors" || !strings.Contains(probs[0].Message, "a switch to design factorial needs factors") {
+		t.Fatalf("simple -> factorial without factors: %v %v", probs, err)
 	}
 	u = parseAs[UpdateExperimentParams](t, UpdateExperiment, `{"experiment_id":"`+id+`","design":"Simple","description":"same design"}`)
 	run(t, api, u)

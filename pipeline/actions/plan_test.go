@@ -57,6 +57,8 @@ func planCases() []planCase {
 			Tags:               &[]string{"math", "pilot"},
 			Description:        ptr("Which hint style helps"), // unchanged: not listed
 		}},
+		{name: "update_design_switch", p: UpdateExperimentParams{ExperimentID: mathHintsID, Design: ptr(DesignFactorial),
+			Factors: &[]FactorParam{{Name: "Color", Levels: []LevelParam{{Name: "Red"}, {Name: "Blue"}}}, {Name: "Shape", Levels: []LevelParam{{Name: "Circle"}, {Name: "Square"}}}}}},
 		{name: "update_nothing", p: UpdateExperimentParams{ExperimentID: mathHintsID, Name: ptr("Math Hints")}},
 		{name: "update_enrolling_remove_condition", p: UpdateExperimentParams{ExperimentID: streamExpID,
 			Conditions:     &[]ConditionParam{{Code: "question-hint-tutorbot", Weight: ptr(100.0)}},

@@ -33,7 +33,7 @@ type UpdateExperimentParams struct {
 	InclusionGroups    *[]GroupParam         `json:"inclusion_groups,omitempty"`
 	ExclusionUsers     *[]string             `json:"exclusion_users,omitempty"`
 	ExclusionGroups    *[]GroupParam         `json:"exclusion_groups,omitempty"`
-	Design             *string               `json:"design,omitempty" jsonschema:"simple or factorial; a design does not change (create a new experiment)"`
+	Design             *string               `json:"design,omitempty" jsonschema:"simple or factorial, to switch an inactive experiment (factorial needs factors; simple needs conditions)"`
 	Factors            *[]FactorParam        `json:"factors,omitempty" jsonschema:"a factorial's complete new factors; levels are matched by name, the conditions remade (even split unless conditions give weights)" keyed:"name,levels"`
 	ConditionOrder     *string               `json:"condition_order,omitempty" jsonschema:"within-subjects: random, random round robin or ordered round robin"`
 	// AssignmentAlgorithm and StratificationFactor switch between random
@@ -179,12 +179,21 @@ func validateUpdate(c *Checker, u UpdateExperimentParams) error {
 		c.Add("experiment_id", "experiment %q is a %s experiment; the agent only edits Simple and Factorial experiments", e.Name, e.Type)
 		return nil
 	}
-	if u.Design != nil && *u.Design != designOf(e).Design {
-		c.AddValue("design", *u.Design, "experiment %q is %s; a design does not change between simple and factorial: create a new experiment instead", e.Name, designName(designOf(e).Design))
+	switching := isDesignSwitch(designOf(e), u)
+	if switching && e.State != upgrade.StateInactive {
+		c.AddValue("design", *u.Design, "experiment %q is %s and %s; its design changes only while it is inactive (a switch replaces the conditions enrolled users have): set it inactive first or create a new experiment", e.Name, designName(designOf(e).Design), e.State)
 		return nil
 	}
-	if u.Factors != nil && e.Type != upgrade.TypeFactorial {
-		c.Add("factors", "experiment %q is a simple experiment; a design cannot change from simple to factorial: create a new factorial experiment instead", e.Name)
+	if switching && *u.Design == "" && u.Conditions == nil {
+		c.Missing("conditions", "a switch to design simple needs conditions (code and weight): the factorial's combinations and factors are dropped")
+		return nil
+	}
+	if switching && *u.Design == DesignFactorial && u.Factors == nil {
+		c.Missing("factors", "a switch to design factorial needs factors: at least 2, each with at least 2 levels (the conditions become their combinations)")
+		return nil
+	}
+	if u.Factors != nil && e.Type != upgrade.TypeFactorial && !switching {
+		c.Add("factors", "experiment %q is a simple experiment; factors need design factorial: give design factorial with the factors to switch it (its conditions become the combinations)", e.Name)
 		return nil
 	}
 	n := len(c.problems)
@@ -197,13 +206,19 @@ func validateUpdate(c *Checker, u UpdateExperimentParams) error {
 	if err := c.design(d, e.ID, u.Name != nil); err != nil {
 		return err
 	}
-	if u.Factors == nil {
+	if u.Factors == nil && !switching {
 		// Factors made elsewhere (a web-UI factorial of one factor) are
 		// not the update's business: only factors it sets are checked.
 		added := slices.DeleteFunc(slices.Clone(c.problems[n:]), func(p Problem) bool { return strings.HasPrefix(p.Field, "factors") })
 		c.problems = append(c.problems[:n], added...)
 	}
 	return nil
+}
+
+// isDesignSwitch reports whether u changes the design of cur between
+// simple and factorial (an unknown design is validation's to name).
+func isDesignSwitch(cur CreateExperimentParams, u UpdateExperimentParams) bool {
+	return u.Design != nil && *u.Design != cur.Design && (*u.Design == "" || *u.Design == DesignFactorial)
 }
 
 func planUpdate(b *Planner, p UpdateExperimentParams) error {
@@ -215,7 +230,7 @@ func planUpdate(b *Planner, p UpdateExperimentParams) error {
 	cur := designOf(e)
 	next := applyUpdate(cur, p)
 	b.Line("Update experiment %s (id %s, context %s, state %s):", quote(e.Name), e.ID, identOrNone(e.ContextName()), e.State)
-	changes := append(designChanges(cur, next), algorithmChanges(cur, next)...)
+	changes := slices.Concat(switchChange(cur, next), designChanges(cur, next), algorithmChanges(cur, next))
 	for _, c := range changes {
 		b.Line("  %s", c)
 	}
@@ -234,6 +249,15 @@ func planUpdate(b *Planner, p UpdateExperimentParams) error {
 	b.designWarnings(next, e.Inclusion)
 	if next.AssignmentAlgorithm == upgrade.AlgorithmStratified && len(algorithmChanges(cur, next)) > 0 {
 		b.Warn("UpGrade 6.5 draws stratified experiments like random ones: no balancing across the factor's values was observed")
+	}
+	return nil
+}
+
+// switchChange is the design change between cur and next, as
+// designChanges writes a field's ("design: simple -> factorial").
+func switchChange(cur, next CreateExperimentParams) []string {
+	if o, n := designName(cur.Design), designName(next.Design); o != n {
+		return []string{fmt.Sprintf("design: %s -> %s", o, n)}
 	}
 	return nil
 }
@@ -314,7 +338,7 @@ func reconcileUpdate(ctx context.Context, env Env, p UpdateExperimentParams, _ s
 	}
 	cur := designOf(e)
 	next := applyUpdate(cur, p)
-	if changes := append(designChanges(listsAsSets(cur), listsAsSets(next)), algorithmChanges(cur, next)...); len(changes) > 0 {
+	if changes := slices.Concat(switchChange(cur, next), designChanges(listsAsSets(cur), listsAsSets(next)), algorithmChanges(cur, next)); len(changes) > 0 {
 		return Reconciliation{Outcome: OutcomeNotDone,
 			Note: fmt.Sprintf("experiment %q does not have the new values yet (%s): the update did not happen", e.Name, strings.Join(changes, "; "))}, nil
 	}

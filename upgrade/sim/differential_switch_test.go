@@ -29,6 +29,22 @@ func scenarioDesignSwitch(p *party) {
 	p.call("[switch: factorial -> simple] PUT", "PUT", "/experiments/"+id, toS, values("type", "#conditions", "#factors"))
 	p.call("[switch: factorial -> simple] read", "GET", "/experiments/single/"+id, nil,
 		values("type", "#conditions", "#factors", "conditions.0.conditionCode", "#conditions.0.levelCombinationElements", "#partitions"))
+	// Back to factorial, then to Simple with the factors key left out (as
+	// the agent's client writes a simple experiment).
+	g = p.call("[switch] GET simple again", "GET", "/experiments/single/"+id, nil)
+	p.call("[switch: simple -> factorial again] PUT", "PUT", "/experiments/"+id, edit(g, func(m map[string]any) { factorial("swg")(p, m) }), values("type", "#factors"))
+	g = p.call("[switch] GET factorial again", "GET", "/experiments/single/"+id, nil)
+	toS = edit(g, func(m map[string]any) {
+		m["type"] = "Simple"
+		delete(m, "factors")
+		m["conditions"] = []any{
+			map[string]any{"id": p.id("swt/c1"), "conditionCode": "control", "assignmentWeight": 50, "order": 1},
+			map[string]any{"id": p.id("swt/c2"), "conditionCode": "variant", "assignmentWeight": 50, "order": 2},
+		}
+	})
+	p.call("[switch: factorial -> simple, no factors key] PUT", "PUT", "/experiments/"+id, toS, values("type", "#conditions", "#factors"))
+	p.call("[switch: factorial -> simple, no factors key] read", "GET", "/experiments/single/"+id, nil,
+		values("type", "#conditions", "#factors", "conditions.0.conditionCode", "#conditions.0.levelCombinationElements"))
 	// Enrolling: does the server refuse the switch of a running experiment?
 	p.state("[switch] start", id, "enrolling")
 	g = p.call("[switch] GET enrolling", "GET", "/experiments/single/"+id, nil)
