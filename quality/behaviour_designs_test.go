@@ -136,11 +136,33 @@ func TestHabitDesigns(t *testing.T) {
 				expect(func(w *turnWant) { w.params = `{"condition_order":"random","design":""}` }),
 			yes("update_experiment"),
 		}, backend: []check{within(upgrade.OrderRandom)}},
-		{name: "a change of design is refused in Go", steps: []turnStep{
+		{name: "a switch to 2x2 without factors is asked for", steps: []turnStep{
 			{say: "Make Math Hints a 2x2 factorial.",
-				llm:  analyze + gather("update_experiment", `{experiment_id: Math Hints, design: 2x2}`) + respond,
-				want: turnWant{field: "design", calls: 3}},
+				llm: analyze + gather("update_experiment", `{experiment_id: Math Hints, design: 2x2}`) +
+					"- reply: Which factors and levels should Math Hints have?\n" + respond,
+				want: turnWant{calls: 4, seen: []string{`"missing":["factors"]`}}},
 		}, backend: []check{hasExp("Math Hints", upgrade.StateInactive, "control:50", "variant:50")}},
+		{name: "simple to factorial, display case, stray spaces, levels as names", steps: []turnStep{
+			request("Make Math Hints a factorial of Color and Shape.", "update_experiment",
+				`{experiment_id: Math Hints, design: " Factorial ", factors: {Color: [Red, " Blue "], Shape: [Circle, Square]}, conditions: null}`).
+				expect(func(w *turnWant) {
+					w.params = `{"design":"factorial","factors":[{"name":"Color","levels":[{"name":"Red"},{"name":"Blue"}]},{"name":"Shape","levels":[{"name":"Circle"},{"name":"Square"}]}]}`
+				}),
+			yes("update_experiment"),
+		}, backend: []check{hasDesign("Math Hints", upgrade.TypeFactorial, 4, upgrade.UnitIndividual, "")}},
+		{name: "factorial back to simple, weights as strings, factors []", steps: []turnStep{
+			request("Create a factorial Hint Look.", "create_experiment", `{`+hintLook+`, design: factorial, factors: {Color: [Red, Blue], Shape: [Circle, Square]}}`),
+			yes("create_experiment"),
+			request("Make Hint Look a plain control/variant experiment again.", "update_experiment",
+				`{experiment_id: Hint Look, design: Simple, factors: [], conditions: {control: "50", variant: "50"}}`).
+				expect(func(w *turnWant) { w.params = `{"design":""}` }),
+			yes("update_experiment"),
+		}, backend: []check{hasDesign("Hint Look", upgrade.TypeSimple, 2, upgrade.UnitIndividual, "")}},
+		{name: "a switch of a running experiment is refused in Go", steps: []turnStep{
+			{say: "Make Math Hints Live a 2x2 factorial of Color and Shape.",
+				llm:  analyze + gather("update_experiment", `{experiment_id: Math Hints Live, design: factorial, factors: {Color: [Red, Blue], Shape: [Circle, Square]}}`) + respond,
+				want: turnWant{field: "design", calls: 3}},
+		}, backend: []check{inState("Math Hints Live", upgrade.StateEnrolling)}},
 		{name: "archive a running experiment, display name", steps: []turnStep{
 			request("Archive Math Hints Live.", "update_experiment_status", `{experiment_id: Math Hints Live, status: " Archived "}`).
 				expect(func(w *turnWant) { w.params = `{"status":"archived"}` }),

@@ -69,7 +69,9 @@ func (p UpdateExperimentParams) canonical() UpdateExperimentParams {
 		v := designValue(*p.Design)
 		c.Design = &v
 	}
-	if p.Factors != nil {
+	if p.Factors != nil && len(*p.Factors) > 0 {
+		// An empty list is "not given" (a switch to simple drops the
+		// factors anyway; a factorial without factors is no design).
 		fs := normFactors(*p.Factors)
 		c.Factors = &fs
 	}
