@@ -1,6 +1,7 @@
 package actions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -98,6 +99,22 @@ func normalExperiment(raw json.RawMessage) json.RawMessage {
 		keep = append(keep, p)
 	}
 	e.ConditionPayloads = keep
+	// A real 6.5 reads a factorial back with its factors, levels and each
+	// condition's level elements in no fixed order (docs/upgrade-real.md):
+	// the same experiment must not read as changed.
+	slices.SortStableFunc(e.Factors, func(a, b upgrade.Factor) int {
+		return cmp.Or(cmp.Compare(a.Order, b.Order), cmp.Compare(a.Name, b.Name))
+	})
+	for i := range e.Factors {
+		slices.SortStableFunc(e.Factors[i].Levels, func(a, b upgrade.Level) int {
+			return cmp.Or(cmp.Compare(a.Order, b.Order), cmp.Compare(a.Name, b.Name))
+		})
+	}
+	for i := range e.Conditions {
+		slices.SortStableFunc(e.Conditions[i].LevelCombinationElements, func(a, b upgrade.LevelCombinationElement) int {
+			return cmp.Compare(a.ID, b.ID)
+		})
+	}
 	return mustSnap(e)
 }
 
