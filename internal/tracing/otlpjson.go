@@ -281,30 +281,29 @@ func anyValue(v attribute.Value) otlpAnyValue {
 	var vals []otlpAnyValue
 	switch v.Type() {
 	case attribute.BOOLSLICE:
-		for _, b := range v.AsBoolSlice() {
-			vals = append(vals, anyValue(attribute.BoolValue(b)))
-		}
+		vals = anyValues(v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.INT64SLICE:
-		for _, n := range v.AsInt64Slice() {
-			vals = append(vals, anyValue(attribute.Int64Value(n)))
-		}
+		vals = anyValues(v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		for _, f := range v.AsFloat64Slice() {
-			vals = append(vals, anyValue(attribute.Float64Value(f)))
-		}
+		vals = anyValues(v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.STRINGSLICE:
-		for _, s := range v.AsStringSlice() {
-			vals = append(vals, anyValue(attribute.StringValue(s)))
-		}
+		vals = anyValues(v.AsStringSlice(), attribute.StringValue)
 	case attribute.SLICE:
-		for _, e := range v.AsSlice() {
-			vals = append(vals, anyValue(e))
-		}
+		vals = anyValues(v.AsSlice(), func(e attribute.Value) attribute.Value { return e })
 	default:
 		s := "INVALID"
 		return otlpAnyValue{StringValue: &s}
 	}
 	return otlpAnyValue{ArrayValue: &otlpValues{Values: nonNil(vals)}}
+}
+
+// anyValues is the OTLP values of the items of a slice attribute.
+func anyValues[T any](xs []T, wrap func(T) attribute.Value) []otlpAnyValue {
+	var out []otlpAnyValue
+	for _, x := range xs {
+		out = append(out, anyValue(wrap(x)))
+	}
+	return out
 }
 
 // nonNil makes an empty list [] rather than null.

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -18,16 +17,7 @@ import (
 // startSimMeta is startSim with context metadata of its own.
 func startSimMeta(t *testing.T, meta upgrade.ContextMetadata) *upgrade.Client {
 	t.Helper()
-	srv, err := sim.Start(sim.Options{Seed: 42, Metadata: meta})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	c, err := upgrade.New(upgrade.Config{BaseURL: srv.URL(), Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return startSimWith(t, sim.Options{Seed: 42, Metadata: meta})
 }
 
 var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)

@@ -17,7 +17,13 @@ import (
 // startSim serves a fresh simulator over loopback and returns a client of it.
 func startSim(tb testing.TB, version string) *upgrade.Client {
 	tb.Helper()
-	srv, err := sim.Start(sim.Options{Seed: 42, Version: version})
+	return startSimWith(tb, sim.Options{Seed: 42, Version: version})
+}
+
+// startSimWith serves a fresh simulator with opts and returns a client of it.
+func startSimWith(tb testing.TB, opts sim.Options) *upgrade.Client {
+	tb.Helper()
+	srv, err := sim.Start(opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -130,13 +130,9 @@ func (s *Sim) handleFlagGet(c *call, id string) {
 	c.ok(out)
 }
 
-// parseFlag validates a flag create/update body as the server does.
-func (s *Sim) parseFlag(c *call) (*upgrade.FeatureFlag, *apiError) {
-	m, aerr := c.object()
-	if aerr != nil {
-		return nil, aerr
-	}
-	ck := &checker{}
+// flagFields checks the fields a flag create/update body and an imported
+// flag file share (FeatureFlagValidation's, measured on 6.5).
+func (ck *checker) flagFields(m map[string]any) {
 	ck.str(m, "", "name", true)
 	ck.str(m, "", "key", true)
 	ck.str(m, "", "description", false)
@@ -159,6 +155,16 @@ func (s *Sim) parseFlag(c *call) (*upgrade.FeatureFlag, *apiError) {
 			}
 		}
 	}
+}
+
+// parseFlag validates a flag create/update body as the server does.
+func (s *Sim) parseFlag(c *call) (*upgrade.FeatureFlag, *apiError) {
+	m, aerr := c.object()
+	if aerr != nil {
+		return nil, aerr
+	}
+	ck := &checker{}
+	ck.flagFields(m)
 	if aerr := ck.err(); aerr != nil {
 		return nil, aerr
 	}

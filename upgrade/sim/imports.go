@@ -194,28 +194,7 @@ var flagListKeys = []struct{ key, kind string }{{"featureFlagSegmentInclusion", 
 // checkImportedFlag applies FeatureFlagImportDataValidation.
 func checkImportedFlag(m map[string]any) *apiError {
 	ck := &checker{}
-	ck.str(m, "", "name", true)
-	ck.str(m, "", "key", true)
-	ck.str(m, "", "description", false)
-	ck.enum(m, "", "status", upgrade.FlagStatuses(), true)
-	ck.enum(m, "", "filterMode", upgrade.FilterModes(), true)
-	if a, ok := ck.array(m, "", "context", true); ok {
-		if len(a) == 0 {
-			ck.failf("context", "should not be empty")
-		}
-		for i, v := range a {
-			if _, isStr := v.(string); !isStr {
-				ck.failf(fmt.Sprintf("context[%d]", i), "must be a string")
-			}
-		}
-	}
-	if a, ok := ck.array(m, "", "tags", true); ok {
-		for i, v := range a {
-			if _, isStr := v.(string); !isStr {
-				ck.failf(fmt.Sprintf("tags[%d]", i), "must be a string")
-			}
-		}
-	}
+	ck.flagFields(m)
 	for _, lk := range flagListKeys {
 		for i, l := range ck.objects(m, "", lk.key, false) {
 			base := fmt.Sprintf("%s[%d]", lk.key, i)
