@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // CallResult is a tool's answer. When Job is set the tool started a job: the
@@ -52,7 +50,7 @@ func (m *Manager) Call(ctx context.Context, qualifiedName string, args json.RawM
 		return nil, fmt.Errorf("mcp tool %s: arguments: %w", qualifiedName, err)
 	}
 
-	meta := mcp.Meta{}
+	meta := map[string]any{}
 	if c.caps.JobVersion > 0 {
 		job := map[string]any{"version": c.caps.JobVersion}
 		if effectID != "" {
@@ -60,21 +58,21 @@ func (m *Manager) Call(ctx context.Context, qualifiedName string, args json.RawM
 		}
 		meta[MetaKeyJob] = job
 	}
+	params := callToolParams{Name: tool.Name, Arguments: args}
 	asTask := wantTask(c.caps, tool, effectID)
 	if asTask {
-		meta[taskRequestKey] = map[string]any{"ttl": m.taskTTL}
+		params.Task = &taskParams{TTL: m.taskTTL}
 	}
-	params := &mcp.CallToolParams{Name: tool.Name, Arguments: args}
 	if len(meta) > 0 {
 		params.Meta = meta
 	}
-	res, err := c.session.CallTool(ctx, params)
+	res, err := c.session.callTool(ctx, params)
 	if err != nil {
 		return nil, fmt.Errorf("mcp tool %s: %w", qualifiedName, err)
 	}
 	out := convertResult(res)
 	if asTask {
-		if task, ok := createdTask(res.Meta); ok {
+		if task, ok := res.createdTask(); ok {
 			out.Job = &JobHandle{Server: tool.Server, Tool: tool.Name, Kind: KindTask, Key: task.TaskID, Args: args}
 			if out.Text == "" {
 				// Optional text a server offers for the model while the task runs.
@@ -135,27 +133,27 @@ func jobKey(meta map[string]any) (string, bool) {
 	return key, ok && key != ""
 }
 
-func convertResult(res *mcp.CallToolResult) *CallResult {
+func convertResult(res *callToolResult) *CallResult {
 	out := &CallResult{IsError: res.IsError}
 	var parts []string
 	for _, c := range res.Content {
-		switch v := c.(type) {
-		case *mcp.TextContent:
-			parts = append(parts, v.Text)
-		case *mcp.EmbeddedResource:
-			if v.Resource != nil && v.Resource.Text != "" {
-				parts = append(parts, v.Resource.Text)
-			} else if v.Resource != nil {
-				parts = append(parts, fmt.Sprintf("[resource %s]", v.Resource.URI))
+		switch c.Type {
+		case "text":
+			parts = append(parts, c.Text)
+		case "resource":
+			if c.Resource != nil && c.Resource.Text != "" {
+				parts = append(parts, c.Resource.Text)
+			} else if c.Resource != nil {
+				parts = append(parts, fmt.Sprintf("[resource %s]", c.Resource.URI))
 			}
-		case *mcp.ResourceLink:
-			parts = append(parts, fmt.Sprintf("[resource link %s]", v.URI))
-		case *mcp.ImageContent:
-			parts = append(parts, fmt.Sprintf("[image %s omitted]", v.MIMEType))
-		case *mcp.AudioContent:
-			parts = append(parts, fmt.Sprintf("[audio %s omitted]", v.MIMEType))
+		case "resource_link":
+			parts = append(parts, fmt.Sprintf("[resource link %s]", c.URI))
+		case "image":
+			parts = append(parts, fmt.Sprintf("[image %s omitted]", c.MIMEType))
+		case "audio":
+			parts = append(parts, fmt.Sprintf("[audio %s omitted]", c.MIMEType))
 		default:
-			parts = append(parts, fmt.Sprintf("[%T content omitted]", c))
+			parts = append(parts, fmt.Sprintf("[%s content omitted]", c.Type))
 		}
 	}
 	out.Text = strings.Join(parts, "\n")

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/upgrade-agent/upgrade-agent/internal/lazyre"
 )
 
@@ -32,8 +30,9 @@ type ServerConfig struct {
 	// Headers are sent with every HTTP request; values may use ${NAME}.
 	Headers map[string]string `json:"headers,omitempty" yaml:"headers,omitempty"`
 	// Transport, when set, is used instead of Command/URL: for tests and for
-	// embedding a server in-process (mcp.NewInMemoryTransports).
-	Transport mcp.Transport `json:"-" yaml:"-"`
+	// embedding a server in-process (mcptest.FromSDK adapts the SDK's
+	// in-memory transport).
+	Transport Transport `json:"-" yaml:"-"`
 }
 
 // Options tune Connect.

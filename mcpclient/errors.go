@@ -49,10 +49,3 @@ func (e *ServerError) Error() string {
 }
 
 func (e *ServerError) Unwrap() error { return e.Err }
-
-// startError marks a failure of the transport itself (the command did not
-// start, the URL is unusable), as opposed to the initialize handshake.
-type startError struct{ err error }
-
-func (e *startError) Error() string { return e.err.Error() }
-func (e *startError) Unwrap() error { return e.err }

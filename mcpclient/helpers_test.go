@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/upgrade-agent/upgrade-agent/mcpclient"
@@ -79,7 +78,7 @@ func memConfig(t *testing.T, srv *mcptest.Server, name string) mcpclient.ServerC
 		t.Fatalf("server connect: %v", err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	return mcpclient.ServerConfig{Name: name, Transport: ct}
+	return mcpclient.ServerConfig{Name: name, Transport: mcptest.FromSDK(ct)}
 }
 
 // stdioConfig runs the test binary itself as a stdio server.
@@ -143,18 +142,18 @@ func mustFetch(t *testing.T, m *mcpclient.Manager, h mcpclient.JobHandle) *mcpcl
 
 // recordingTransport keeps the JSON of every message, as it is on the wire.
 type recordingTransport struct {
-	inner mcp.Transport
+	inner mcpclient.Transport
 	mu    sync.Mutex
 	sent  []string
 	recvd []string
 }
 
-func (r *recordingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+func (r *recordingTransport) Connect(ctx context.Context) (mcpclient.Conn, error) {
 	c, err := r.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &recordingConn{Connection: c, rec: r}, nil
+	return &recordingConn{Conn: c, rec: r}, nil
 }
 
 func (r *recordingTransport) messages(sent bool) []string {
@@ -167,27 +166,23 @@ func (r *recordingTransport) messages(sent bool) []string {
 }
 
 type recordingConn struct {
-	mcp.Connection
+	mcpclient.Conn
 	rec *recordingTransport
 }
 
-func (c *recordingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if b, err := jsonrpc.EncodeMessage(msg); err == nil {
-		c.rec.mu.Lock()
-		c.rec.sent = append(c.rec.sent, string(b))
-		c.rec.mu.Unlock()
-	}
-	return c.Connection.Write(ctx, msg)
+func (c *recordingConn) Write(ctx context.Context, msg json.RawMessage) error {
+	c.rec.mu.Lock()
+	c.rec.sent = append(c.rec.sent, string(msg))
+	c.rec.mu.Unlock()
+	return c.Conn.Write(ctx, msg)
 }
 
-func (c *recordingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
+func (c *recordingConn) Read(ctx context.Context) (json.RawMessage, error) {
+	msg, err := c.Conn.Read(ctx)
 	if err == nil {
-		if b, err := jsonrpc.EncodeMessage(msg); err == nil {
-			c.rec.mu.Lock()
-			c.rec.recvd = append(c.rec.recvd, string(b))
-			c.rec.mu.Unlock()
-		}
+		c.rec.mu.Lock()
+		c.rec.recvd = append(c.rec.recvd, string(msg))
+		c.rec.mu.Unlock()
 	}
 	return msg, err
 }

@@ -114,29 +114,3 @@ func TestTailBufferKeepsTheEnd(t *testing.T) {
 		t.Error("a nil tail is not empty")
 	}
 }
-
-func TestTaskRequestTranslation(t *testing.T) {
-	in := json.RawMessage(`{"name":"r","arguments":{"a":1},"_meta":{"` + taskRequestKey + `":{"ttl":5}}}`)
-	out, ok := liftTaskRequest(in)
-	if !ok {
-		t.Fatal("liftTaskRequest did not find the marker")
-	}
-	if diff := cmp.Diff(`{"arguments":{"a":1},"name":"r","task":{"ttl":5}}`, string(out)); diff != "" {
-		t.Errorf("lifted params (-want +got):\n%s", diff)
-	}
-	if _, ok := liftTaskRequest(json.RawMessage(`{"name":"r","_meta":{"x":1}}`)); ok {
-		t.Error("params without the marker were rewritten")
-	}
-
-	res, ok := lowerCreateTaskResult(json.RawMessage(`{"task":{"taskId":"t1","status":"working"},"_meta":{"k":"v"}}`))
-	if !ok {
-		t.Fatal("lowerCreateTaskResult did not see a CreateTaskResult")
-	}
-	want := `{"_meta":{"` + taskCreatedKey + `":{"taskId":"t1","status":"working"},"k":"v"},"content":[]}`
-	if diff := cmp.Diff(want, string(res)); diff != "" {
-		t.Errorf("lowered result (-want +got):\n%s", diff)
-	}
-	if _, ok := lowerCreateTaskResult(json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`)); ok {
-		t.Error("an ordinary CallToolResult was rewritten")
-	}
-}

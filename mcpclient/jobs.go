@@ -4,12 +4,8 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Kinds of JobHandle.
@@ -92,10 +88,10 @@ func (m *Manager) metaStatus(ctx context.Context, c *serverConn, h JobHandle) (J
 	if err != nil {
 		return JobStatus{}, err
 	}
-	res, err := c.session.CallTool(ctx, &mcp.CallToolParams{
+	res, err := c.session.callTool(ctx, callToolParams{
 		Name:      JobStatusTool,
-		Arguments: json.RawMessage(args),
-		Meta:      mcp.Meta{MetaKeyJob: map[string]any{"version": m.jobVersion(c, h)}},
+		Arguments: args,
+		Meta:      map[string]any{MetaKeyJob: map[string]any{"version": m.jobVersion(c, h)}},
 	})
 	if err != nil {
 		return JobStatus{}, fmt.Errorf("mcp server %q: %s for job %s: %w", h.Server, JobStatusTool, h.Key, err)
@@ -185,10 +181,10 @@ func (m *Manager) FetchJob(ctx context.Context, h JobHandle) (*CallResult, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: args: %v", ErrBadHandle, err)
 	}
-	res, err := c.session.CallTool(ctx, &mcp.CallToolParams{
+	res, err := c.session.callTool(ctx, callToolParams{
 		Name:      h.Tool,
 		Arguments: args,
-		Meta:      mcp.Meta{MetaKeyJob: map[string]any{"version": m.jobVersion(c, h), "key": h.Key}},
+		Meta:      map[string]any{MetaKeyJob: map[string]any{"version": m.jobVersion(c, h), "key": h.Key}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mcp tool %s: fetch job %s: %w", h.QualifiedName(), h.Key, err)
@@ -221,12 +217,11 @@ func (m *Manager) fetchTask(ctx context.Context, c *serverConn, h JobHandle) (*C
 		// tasks/result would block until the task ends.
 		return nil, fmt.Errorf("%w: %s task %s is %s", ErrJobNotFinished, h.QualifiedName(), h.Key, info.Status)
 	}
-	res, err := mcp.CallCustomMethod[*taskIDParams, *mcp.CallToolResult](ctx, c.session, methodTasksResult, &taskIDParams{TaskID: h.Key})
+	res, err := c.session.tasksResult(ctx, h.Key)
 	if err != nil {
 		// The spec has tasks/result repeat the JSON-RPC error of the
 		// underlying request; that is the job's failure, not ours.
-		var wire *jsonrpc.Error
-		if errors.As(err, &wire) {
+		if wire, ok := isRPCError(err); ok {
 			return &CallResult{IsError: true, Text: cmp.Or(wire.Message, st.Message,
 				fmt.Sprintf("MCP task %s of %s %s", h.Key, h.QualifiedName(), st.State))}, nil
 		}
@@ -245,30 +240,6 @@ func (m *Manager) fetchTask(ctx context.Context, c *serverConn, h JobHandle) (*C
 		out.Text = cmp.Or(st.Message, fmt.Sprintf("MCP task %s of %s %s without a message", h.Key, h.QualifiedName(), st.State))
 	}
 	return out, nil
-}
-
-// MCP tasks (2025-11-25) as custom methods: the SDK does not define them.
-const (
-	methodTasksGet    = "tasks/get"
-	methodTasksResult = "tasks/result"
-)
-
-type taskIDParams struct {
-	mcp.ParamsBase
-	TaskID string `json:"taskId"`
-}
-
-// taskInfo is the Task object (the tasks/get result, and the "task" of a
-// CreateTaskResult).
-type taskInfo struct {
-	mcp.ResultBase
-	TaskID        string `json:"taskId"`
-	Status        string `json:"status"`
-	StatusMessage string `json:"statusMessage,omitempty"`
-	CreatedAt     string `json:"createdAt,omitempty"`
-	LastUpdatedAt string `json:"lastUpdatedAt,omitempty"`
-	TTL           *int64 `json:"ttl"`
-	PollInterval  *int64 `json:"pollInterval,omitempty"`
 }
 
 func (t *taskInfo) status() (JobStatus, error) {
@@ -294,26 +265,9 @@ func (t *taskInfo) status() (JobStatus, error) {
 }
 
 func tasksGet(ctx context.Context, c *serverConn, id string) (*taskInfo, error) {
-	info, err := mcp.CallCustomMethod[*taskIDParams, *taskInfo](ctx, c.session, methodTasksGet, &taskIDParams{TaskID: id})
+	info, err := c.session.tasksGet(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("mcp server %q: %s %s: %w", c.name, methodTasksGet, id, err)
 	}
 	return info, nil
-}
-
-// createdTask reads the task that wireConn put under taskCreatedKey.
-func createdTask(meta map[string]any) (*taskInfo, bool) {
-	raw, ok := meta[taskCreatedKey]
-	if !ok {
-		return nil, false
-	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return nil, false
-	}
-	var t taskInfo
-	if json.Unmarshal(b, &t) != nil || t.TaskID == "" {
-		return nil, false
-	}
-	return &t, true
 }

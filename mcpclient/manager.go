@@ -12,8 +12,6 @@ import (
 	"math"
 	"slices"
 	"sync"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Wire names of the job contract (spec/durability.md, "Jobs behind MCP tools").
@@ -79,8 +77,7 @@ type Manager struct {
 
 type serverConn struct {
 	name    string
-	session *mcp.ClientSession
-	wire    *wireState
+	session *session
 	caps    Capability
 }
 
@@ -116,7 +113,7 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Manage
 
 	type outcome struct {
 		conn  *serverConn
-		tools []*mcp.Tool
+		tools []wireTool
 		err   error
 	}
 	results := make([]outcome, len(servers))
@@ -174,59 +171,39 @@ func Connect(ctx context.Context, servers []ServerConfig, opts Options) (*Manage
 	return m, errs
 }
 
-func connectOne(ctx context.Context, cfg ServerConfig, opts Options, logger *slog.Logger) (*serverConn, []*mcp.Tool, error) {
+func connectOne(ctx context.Context, cfg ServerConfig, opts Options, logger *slog.Logger) (*serverConn, []wireTool, error) {
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(opts.Timeout, defaultTimeout))
 	defer cancel()
 
-	st := newWireState()
-	transport, tail := buildTransport(cfg, st, opts)
-	client := mcp.NewClient(
-		&mcp.Implementation{Name: "upgrade-agent", Version: cmp.Or(opts.ClientVersion, "dev")},
-		&mcp.ClientOptions{
-			Logger: logger.With("mcp_server", cfg.Name),
-			// No roots, sampling or elicitation to offer.
-			Capabilities: &mcp.ClientCapabilities{},
-		})
-	for _, err := range []error{
-		mcp.AddSendingCustomMethod[*taskIDParams, *taskInfo](client, methodTasksGet),
-		mcp.AddSendingCustomMethod[*taskIDParams, *mcp.CallToolResult](client, methodTasksResult),
-	} {
-		if err != nil { // only if the SDK started to define these methods itself
-			return nil, nil, &ServerError{Server: cfg.Name, Op: OpConfig, Err: err}
-		}
-	}
-
-	fail := func(op string, err error) (*serverConn, []*mcp.Tool, error) {
+	transport, tail := buildTransport(cfg, opts)
+	fail := func(op string, err error) (*serverConn, []wireTool, error) {
 		return nil, nil, &ServerError{Server: cfg.Name, Op: op, Stderr: tail.String(), Err: err}
 	}
-	session, err := client.Connect(ctx, &observedTransport{inner: transport, state: st},
-		&mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	conn, err := transport.Connect(ctx)
 	if err != nil {
-		if se := (*startError)(nil); errors.As(err, &se) {
-			return fail(OpStart, se.err)
-		}
+		return fail(OpStart, err)
+	}
+	sess := newSession(conn, logger.With("mcp_server", cfg.Name), tail)
+	res, err := sess.initialize(ctx, cmp.Or(opts.ClientVersion, "dev"))
+	if err != nil {
+		_ = sess.close()
 		return fail(OpInitialize, err)
 	}
-	caps := Capability{}
-	if res := session.InitializeResult(); res != nil {
-		v, err := parseJobAdvert(res.Meta)
-		if err != nil {
-			logger.Warn("mcp server: ignoring its job advertisement", "server", cfg.Name, "error", err)
-		}
-		caps.JobVersion = min(v, JobContractVersion)
+	caps := Capability{Tasks: res.tasksToolsCall()}
+	v, err := parseJobAdvert(res.Meta)
+	if err != nil {
+		logger.Warn("mcp server: ignoring its job advertisement", "server", cfg.Name, "error", err)
 	}
-	_, caps.Tasks = st.snapshot()
+	caps.JobVersion = min(v, JobContractVersion)
 
-	var tools []*mcp.Tool
-	for t, err := range session.Tools(ctx, nil) {
-		if err != nil {
-			_ = session.Close()
-			return fail(OpListTools, err)
-		}
-		tools = append(tools, t)
+	tools, err := sess.listTools(ctx)
+	if err != nil {
+		_ = sess.close()
+		return fail(OpListTools, err)
 	}
-	slices.SortFunc(tools, func(a, b *mcp.Tool) int { return cmp.Compare(a.Name, b.Name) })
-	return &serverConn{name: cfg.Name, session: session, wire: st, caps: caps}, tools, nil
+	slices.SortFunc(tools, func(a, b wireTool) int { return cmp.Compare(a.Name, b.Name) })
+	sess.ready()
+	return &serverConn{name: cfg.Name, session: sess, caps: caps}, tools, nil
 }
 
 // parseJobAdvert reads {"com.upgrade-agent/job": {"version": N}}; 0 when absent.
@@ -246,7 +223,7 @@ func parseJobAdvert(meta map[string]any) (int, error) {
 	return int(n), nil
 }
 
-func convertTool(c *serverConn, t *mcp.Tool) Tool {
+func convertTool(c *serverConn, t wireTool) Tool {
 	tool := Tool{
 		Server:        c.name,
 		Name:          t.Name,
@@ -263,8 +240,8 @@ func convertTool(c *serverConn, t *mcp.Tool) Tool {
 		}
 	}
 	tool.Destructive = !tool.ReadOnly && (t.Annotations == nil || t.Annotations.DestructiveHint == nil || *t.Annotations.DestructiveHint)
-	if c.caps.Tasks {
-		if ts := c.wire.toolTaskSupport(t.Name); ts == "optional" || ts == "required" {
+	if c.caps.Tasks && t.Execution != nil {
+		if ts := t.Execution.TaskSupport; ts == "optional" || ts == "required" {
 			tool.TaskSupport = ts
 		}
 	}
@@ -296,7 +273,7 @@ func (m *Manager) Capabilities() map[string]Capability { return maps.Clone(m.cap
 func (m *Manager) Close() error {
 	var errs []error
 	for _, name := range sortedKeys(m.servers) {
-		if err := m.servers[name].session.Close(); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+		if err := m.servers[name].session.close(); err != nil {
 			errs = append(errs, fmt.Errorf("mcp server %q: close: %w", name, err))
 		}
 	}

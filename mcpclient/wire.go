@@ -3,249 +3,226 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
-	"sync"
-
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"errors"
+	"fmt"
+	"slices"
 )
 
-// The SDK (v1.8.0) has typed structs for the protocol and drops what they do
-// not name. Three things MCP tasks (2025-11-25) need are among them: the
-// server's capabilities.tasks, a tool's execution.taskSupport, the "task"
-// field of tools/call params and the CreateTaskResult answer. wireConn sits
-// between the SDK and the transport and handles exactly those, on the raw
-// JSON-RPC messages:
-//   - it reads capabilities.tasks and protocolVersion from the initialize
-//     answer, and execution.taskSupport from tools/list answers;
-//   - a tools/call whose _meta carries taskRequestKey (put there by
-//     Manager.Call) goes out with that value as params.task and the key
-//     removed, so the server sees the standard shape;
-//   - the answer to such a call, when it is a CreateTaskResult
-//     ({"task": {...}}), reaches the SDK as an empty CallToolResult whose
-//     _meta carries the task under taskCreatedKey.
-//
-// Everything else passes through untouched.
+// The MCP messages this client sends and reads, as plain structs: only the
+// fields it uses. Unknown fields are ignored, so a server may send more.
+// MCP tasks (2025-11-25) are among them: capabilities.tasks,
+// execution.taskSupport, the "task" of tools/call params and the
+// CreateTaskResult answer.
 
-// Private _meta keys between Manager and wireConn; never seen on the wire.
-const (
-	taskRequestKey = "com.upgrade-agent/internal-task-request"
-	taskCreatedKey = "com.upgrade-agent/internal-task-created"
-)
+// protocolVersions are the versions a server may answer initialize with,
+// newest first; ProtocolVersion is the one asked for.
+var protocolVersions = []string{ProtocolVersion, "2025-06-18", "2025-03-26", "2024-11-05"}
 
-// Pseudo-method recorded for a task-augmented tools/call.
-const methodTaskCall = "tools/call+task"
-
-// wireState is what wireConn learned, shared with the Manager.
-type wireState struct {
-	mu              sync.Mutex
-	pending         map[jsonrpc.ID]string
-	protocolVersion string
-	tasksToolsCall  bool              // capabilities.tasks.requests.tools.call present
-	taskSupport     map[string]string // tool name -> execution.taskSupport
+type implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
 }
 
-func newWireState() *wireState {
-	return &wireState{pending: map[jsonrpc.ID]string{}, taskSupport: map[string]string{}}
+type initializeParams struct {
+	ProtocolVersion string         `json:"protocolVersion"`
+	Capabilities    struct{}       `json:"capabilities"` // no roots, sampling or elicitation to offer
+	ClientInfo      implementation `json:"clientInfo"`
 }
 
-func (s *wireState) track(id jsonrpc.ID, method string) {
-	s.mu.Lock()
-	s.pending[id] = method
-	s.mu.Unlock()
+type initializeResult struct {
+	ProtocolVersion string `json:"protocolVersion"`
+	Capabilities    struct {
+		Tasks *struct {
+			Requests *struct {
+				Tools *struct {
+					Call json.RawMessage `json:"call"`
+				} `json:"tools"`
+			} `json:"requests"`
+		} `json:"tasks"`
+	} `json:"capabilities"`
+	ServerInfo implementation `json:"serverInfo"`
+	Meta       map[string]any `json:"_meta"`
 }
 
-func (s *wireState) take(id jsonrpc.ID) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, ok := s.pending[id]
-	if ok {
-		delete(s.pending, id)
-	}
-	return m
-}
-
-// Negotiated reports the protocol version and whether tools/call may be
-// task-augmented.
-func (s *wireState) snapshot() (version string, tasks bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.protocolVersion, s.tasksToolsCall
-}
-
-func (s *wireState) toolTaskSupport(tool string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.taskSupport[tool]
-}
-
-// observedTransport wraps a transport so that its connection is a wireConn.
-type observedTransport struct {
-	inner mcp.Transport
-	state *wireState
-}
-
-func (t *observedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.inner.Connect(ctx)
-	if err != nil {
-		return nil, &startError{err}
-	}
-	return &wireConn{inner: c, state: t.state}, nil
-}
-
-type wireConn struct {
-	inner mcp.Connection
-	state *wireState
-}
-
-func (c *wireConn) SessionID() string { return c.inner.SessionID() }
-func (c *wireConn) Close() error      { return c.inner.Close() }
-
-func (c *wireConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-		switch req.Method {
-		case "initialize", "tools/list":
-			c.state.track(req.ID, req.Method)
-		case "tools/call":
-			if params, ok := liftTaskRequest(req.Params); ok {
-				out := *req
-				out.Params = params
-				msg = &out
-				c.state.track(req.ID, methodTaskCall)
-			}
-		}
-	}
-	return c.inner.Write(ctx, msg)
-}
-
-func (c *wireConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.inner.Read(ctx)
-	if err != nil {
-		return msg, err
-	}
-	resp, ok := msg.(*jsonrpc.Response)
-	if !ok || !resp.ID.IsValid() {
-		return msg, nil
-	}
-	method := c.state.take(resp.ID)
-	if method == "" || resp.Error != nil || len(resp.Result) == 0 {
-		return msg, nil
-	}
-	switch method {
-	case "initialize":
-		c.observeInitialize(resp.Result)
-	case "tools/list":
-		c.observeTools(resp.Result)
-	case methodTaskCall:
-		if result, ok := lowerCreateTaskResult(resp.Result); ok {
-			out := *resp
-			out.Result = result
-			return &out, nil
-		}
-	}
-	return msg, nil
-}
-
-func (c *wireConn) observeInitialize(raw json.RawMessage) {
-	var res struct {
-		ProtocolVersion string `json:"protocolVersion"`
-		Capabilities    struct {
-			Tasks *struct {
-				Requests *struct {
-					Tools *struct {
-						Call json.RawMessage `json:"call"`
-					} `json:"tools"`
-				} `json:"requests"`
-			} `json:"tasks"`
-		} `json:"capabilities"`
-	}
-	if json.Unmarshal(raw, &res) != nil {
-		return // the SDK reports a broken initialize answer itself
-	}
-	t := res.Capabilities.Tasks
-	call := t != nil && t.Requests != nil && t.Requests.Tools != nil &&
+// tasksToolsCall reports capabilities.tasks.requests.tools.call.
+func (r *initializeResult) tasksToolsCall() bool {
+	t := r.Capabilities.Tasks
+	return t != nil && t.Requests != nil && t.Requests.Tools != nil &&
 		len(t.Requests.Tools.Call) > 0 && string(t.Requests.Tools.Call) != "null"
-	c.state.mu.Lock()
-	c.state.protocolVersion = res.ProtocolVersion
-	c.state.tasksToolsCall = call
-	c.state.mu.Unlock()
 }
 
-func (c *wireConn) observeTools(raw json.RawMessage) {
-	var res struct {
-		Tools []struct {
-			Name      string `json:"name"`
-			Execution *struct {
-				TaskSupport string `json:"taskSupport"`
-			} `json:"execution"`
-		} `json:"tools"`
-	}
-	if json.Unmarshal(raw, &res) != nil {
-		return
-	}
-	c.state.mu.Lock()
-	defer c.state.mu.Unlock()
-	for _, t := range res.Tools {
-		if t.Execution != nil && t.Execution.TaskSupport != "" {
-			c.state.taskSupport[t.Name] = t.Execution.TaskSupport
-		}
-	}
+type listToolsParams struct {
+	Cursor string `json:"cursor,omitempty"`
 }
 
-// liftTaskRequest moves _meta[taskRequestKey] to params.task. It reports
-// false, leaving the params alone, when the key is absent.
-func liftTaskRequest(raw json.RawMessage) (json.RawMessage, bool) {
-	var params map[string]json.RawMessage
-	if json.Unmarshal(raw, &params) != nil {
-		return raw, false
-	}
-	var meta map[string]json.RawMessage
-	if json.Unmarshal(params["_meta"], &meta) != nil {
-		return raw, false
-	}
-	task, ok := meta[taskRequestKey]
-	if !ok {
-		return raw, false
-	}
-	delete(meta, taskRequestKey)
-	if len(meta) == 0 {
-		delete(params, "_meta")
-	} else {
-		m, err := json.Marshal(meta)
-		if err != nil {
-			return raw, false
-		}
-		params["_meta"] = m
-	}
-	params["task"] = task
-	out, err := json.Marshal(params)
+type listToolsResult struct {
+	Tools      []wireTool `json:"tools"`
+	NextCursor string     `json:"nextCursor"`
+}
+
+type wireTool struct {
+	Name        string `json:"name"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	// InputSchema is decoded as any and encoded again, as the SDK did, so
+	// the schema offered to the LLM keeps the same bytes (keys sorted).
+	InputSchema any `json:"inputSchema"`
+	Annotations *struct {
+		Title           string `json:"title"`
+		ReadOnlyHint    bool   `json:"readOnlyHint"`
+		DestructiveHint *bool  `json:"destructiveHint"`
+	} `json:"annotations"`
+	Execution *struct {
+		TaskSupport string `json:"taskSupport"`
+	} `json:"execution"`
+}
+
+type callToolParams struct {
+	Meta      map[string]any  `json:"_meta,omitempty"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Task asks for a task-augmented call (MCP tasks).
+	Task *taskParams `json:"task,omitempty"`
+}
+
+type taskParams struct {
+	TTL int64 `json:"ttl"` // milliseconds
+}
+
+// callToolResult is a CallToolResult, or a CreateTaskResult when Task is set.
+type callToolResult struct {
+	Meta              map[string]any  `json:"_meta"`
+	Content           []content       `json:"content"`
+	StructuredContent any             `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+	Task              json.RawMessage `json:"task"`
+}
+
+// content is one content block; Type says which fields apply.
+type content struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`     // text
+	MIMEType string `json:"mimeType"` // image, audio
+	URI      string `json:"uri"`      // resource_link
+	Resource *struct {
+		URI  string `json:"uri"`
+		Text string `json:"text"`
+	} `json:"resource"` // resource (embedded)
+}
+
+// MCP tasks (2025-11-25).
+const (
+	methodTasksGet    = "tasks/get"
+	methodTasksResult = "tasks/result"
+)
+
+type taskIDParams struct {
+	TaskID string `json:"taskId"`
+}
+
+// taskInfo is the Task object (the tasks/get result, and the "task" of a
+// CreateTaskResult).
+type taskInfo struct {
+	TaskID        string `json:"taskId"`
+	Status        string `json:"status"`
+	StatusMessage string `json:"statusMessage,omitempty"`
+	CreatedAt     string `json:"createdAt,omitempty"`
+	LastUpdatedAt string `json:"lastUpdatedAt,omitempty"`
+	TTL           *int64 `json:"ttl"`
+	PollInterval  *int64 `json:"pollInterval,omitempty"`
+}
+
+// initialize runs the handshake: initialize, then notifications/initialized.
+func (s *session) initialize(ctx context.Context, clientVersion string) (*initializeResult, error) {
+	var res initializeResult
+	err := s.call(ctx, "initialize", initializeParams{
+		ProtocolVersion: ProtocolVersion,
+		ClientInfo:      implementation{Name: "upgrade-agent", Version: clientVersion},
+	}, &res)
 	if err != nil {
-		return raw, false
+		return nil, err
 	}
-	return out, true
+	if !slices.Contains(protocolVersions, res.ProtocolVersion) {
+		return nil, fmt.Errorf("unsupported protocol version: %q", res.ProtocolVersion)
+	}
+	if c, ok := s.conn.(protocolVersionSetter); ok {
+		c.setProtocolVersion(res.ProtocolVersion)
+	}
+	if err := s.notify(ctx, "notifications/initialized", struct{}{}); err != nil {
+		return nil, fmt.Errorf("notifications/initialized: %w", err)
+	}
+	return &res, nil
 }
 
-// lowerCreateTaskResult turns {"task": {...}, "_meta": {...}} into a
-// CallToolResult the SDK accepts, with the task under _meta[taskCreatedKey].
-// It reports false for an ordinary CallToolResult: a server may run a
-// task-augmented request normally.
-func lowerCreateTaskResult(raw json.RawMessage) (json.RawMessage, bool) {
-	var res struct {
-		Task json.RawMessage            `json:"task"`
-		Meta map[string]json.RawMessage `json:"_meta"`
+// maxToolPages bounds tools/list pagination against a server whose cursors
+// never end.
+const maxToolPages = 1000
+
+func (s *session) listTools(ctx context.Context) ([]wireTool, error) {
+	var tools []wireTool
+	seen := map[string]bool{}
+	cursor := ""
+	for range maxToolPages {
+		var res listToolsResult
+		if err := s.call(ctx, "tools/list", listToolsParams{Cursor: cursor}, &res); err != nil {
+			return nil, err
+		}
+		tools = append(tools, res.Tools...)
+		if res.NextCursor == "" {
+			return tools, nil
+		}
+		if seen[res.NextCursor] {
+			return nil, fmt.Errorf("tools/list: the server repeats the cursor %q", res.NextCursor)
+		}
+		seen[res.NextCursor] = true
+		cursor = res.NextCursor
 	}
-	if json.Unmarshal(raw, &res) != nil || len(res.Task) == 0 || res.Task[0] != '{' {
-		return raw, false
+	return nil, fmt.Errorf("tools/list: more than %d pages", maxToolPages)
+}
+
+func (s *session) callTool(ctx context.Context, p callToolParams) (*callToolResult, error) {
+	if len(p.Arguments) == 0 {
+		p.Arguments = json.RawMessage(`{}`)
 	}
-	if res.Meta == nil {
-		res.Meta = map[string]json.RawMessage{}
+	var res callToolResult
+	if err := s.call(ctx, "tools/call", p, &res); err != nil {
+		return nil, err
 	}
-	res.Meta[taskCreatedKey] = res.Task
-	out, err := json.Marshal(struct {
-		Meta    map[string]json.RawMessage `json:"_meta"`
-		Content []any                      `json:"content"`
-	}{res.Meta, []any{}})
-	if err != nil {
-		return raw, false
+	return &res, nil
+}
+
+func (s *session) tasksGet(ctx context.Context, id string) (*taskInfo, error) {
+	var info taskInfo
+	if err := s.call(ctx, methodTasksGet, taskIDParams{TaskID: id}, &info); err != nil {
+		return nil, err
 	}
-	return out, true
+	return &info, nil
+}
+
+func (s *session) tasksResult(ctx context.Context, id string) (*callToolResult, error) {
+	var res callToolResult
+	if err := s.call(ctx, methodTasksResult, taskIDParams{TaskID: id}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// createdTask reads the task of a CreateTaskResult; false for an ordinary
+// CallToolResult (a server may run a task-augmented request normally).
+func (r *callToolResult) createdTask() (*taskInfo, bool) {
+	if len(r.Task) == 0 || r.Task[0] != '{' {
+		return nil, false
+	}
+	var t taskInfo
+	if json.Unmarshal(r.Task, &t) != nil || t.TaskID == "" {
+		return nil, false
+	}
+	return &t, true
+}
+
+// isRPCError reports the JSON-RPC error a server answered with.
+func isRPCError(err error) (*rpcError, bool) {
+	var e *rpcError
+	ok := errors.As(err, &e)
+	return e, ok
 }

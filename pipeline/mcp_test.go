@@ -27,7 +27,7 @@ func withMCP(t *testing.T, h *harness, opts mcptest.Options) *mcptest.Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	m, errs := mcpclient.Connect(context.Background(), []mcpclient.ServerConfig{{Name: "srv", Transport: ct}}, mcpclient.Options{})
+	m, errs := mcpclient.Connect(context.Background(), []mcpclient.ServerConfig{{Name: "srv", Transport: mcptest.FromSDK(ct)}}, mcpclient.Options{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
