@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	}
+	if behaviour, ok := strings.CutPrefix(mode, "raw:"); ok {
+		os.Exit(runRawServer(behaviour))
+	}
 	var opts mcptest.Options
 	if err := json.Unmarshal([]byte(mode), &opts); err != nil {
 		fmt.Fprintf(os.Stderr, "testserver: %s: %v\n", serverModeEnv, err)

@@ -92,7 +92,7 @@ func newSession(conn Conn, logger *slog.Logger, tail *tailBuffer) *session {
 
 func (s *session) readLoop() {
 	var err error
-	for {
+	for err == nil {
 		var raw json.RawMessage
 		raw, err = s.conn.Read(context.Background())
 		if err != nil {
@@ -108,10 +108,6 @@ func (s *session) readLoop() {
 			}
 			s.dispatch(&msg)
 		}
-		if err != nil {
-			_ = s.conn.Close()
-			break
-		}
 	}
 	s.mu.Lock()
 	s.err = err
@@ -119,10 +115,13 @@ func (s *session) readLoop() {
 	pending := s.pending
 	s.pending = map[int64]chan *message{}
 	s.mu.Unlock()
-	close(s.done)
 	for _, ch := range pending {
 		close(ch)
 	}
+	// Ends a server that broke the connection (or the rest of ours); the
+	// error was the waiting requests' to report.
+	_ = s.conn.Close()
+	close(s.done)
 }
 
 func (s *session) dispatch(msg *message) {
@@ -289,9 +288,17 @@ func (s *session) ready() {
 	s.mu.Unlock()
 }
 
+// close ends the connection. Once the connection was lost, how the server
+// ended was reported to the requests that waited, and close reports nothing.
 func (s *session) close() error {
+	s.mu.Lock()
+	lost := s.stopped
+	s.mu.Unlock()
 	err := s.conn.Close()
 	<-s.done
+	if lost {
+		return nil
+	}
 	return err
 }
 

@@ -173,6 +173,9 @@ func (c *stdioConn) terminate() error {
 	if err := c.stdin.Close(); err != nil {
 		return fmt.Errorf("closing stdin: %w", err)
 	}
+	// Nobody reads the server's output any more; closing it also frees a
+	// server blocked writing to us.
+	_ = c.stdout.Close()
 	wait := func() (error, bool) {
 		select {
 		case <-c.exited:

@@ -51,6 +51,12 @@ type Options struct {
 	// StateFile keeps the jobs on disk, so that another process (a resumed
 	// client talking to a new server process) can follow them.
 	StateFile string `json:"state_file,omitempty"`
+	// PageSize is the number of tools per tools/list page; 0 means the
+	// SDK's default (all in one).
+	PageSize int `json:"page_size,omitempty"`
+	// Extras lists media (one block of every content type) and ask_client
+	// (pings the client and asks it for sampling, then says how both went).
+	Extras bool `json:"extras,omitempty"`
 	// Now is the clock of task timestamps; nil means time.Now.
 	Now func() time.Time `json:"-"`
 }
@@ -131,7 +137,8 @@ func New(opts Options) (*Server, error) {
 		}
 		s.st = st
 	}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cmp.Or(opts.Name, "testserver"), Version: "1.0.0"}, nil)
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cmp.Or(opts.Name, "testserver"), Version: "1.0.0"},
+		&mcp.ServerOptions{PageSize: opts.PageSize})
 	s.mcp.AddReceivingMiddleware(s.advertise)
 	s.addTools()
 	if opts.Tasks {
@@ -344,6 +351,10 @@ func (s *Server) addTools() {
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`),
 		}, s.slowLookup)
+	}
+
+	if s.opts.Extras {
+		s.addExtras()
 	}
 
 	if s.opts.Jobs {
@@ -622,4 +633,39 @@ func textResult(s string) *mcp.CallToolResult {
 
 func errorResult(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+func (s *Server) addExtras() {
+	s.mcp.AddTool(&mcp.Tool{
+		Name:        "media",
+		Description: "Answer with one content block of every type.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+	}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{
+			&mcp.TextContent{Text: "caption"},
+			&mcp.ImageContent{MIMEType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}},
+			&mcp.AudioContent{MIMEType: "audio/wav", Data: []byte("RIFF")},
+			&mcp.ResourceLink{URI: "file:///reports/q3.pdf", Name: "q3"},
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///notes.txt", MIMEType: "text/plain", Text: "the notes"}},
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///logo.png", MIMEType: "image/png", Blob: []byte{1, 2}}},
+		}}, nil
+	})
+
+	s.mcp.AddTool(&mcp.Tool{
+		Name:        "ask_client",
+		Description: "Ping the client and ask it for sampling; say how both went.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ping := "ok"
+		if err := req.Session.Ping(ctx, nil); err != nil {
+			ping = err.Error()
+		}
+		sampling := "answered"
+		if _, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10}); err != nil {
+			sampling = err.Error()
+		}
+		return textResult(fmt.Sprintf("ping: %s; sampling: %s", ping, sampling)), nil
+	})
 }
