@@ -663,6 +663,7 @@ func (s *Server) addExtras() {
 			ping = err.Error()
 		}
 		sampling := "answered"
+		//lint:ignore SA1019 a request the client does not offer, to see it refused; sampling is still in 2025-11-25.
 		if _, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10}); err != nil {
 			sampling = err.Error()
 		}
