@@ -2,6 +2,7 @@ package mcpclient_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"context"
 	"errors"
 	"fmt"
@@ -338,4 +339,93 @@ func TestSSEResponseAmongOtherEvents(t *testing.T) {
 	if diff := cmp.Diff(want, requests); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
+}
+
+// The SDK's own client was what this package used before; on the same
+// server, our client must offer the same tools (schema bytes included:
+// they go into prompts) and read the same results.
+func TestSameToolsAndResultsAsTheSDKClient(t *testing.T) {
+	srv := newServer(t, mcptest.Options{Jobs: true, Advertise: true, ReadJobs: true, Extras: true})
+	ours := connect(t, mcpclient.Options{}, memConfig(t, srv, "s"))
+
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	sdk, err := mcp.NewClient(&mcp.Implementation{Name: "sdk"}, nil).Connect(testCtx(t), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sdk.Close() })
+
+	var want []mcpclient.Tool
+	for tool, err := range sdk.Tools(testCtx(t), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tool.Name == mcpclient.JobStatusTool {
+			continue
+		}
+		schema, err := json.Marshal(tool.InputSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readOnly := tool.Annotations != nil && tool.Annotations.ReadOnlyHint
+		want = append(want, mcpclient.Tool{
+			Server: "s", Name: tool.Name, QualifiedName: mcpclient.QualifiedName("s", tool.Name),
+			Description: tool.Description, InputSchema: schema, ReadOnly: readOnly,
+			Destructive: !readOnly && (tool.Annotations == nil || tool.Annotations.DestructiveHint == nil || *tool.Annotations.DestructiveHint),
+		})
+	}
+	if diff := cmp.Diff(want, ours.Tools()); diff != "" {
+		t.Errorf("tools: SDK client (-) and ours (+):\n%s", diff)
+	}
+
+	for _, c := range []struct{ tool, args string }{
+		{"echo", `{"text":"a <b> & \"c\""}`},
+		{"lookup", `{"id":"9"}`},
+		{"lookup", `{}`},
+		{"media", `{}`},
+	} {
+		res, err := sdk.CallTool(testCtx(t), &mcp.CallToolParams{Name: c.tool, Arguments: json.RawMessage(c.args)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := mustCall(t, ours, "mcp__s__"+c.tool, c.args, "")
+		if diff := cmp.Diff(sdkResult(res), got); diff != "" {
+			t.Errorf("%s %s: SDK client (-) and ours (+):\n%s", c.tool, c.args, diff)
+		}
+	}
+}
+
+// sdkResult is how this package read an SDK CallToolResult before it had
+// its own client.
+func sdkResult(res *mcp.CallToolResult) *mcpclient.CallResult {
+	out := &mcpclient.CallResult{IsError: res.IsError}
+	var parts []string
+	for _, c := range res.Content {
+		switch v := c.(type) {
+		case *mcp.TextContent:
+			parts = append(parts, v.Text)
+		case *mcp.EmbeddedResource:
+			if v.Resource.Text != "" {
+				parts = append(parts, v.Resource.Text)
+			} else {
+				parts = append(parts, fmt.Sprintf("[resource %s]", v.Resource.URI))
+			}
+		case *mcp.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource link %s]", v.URI))
+		case *mcp.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image %s omitted]", v.MIMEType))
+		case *mcp.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio %s omitted]", v.MIMEType))
+		}
+	}
+	out.Text = strings.Join(parts, "\n")
+	if res.StructuredContent != nil {
+		out.Structured, _ = json.Marshal(res.StructuredContent)
+	}
+	return out
 }
