@@ -2,9 +2,12 @@
 // config (mcp_servers) and offers their tools to the pipeline.
 //
 // It is for:
-//   - starting each server (a stdio command or a streamable-HTTP URL) through
-//     the official Go SDK, and reporting, per server, one that cannot start,
-//     initialize or list its tools, while the others keep working;
+//   - starting each server (a stdio command or a streamable-HTTP URL) and
+//     speaking MCP's JSON-RPC with it through its own small client (the
+//     official Go SDK costs every command about 1.2 ms of package init; it
+//     is a test dependency only, see docs/mcp.md "The client"), and
+//     reporting, per server, one that cannot start, initialize or list its
+//     tools, while the others keep working;
 //   - naming tools for the LLM ("mcp__<server>__<tool>") and saying which are
 //     read-only (annotations.readOnlyHint): the gatherer may call those, every
 //     other tool is an executor action behind confirmation;

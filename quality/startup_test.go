@@ -74,8 +74,11 @@ func TestPackageInitBudget(t *testing.T) {
 // heavyForStartup are packages the binary must not link: grpc and
 // protobuf came with OTel's OTLP exporter and cost about 3 ms of package
 // init on every command (golang.org/x/net/trace brought html/template).
-// internal/tracing exports OTLP/HTTP JSON with its own code instead.
-var heavyForStartup = []string{"google.golang.org/grpc", "google.golang.org/protobuf", "golang.org/x/net/trace", "html/template"}
+// internal/tracing exports OTLP/HTTP JSON with its own code instead. The
+// MCP Go SDK (1.2 ms, with encoding/gob, oauthex and x/oauth2) is replaced
+// by mcpclient's own JSON-RPC client; its tests still drive SDK servers.
+var heavyForStartup = []string{"google.golang.org/grpc", "google.golang.org/protobuf", "golang.org/x/net/trace", "html/template",
+	"github.com/modelcontextprotocol/go-sdk", "encoding/gob"}
 
 // TestBinaryLinksNoRPCStack lists the binary's packages with go list
 // -deps: none of heavyForStartup may be among them. Tests may import them
