@@ -46,11 +46,13 @@ func serveHTTP(t *testing.T, h http.Handler) (*httptest.Server, *httpLog) {
 			rest := body[i+len(`"method":"`):]
 			method = string(rest[:bytes.IndexByte(rest, '"')])
 		}
+		log.mu.Lock()
+		log.requests = append(log.requests, strings.TrimSpace(r.Method+" "+method+" "+r.Header.Get("Mcp-Session-Id")))
+		log.mu.Unlock()
 		rec := &headerSpy{ResponseWriter: w}
 		h.ServeHTTP(rec, r)
 		log.mu.Lock()
 		defer log.mu.Unlock()
-		log.requests = append(log.requests, strings.TrimSpace(r.Method+" "+method+" "+r.Header.Get("Mcp-Session-Id")))
 		if ct := rec.Header().Get("Content-Type"); ct != "" {
 			log.types[strings.SplitN(ct, ";", 2)[0]] = true
 		}
@@ -247,6 +249,38 @@ func TestCallEndsWithItsContext(t *testing.T) {
 	}
 }
 
+func TestHTTPCallEndsWithItsContext(t *testing.T) {
+	srv := newServer(t, mcptest.Options{})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil)
+	cancelled := make(chan string, 1)
+	ts, _ := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		switch {
+		case bytes.Contains(body, []byte(`"tools/call"`)):
+			<-r.Context().Done() // never answers
+			return
+		case bytes.Contains(body, []byte(`"notifications/cancelled"`)):
+			cancelled <- string(body)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sdk.ServeHTTP(w, r)
+	}))
+	m := connect(t, mcpclient.Options{}, mcpclient.ServerConfig{Name: "remote", URL: ts.URL})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := m.Call(ctx, "mcp__remote__echo", []byte(`{"text":"x"}`), ""); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Call = %v, want the deadline", err)
+	}
+	select {
+	case msg := <-cancelled:
+		if !strings.Contains(msg, `"requestId":3`) {
+			t.Errorf("cancellation %s, want requestId 3 (the tools/call)", msg)
+		}
+	case <-testCtx(t).Done():
+		t.Error("no notifications/cancelled")
+	}
+}
+
 func TestHTTPServerDyingMidCallIsAnError(t *testing.T) {
 	srv := newServer(t, mcptest.Options{})
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil)
@@ -333,9 +367,8 @@ func TestSSEResponseAmongOtherEvents(t *testing.T) {
 		t.Errorf("answer to the server's ping = %q", pingAns)
 	}
 	requests, _, _ := log.snapshot()
-	// The pong is logged before the call it was sent within.
 	want := []string{"POST initialize", "POST notifications/initialized sess-1", "POST tools/list sess-1",
-		"POST - sess-1", "POST tools/call sess-1", "DELETE - sess-1"}
+		"POST tools/call sess-1", "POST - sess-1", "DELETE - sess-1"}
 	if diff := cmp.Diff(want, requests); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}

@@ -125,12 +125,13 @@ func (s *session) readLoop() {
 }
 
 func (s *session) dispatch(msg *message) {
+	hasID := len(msg.ID) > 0 && string(msg.ID) != "null"
 	switch {
-	case msg.Method != "" && len(msg.ID) > 0:
+	case msg.Method != "" && hasID:
 		s.answer(msg)
 	case msg.Method != "":
 		s.logger.Debug("mcp notification ignored", "method", msg.Method)
-	case len(msg.ID) > 0:
+	case hasID:
 		id, err := strconv.ParseInt(string(msg.ID), 10, 64)
 		s.mu.Lock()
 		ch, ok := s.pending[id]
@@ -207,6 +208,8 @@ func (s *session) callRaw(ctx context.Context, method string, params, out any) e
 	if err := s.conn.Write(ctx, b); err != nil {
 		s.forget(id)
 		if ctx.Err() != nil {
+			// Over HTTP the request may have reached the server.
+			s.cancelled(id, ctx.Err())
 			return ctx.Err()
 		}
 		s.mu.Lock()

@@ -15,8 +15,8 @@ import (
 //   - huge: answers with a line larger than the client accepts;
 //   - invalid: answers with a line that is not JSON;
 //   - silent: never answers (the client's context must end the call);
-//   - chatty: first sends a response to an id nobody asked for, a
-//     notification, a ping request and a sampling request, and answers the
+//   - chatty: first sends a response to an id nobody asked for, an error
+//     with a null id, a notification, a ping request and a sampling request, and answers the
 //     call with what the client replied to those two.
 func runRawServer(behaviour string) int {
 	in := bufio.NewScanner(os.Stdin)
@@ -74,6 +74,7 @@ func runRawServer(behaviour string) int {
 			case "chatty":
 				callID = msg.ID
 				result(json.RawMessage(`424242`), map[string]any{"content": []any{}})
+				send(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32700, "message": "parse error"}})
 				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "working"}})
 				send(map[string]any{"jsonrpc": "2.0", "id": "s-1", "method": "ping"})
 				send(map[string]any{"jsonrpc": "2.0", "id": "s-2", "method": "sampling/createMessage",
