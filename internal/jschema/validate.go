@@ -353,6 +353,15 @@ func (d *document) compileObject(s *schema, m map[string]any, at string, depth i
 type ValidationError struct {
 	Path   string
 	Reason string
+	// deep: the depth bound was hit; the value is refused whatever
+	// combinator (not, anyOf, ...) the failure is under.
+	deep bool
+}
+
+// hard is a failure no combinator turns into a success.
+func hard(err error) bool {
+	ve, ok := err.(*ValidationError)
+	return ok && ve.deep
 }
 
 func (e *ValidationError) Error() string {
@@ -366,8 +375,19 @@ func (e *ValidationError) Error() string {
 // float64 or json.Number, string, []any, map[string]any) against the
 // schema. The error is a *ValidationError for the first problem found.
 func (s *Schema) Validate(v any) error {
-	return s.doc.validate(s.root, v, "", 0)
+	return (&run{document: s.doc}).validate(s.root, v, "", 0)
 }
+
+// run is one validation: its document and the schemas applied so far.
+type run struct {
+	*document
+	steps int
+}
+
+// maxSteps bounds the schemas one validation applies: a hostile schema
+// whose combinators refer to themselves twice over would otherwise take
+// time exponential in maxDepth.
+const maxSteps = 1 << 20
 
 // Property is the schema of the root's property name, in the same
 // document ($ref resolves as in the whole), or nil.
@@ -442,9 +462,12 @@ func typeOf(v any) string {
 	return ""
 }
 
-func (d *document) validate(s *schema, v any, path string, depth int) error {
+func (d *run) validate(s *schema, v any, path string, depth int) error {
 	if depth > maxDepth {
-		return fail(path, "the schema nests too deep (a $ref cycle?)")
+		return &ValidationError{Path: path, Reason: "the schema nests too deep (a $ref cycle?)", deep: true}
+	}
+	if d.steps++; d.steps > maxSteps {
+		return &ValidationError{Path: path, Reason: "the schema takes too long to check", deep: true}
 	}
 	depth++
 	if s.always != nil {
@@ -552,7 +575,7 @@ func checkNumber(s *schema, v any, path string) error {
 
 func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
-func (d *document) checkLogic(s *schema, v any, path string, depth int) error {
+func (d *run) checkLogic(s *schema, v any, path string, depth int) error {
 	for _, a := range s.allOf {
 		if err := d.validate(a, v, path, depth); err != nil {
 			return err
@@ -566,6 +589,9 @@ func (d *document) checkLogic(s *schema, v any, path string, depth int) error {
 				first = nil
 				break
 			}
+			if hard(err) {
+				return err
+			}
 			if first == nil {
 				first = err
 			}
@@ -577,7 +603,11 @@ func (d *document) checkLogic(s *schema, v any, path string, depth int) error {
 	if s.oneOf != nil {
 		fits := -1
 		for i, a := range s.oneOf {
-			if d.validate(a, v, path, depth) == nil {
+			err := d.validate(a, v, path, depth)
+			if hard(err) {
+				return err
+			}
+			if err == nil {
 				if fits >= 0 {
 					return fail(path, "fits both oneOf %d and %d, want exactly one", fits, i)
 				}
@@ -588,12 +618,22 @@ func (d *document) checkLogic(s *schema, v any, path string, depth int) error {
 			return fail(path, "fits none of oneOf")
 		}
 	}
-	if s.not != nil && d.validate(s.not, v, path, depth) == nil {
-		return fail(path, "fits the schema under not")
+	if s.not != nil {
+		err := d.validate(s.not, v, path, depth)
+		if hard(err) {
+			return err
+		}
+		if err == nil {
+			return fail(path, "fits the schema under not")
+		}
 	}
 	if s.ifS != nil {
 		next := s.elseS
-		if d.validate(s.ifS, v, path, depth) == nil {
+		err := d.validate(s.ifS, v, path, depth)
+		if hard(err) {
+			return err
+		}
+		if err == nil {
 			next = s.thenS
 		}
 		if next != nil {
@@ -614,7 +654,7 @@ func reason(err error) string {
 	return err.Error()
 }
 
-func (d *document) checkArray(s *schema, a []any, path string, depth int) error {
+func (d *run) checkArray(s *schema, a []any, path string, depth int) error {
 	rest := 0
 	if s.tuple != nil {
 		for i, it := range a {
@@ -658,7 +698,7 @@ func (d *document) checkArray(s *schema, a []any, path string, depth int) error 
 	return nil
 }
 
-func (d *document) checkObject(s *schema, m map[string]any, path string, depth int) error {
+func (d *run) checkObject(s *schema, m map[string]any, path string, depth int) error {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
