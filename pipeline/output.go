@@ -31,8 +31,8 @@ type OutputSchema struct {
 	raw    map[string]any
 	schema *jschema.Schema
 	custom []string
-	hasRM    bool
-	tool     llm.Tool
+	hasRM  bool
+	tool   llm.Tool
 }
 
 // OutputConfig turns the output node on: it runs only when Enabled and the
