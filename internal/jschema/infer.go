@@ -36,8 +36,6 @@ func Infer(t reflect.Type) (*Node, error) {
 	return n, nil
 }
 
-var textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
-
 // asString reports the types encoded as JSON strings by their methods.
 func asString(t reflect.Type) bool {
 	switch t {
@@ -95,7 +93,7 @@ func infer(t reflect.Type, seen map[reflect.Type]bool) (*Node, error) {
 		case reflect.Interface:
 			// any value
 		case reflect.Map:
-			if t.Key().Kind() != reflect.String && !t.Key().Implements(textMarshaler) {
+			if t.Key().Kind() != reflect.String && !t.Key().Implements(reflect.TypeFor[encoding.TextMarshaler]()) {
 				return nil, fmt.Errorf("unsupported map key type %v", t.Key().Kind())
 			}
 			typ = "object"

@@ -450,10 +450,10 @@ func coerce(v any, t reflect.Type, path string, out *[]Problem) any {
 	case reflect.Pointer:
 		return coerce(v, t.Elem(), path, out)
 	case reflect.Struct:
-		if t == groupParamType {
+		if t == reflect.TypeFor[GroupParam]() {
 			v = groupShorthand(v) // "classId:c7", {"classId": "c7"}
 		}
-		if t == levelParamType {
+		if t == reflect.TypeFor[LevelParam]() {
 			v = levelShorthand(v) // "Red"
 		}
 		obj, ok := asObject(v)
