@@ -741,3 +741,6 @@ func fieldNames(t reflect.Type) []string {
 	}
 	return names
 }
+
+// paramsType is the params type (tests compare its schema).
+func (a *builtin[P]) paramsType() reflect.Type { return reflect.TypeFor[P]() }

@@ -658,6 +658,8 @@ type LookupTool struct {
 	Description string
 	// Schema is the JSON schema of the arguments, worked out on first use.
 	Schema func() json.RawMessage
+	// args is the arguments type (tests compare its schema).
+	args reflect.Type
 	// Run decodes the arguments and runs the lookup; an argument error is
 	// a *ParseError naming the field.
 	Run func(ctx context.Context, env Env, raw json.RawMessage) (any, error)
@@ -675,7 +677,7 @@ func AddLookup[A any](r *Registry, d LookupDef[A]) {
 		panic("actions: lookup " + d.Name + ": Run is required")
 	}
 	t := LookupTool{Name: d.Name, Object: d.Object, Description: d.Description,
-		Schema: sync.OnceValue(SchemaFor[A]),
+		Schema: sync.OnceValue(SchemaFor[A]), args: reflect.TypeFor[A](),
 		Run: func(ctx context.Context, env Env, raw json.RawMessage) (any, error) {
 			args, err := Decode[A](d.Name, raw)
 			if err != nil {
