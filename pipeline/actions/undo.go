@@ -110,9 +110,9 @@ type Tracking struct {
 	ResultID func(result json.RawMessage) string
 }
 
-// undoReg is filled by the declaring functions of the undo files, which
-// run with the built-in set's (Register): kindOf and trackingOf make sure
-// they ran.
+// undoReg is filled by the declare functions of the undo files, which run
+// with those of the built-in set (builtins): kindOf and trackingOf make
+// sure they ran.
 var undoReg struct {
 	sync.RWMutex
 	kinds   map[string]Kind
