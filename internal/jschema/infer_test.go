@@ -70,7 +70,6 @@ type kinds struct {
 	Named      level            `json:"named"`
 	NoTag      string
 	Skipped    string `json:"-"`
-	Dash       string `json:"-,"`
 	unexported string
 	Nested     map[string][]map[string]*inner `json:"nested,omitempty"`
 }
