@@ -10,8 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
+	"github.com/upgrade-agent/upgrade-agent/internal/jschema"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
 
@@ -216,16 +215,16 @@ func withEnum(values []string, arg string, d *toolDef) *toolDef {
 	if len(values) == 0 {
 		return d
 	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(d.schema, &s); err != nil || s.Properties[arg] == nil {
+	var s jschema.Node
+	if err := json.Unmarshal(d.schema, &s); err != nil || s.Properties.Get(arg) == nil {
 		panic(fmt.Sprintf("tool %s: no argument %s to restrict", d.name, arg)) // programming error, caught by tests
 	}
-	p := s.Properties[arg]
+	p := s.Properties.Get(arg)
 	p.Description, p.Enum = "", nil
 	for _, v := range values {
 		p.Enum = append(p.Enum, v)
 	}
-	if slices.Contains(p.Types, "null") {
+	if slices.Contains(p.Types(), "null") {
 		p.Enum = append(p.Enum, nil)
 	}
 	raw, err := json.Marshal(&s)

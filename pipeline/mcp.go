@@ -9,9 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
+	"github.com/upgrade-agent/upgrade-agent/internal/jschema"
 	"github.com/upgrade-agent/upgrade-agent/mcpclient"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 )
@@ -40,7 +39,7 @@ type mcpAction struct {
 	m        MCP
 	tl       mcpclient.Tool
 	trusted  bool
-	resolved *jsonschema.Resolved
+	resolved *jschema.Schema
 }
 
 var _ actions.JobAction = (*mcpAction)(nil)
@@ -337,10 +336,6 @@ func schemaOrObject(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
-func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
-	var s jsonschema.Schema
-	if err := json.Unmarshal(schemaOrObject(raw), &s); err != nil {
-		return nil, err
-	}
-	return s.Resolve(nil)
+func resolveSchema(raw json.RawMessage) (*jschema.Schema, error) {
+	return jschema.Compile(schemaOrObject(raw))
 }

@@ -10,8 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
+	"github.com/upgrade-agent/upgrade-agent/internal/jschema"
 	"github.com/upgrade-agent/upgrade-agent/internal/safefile"
 	"github.com/upgrade-agent/upgrade-agent/llm"
 )
@@ -28,13 +27,12 @@ const OutputToolName = "set_conversational_output"
 
 // OutputSchema is a loaded, validated structured-output schema.
 type OutputSchema struct {
-	path     string
-	raw      map[string]any
-	schema   *jsonschema.Schema
-	resolved *jsonschema.Resolved
-	custom   []string
-	hasRM    bool
-	tool     llm.Tool
+	path   string
+	raw    map[string]any
+	schema *jschema.Schema
+	custom []string
+	hasRM  bool
+	tool   llm.Tool
 }
 
 // OutputConfig turns the output node on: it runs only when Enabled and the
@@ -85,15 +83,11 @@ func ParseOutputSchema(data []byte, name string) (*OutputSchema, error) {
 	if err := checkTypes(raw, ""); err != nil {
 		return nil, bad("%v", err)
 	}
-	var schema jsonschema.Schema
-	if err := json.Unmarshal(data, &schema); err != nil {
-		return nil, bad("%v", err)
-	}
-	resolved, err := schema.Resolve(nil)
+	schema, err := jschema.Compile(data)
 	if err != nil {
 		return nil, bad("%v", err)
 	}
-	s := &OutputSchema{path: name, raw: raw, schema: &schema, resolved: resolved}
+	s := &OutputSchema{path: name, raw: raw, schema: schema}
 	for k := range props {
 		if k == ResponseMessagesField {
 			s.hasRM = true
@@ -197,8 +191,8 @@ func (a *Agent) outputNode(ctx context.Context, t *turn) (string, error) {
 }
 
 // validateOutput checks the merged output against the whole schema and
-// reports problems per field: each property against its own subschema (with
-// the root's $defs, so references resolve), then required and unknown
+// reports problems per field: each property against its own subschema (in
+// the whole document, so references resolve), then required and unknown
 // fields; a failure none of those explains is reported for the whole object.
 func (a *Agent) validateOutput(t *turn, out map[string]any) {
 	s := a.set.Output.Schema
@@ -206,67 +200,53 @@ func (a *Agent) validateOutput(t *turn, out map[string]any) {
 	if b, err := json.Marshal(out); err == nil {
 		_ = json.Unmarshal(b, &inst)
 	}
-	if err := s.resolved.Validate(inst); err == nil {
+	err := s.schema.Validate(inst)
+	if err == nil {
 		return
-	} else {
-		found := false
-		for _, name := range s.propertyNames() {
-			v, present := out[name]
-			if !present {
-				continue
-			}
-			sub := s.schema.Properties[name].CloneSchemas()
-			if len(s.schema.Defs) > 0 && sub.Defs == nil {
-				sub.Defs = s.schema.Defs
-			}
-			rs, rerr := sub.Resolve(nil)
-			if rerr != nil {
-				continue
-			}
-			var fv any
-			if b, merr := json.Marshal(v); merr == nil {
-				_ = json.Unmarshal(b, &fv)
-			}
-			if verr := rs.Validate(fv); verr != nil {
-				t.outputProblem(name, lastLine(verr.Error()))
+	}
+	found := false
+	for _, name := range s.propertyNames() {
+		v, present := out[name]
+		sub := s.schema.Property(name)
+		if !present || sub == nil {
+			continue
+		}
+		var fv any
+		if b, merr := json.Marshal(v); merr == nil {
+			_ = json.Unmarshal(b, &fv)
+		}
+		if verr := sub.Validate(fv); verr != nil {
+			t.outputProblem(name, verr.Error())
+			found = true
+		}
+	}
+	for _, r := range s.schema.Required() {
+		if _, ok := out[r]; !ok {
+			t.outputProblem(r, "required, but no value was given")
+			found = true
+		}
+	}
+	if s.schema.ClosedObject() {
+		for k := range out {
+			if !s.schema.HasProperty(k) {
+				t.outputProblem(k, "not a property of the output schema")
 				found = true
 			}
 		}
-		for _, r := range s.schema.Required {
-			if _, ok := out[r]; !ok {
-				t.outputProblem(r, "required, but no value was given")
-				found = true
-			}
-		}
-		if ap := s.schema.AdditionalProperties; ap != nil && ap.Not != nil {
-			for k := range out {
-				if _, ok := s.schema.Properties[k]; !ok {
-					t.outputProblem(k, "not a property of the output schema")
-					found = true
-				}
-			}
-		}
-		if !found {
-			t.outputProblem("", lastLine(err.Error()))
-		}
+	}
+	if !found {
+		t.outputProblem("", err.Error())
 	}
 }
 
 func (s *OutputSchema) propertyNames() []string {
-	names := make([]string, 0, len(s.schema.Properties))
-	for k := range s.schema.Properties {
+	props, _ := s.raw["properties"].(map[string]any)
+	names := make([]string, 0, len(props))
+	for k := range props {
 		names = append(names, k)
 	}
 	sort.Strings(names)
 	return names
-}
-
-// lastLine keeps the innermost reason of a nested validation error.
-func lastLine(msg string) string {
-	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "validating ") {
-		return strings.TrimSpace(msg[i+2:])
-	}
-	return msg
 }
 
 func (t *turn) outputProblem(field, msg string) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -29,6 +30,8 @@ type toolDef struct {
 	object actions.Object
 	schema json.RawMessage
 	run    func(ctx context.Context, t *turn, raw json.RawMessage) (any, error)
+	// args is the arguments type of a newTool (tests compare its schema).
+	args reflect.Type
 }
 
 // about sets the object a tool is about.
@@ -51,7 +54,7 @@ func inputErrorf(format string, args ...any) error {
 // `jsonschema:"..."` describes it.
 func newTool[T any](name, desc string, readOnly bool, fn func(ctx context.Context, t *turn, args T) (any, error)) *toolDef {
 	return &toolDef{
-		name: name, desc: desc, readOnly: readOnly, schema: actions.SchemaFor[T](),
+		name: name, desc: desc, readOnly: readOnly, schema: actions.SchemaFor[T](), args: reflect.TypeFor[T](),
 		run: func(ctx context.Context, t *turn, raw json.RawMessage) (any, error) {
 			args, err := actions.Decode[T](name, raw)
 			if err != nil {

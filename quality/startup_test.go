@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,47 @@ func TestPackageInitBudget(t *testing.T) {
 	if all > allInitBudgetMs {
 		t.Errorf("the inits of all packages take %.2f ms (each package's smallest of %d runs), over the %.0f ms budget; "+
 			"each package's smallest time:\n%s", all, r.Runs, allInitBudgetMs, r.Top(25))
+	}
+	for _, in := range r.Least {
+		if slices.Contains(noInit, in.Package) {
+			t.Errorf("%s has package init work again (%.3f ms): it is declared on first use (docs/ARCHITECTURE.md, \"Start-up\")", in.Package, in.Ms)
+		}
+	}
+}
+
+// noInit are the module's packages that must do no work at package init:
+// pipeline/actions declares its built-in set on first use (it cost 0.97
+// ms at init), internal/jschema replaced jsonschema-go (0.5 ms).
+var noInit = []string{"github.com/upgrade-agent/upgrade-agent/pipeline/actions", "github.com/upgrade-agent/upgrade-agent/internal/jschema"}
+
+// TestOwnPackagesImportNoJSONSchemaGo: no package of the module's binary
+// imports google/jsonschema-go (internal/jschema replaced it; tests
+// compare with it through internal/jschema/jschematest). The MCP SDK
+// still brings it.
+func TestOwnPackagesImportNoJSONSchemaGo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command in PATH")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, goTool, "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "..").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		if !strings.HasPrefix(pkg, "github.com/upgrade-agent/upgrade-agent") {
+			continue
+		}
+		for _, imp := range strings.Fields(imports) {
+			if strings.HasPrefix(imp, "github.com/google/jsonschema-go") {
+				t.Errorf("%s imports %s: use internal/jschema", pkg, imp)
+			}
+		}
 	}
 }
 

@@ -251,7 +251,7 @@ type Reconciliation struct {
 // Bind binds raw params of the named built-in action (setups and tests;
 // the agent and the job runner bind through their Registry).
 func Bind(name string, raw json.RawMessage) (*Bound, error) {
-	return builtins.Bind(name, raw)
+	return builtins().Bind(name, raw)
 }
 
 // BindParams binds typed params (tests, the scenario setup).

@@ -25,8 +25,9 @@ func (p GetDecisionPointAssignmentsParams) canonical() GetDecisionPointAssignmen
 	return GetDecisionPointAssignmentsParams{UserID: strings.TrimSpace(p.UserID), Context: strings.TrimSpace(p.Context)}
 }
 
-func init() {
-	Register(Def[GetDecisionPointAssignmentsParams]{
+// declareAssignments declares this file's action in r.
+func declareAssignments(r *Registry) {
+	Add(r, Def[GetDecisionPointAssignmentsParams]{
 		Name: GetDecisionPointAssignments, Order: 60,
 		Object:      ObjectExperiment,
 		Description: "Ask UpGrade which condition a user gets at each decision point of an app context.",

@@ -35,8 +35,9 @@ func (p BalanceParams) canonical() BalanceParams {
 		Group: normGroupMap(p.Group), WorkingGroup: normWorkingGroup(p.WorkingGroup)}
 }
 
-func init() {
-	Register(Def[BalanceParams]{
+// declareBalance declares this file's action in r.
+func declareBalance(r *Registry) {
+	Add(r, Def[BalanceParams]{
 		Name: TestConditionBalance, Order: 90, Destructive: true, Invalidates: []Cache{CacheEnrollment},
 		Object:      ObjectExperiment,
 		Description: "Simulate many synthetic users at a decision point and compare the condition counts with the weights (chi-square).",

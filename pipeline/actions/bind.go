@@ -9,16 +9,14 @@ import (
 	"io"
 	"math"
 	"reflect"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/upgrade-agent/upgrade-agent/internal/canonjson"
+	"github.com/upgrade-agent/upgrade-agent/internal/jschema"
 )
 
 // Bound is an action's params parsed once: the typed value, its canonical
@@ -309,64 +307,17 @@ func Result(v any) (Outcome, error) {
 	return Outcome{Result: raw}, nil
 }
 
-// SchemaFor is the one schema generator of the project: tool arguments and
-// action params alike. Required fields are the ones without omitempty;
-// every optional field is nullable (a model may send null for "not
-// given"), and "additionalProperties": false is left out to save tokens
-// (arguments are still decoded strictly).
+// SchemaFor is the one schema generator of the project (jschema.For):
+// tool arguments and action params alike. Required fields are the ones
+// without omitempty; every optional field is nullable (a model may send
+// null for "not given"), and "additionalProperties": false is left out to
+// save tokens (arguments are still decoded strictly).
 func SchemaFor[T any]() json.RawMessage {
-	s, err := jsonschema.For[T](nil)
+	raw, err := jschema.For(reflect.TypeFor[T]())
 	if err != nil {
-		panic(fmt.Sprintf("actions: schema of %T: %v", *new(T), err)) // programming error, caught by tests
-	}
-	tidySchema(s)
-	raw, err := json.Marshal(s)
-	if err != nil {
-		panic(fmt.Sprintf("actions: encode schema of %T: %v", *new(T), err))
+		panic(fmt.Sprintf("actions: %v", err)) // programming error, caught by tests
 	}
 	return raw
-}
-
-func tidySchema(s *jsonschema.Schema) {
-	if s == nil {
-		return
-	}
-	if ap := s.AdditionalProperties; ap != nil && ap.Not != nil {
-		s.AdditionalProperties = nil
-	}
-	for name, p := range s.Properties {
-		setNullable(p, !slices.Contains(s.Required, name))
-		tidySchema(p)
-	}
-	tidySchema(s.Items)
-	if ap := s.AdditionalProperties; ap != nil {
-		tidySchema(ap)
-	}
-}
-
-// setNullable makes a property schema accept null, or not.
-func setNullable(p *jsonschema.Schema, nullable bool) {
-	types := p.Types
-	if p.Type != "" {
-		types = []string{p.Type}
-	}
-	var kept []string
-	for _, t := range types {
-		if t != "null" {
-			kept = append(kept, t)
-		}
-	}
-	if len(kept) == 0 {
-		return // an untyped property (any value) already takes null
-	}
-	if nullable {
-		kept = append(kept, "null")
-	}
-	if len(kept) == 1 {
-		p.Type, p.Types = kept[0], nil
-		return
-	}
-	p.Type, p.Types = "", kept
 }
 
 // Decode decodes tool arguments into T with the leniency and the located
@@ -499,10 +450,10 @@ func coerce(v any, t reflect.Type, path string, out *[]Problem) any {
 	case reflect.Pointer:
 		return coerce(v, t.Elem(), path, out)
 	case reflect.Struct:
-		if t == groupParamType {
+		if t == reflect.TypeFor[GroupParam]() {
 			v = groupShorthand(v) // "classId:c7", {"classId": "c7"}
 		}
-		if t == levelParamType {
+		if t == reflect.TypeFor[LevelParam]() {
 			v = levelShorthand(v) // "Red"
 		}
 		obj, ok := asObject(v)
@@ -790,3 +741,6 @@ func fieldNames(t reflect.Type) []string {
 	}
 	return names
 }
+
+// paramsType is the params type (tests compare its schema).
+func (a *builtin[P]) paramsType() reflect.Type { return reflect.TypeFor[P]() }

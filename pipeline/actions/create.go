@@ -74,8 +74,9 @@ func (p CreateExperimentParams) canonical() CreateExperimentParams {
 	}))
 }
 
-func init() {
-	Register(Def[CreateExperimentParams]{
+// declareCreate declares this file's action in r.
+func declareCreate(r *Registry) {
+	Add(r, Def[CreateExperimentParams]{
 		Name: CreateExperiment, Order: 10, Invalidates: []Cache{CacheExperiments},
 		Object:      ObjectExperiment,
 		Description: "Create a new experiment (created inactive) in an app context, with its decision points and weighted conditions.",

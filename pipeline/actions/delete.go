@@ -24,8 +24,9 @@ func (p DeleteExperimentParams) canonical() DeleteExperimentParams {
 	return DeleteExperimentParams{ExperimentID: idValue(p.ExperimentID)}
 }
 
-func init() {
-	Register(Def[DeleteExperimentParams]{
+// declareDelete declares this file's action in r.
+func declareDelete(r *Registry) {
+	Add(r, Def[DeleteExperimentParams]{
 		Name: DeleteExperiment, Order: 40, Destructive: true, Invalidates: []Cache{CacheExperiments, CacheEnrollment},
 		Object:      ObjectExperiment,
 		Description: "Delete an experiment and its enrollment data for good.",

@@ -1,8 +1,10 @@
 // Package actions holds everything about the executor actions of the agent
 // (spec/pipeline.md) that is plain Go, and the registry that is the one
-// list of them: each action declares itself in one file with Register(Def[P])
-// (name, order, schema, references, validation, plan, execution or job
-// body, report), and everything else reads the registry. Per action: their typed params, lenient
+// list of them: each action declares itself in one file with Add(r, Def[P])
+// in that file's declare function (name, order, schema, references,
+// validation, plan, execution or job body, report), and everything else
+// reads the registry. The package does no work at init: the built-in set
+// is declared from builtin_list.go on first use. Per action: their typed params, lenient
 // but exact binding, validation against UpGrade's rules, the deterministic
 // confirmation text, execution, reconciliation after a crash, and the
 // condition-balance computation that the job runner drives.

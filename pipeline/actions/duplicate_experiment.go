@@ -24,8 +24,9 @@ type DuplicateExperimentParams struct {
 // Action implements Params.
 func (DuplicateExperimentParams) Action() Name { return DuplicateExperiment }
 
-func init() {
-	Register(Def[DuplicateExperimentParams]{
+// declareDuplicateExperiment declares this file's action in r.
+func declareDuplicateExperiment(r *Registry) {
+	Add(r, Def[DuplicateExperimentParams]{
 		Name: DuplicateExperiment, Order: 98, Object: ObjectExperiment, Invalidates: []Cache{CacheExperiments},
 		Description: "Copy an experiment's design into a new inactive experiment (new ids).",
 		Canonical: func(p DuplicateExperimentParams) DuplicateExperimentParams {

@@ -2,7 +2,6 @@ package actions
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"unicode"
@@ -34,8 +33,6 @@ type LevelParam struct {
 	Name    string `json:"name" jsonschema:"level name, such as Red"`
 	Payload string `json:"payload,omitempty" jsonschema:"optional text the client gets with this level"`
 }
-
-var levelParamType = reflect.TypeOf(LevelParam{})
 
 // designValue folds the design param: simple (and its other names) to "",
 // factorial and the "2x2" way of saying it to factorial.

@@ -48,8 +48,9 @@ func (p CreateFeatureFlagParams) canonical() CreateFeatureFlagParams {
 	return c
 }
 
-func init() {
-	Register(Def[CreateFeatureFlagParams]{
+// declareFlagCreate declares this file's action in r.
+func declareFlagCreate(r *Registry) {
+	Add(r, Def[CreateFeatureFlagParams]{
 		Name: CreateFeatureFlag, Order: 110, Invalidates: []Cache{CacheFlags},
 		Object:      ObjectFeatureFlag,
 		Description: "Create a feature flag in an app context (disabled and excludeAll unless given), with its include and exclude lists.",

@@ -22,8 +22,9 @@ func (p DeleteFeatureFlagParams) canonical() DeleteFeatureFlagParams {
 	return DeleteFeatureFlagParams{FlagID: idValue(p.FlagID)}
 }
 
-func init() {
-	Register(Def[DeleteFeatureFlagParams]{
+// declareFlagDelete declares this file's action in r.
+func declareFlagDelete(r *Registry) {
+	Add(r, Def[DeleteFeatureFlagParams]{
 		Name: DeleteFeatureFlag, Order: 140, Destructive: true, Invalidates: []Cache{CacheFlags},
 		Object:      ObjectFeatureFlag,
 		Description: "Delete a feature flag and its lists for good.",

@@ -35,8 +35,9 @@ func (p AddFeatureFlagListParams) members() memberSet {
 	return memberSet{Users: p.Users, Groups: p.Groups, Segments: p.SegmentIDs}.sorted()
 }
 
-func init() {
-	Register(Def[AddFeatureFlagListParams]{
+// declareFlagListAdd declares this file's action in r.
+func declareFlagListAdd(r *Registry) {
+	Add(r, Def[AddFeatureFlagListParams]{
 		Name: AddFeatureFlagList, Order: 150, Invalidates: []Cache{CacheFlags},
 		Object:      ObjectFeatureFlag,
 		Description: "Add an include or exclude list to a feature flag: users, groups or public segments (one kind per list).",

@@ -23,8 +23,9 @@ func (p RemoveFeatureFlagListParams) canonical() RemoveFeatureFlagListParams {
 	return RemoveFeatureFlagListParams{FlagID: idValue(p.FlagID), Kind: listKindValue(p.Kind), ListID: idValue(p.ListID)}
 }
 
-func init() {
-	Register(Def[RemoveFeatureFlagListParams]{
+// declareFlagListRemove declares this file's action in r.
+func declareFlagListRemove(r *Registry) {
+	Add(r, Def[RemoveFeatureFlagListParams]{
 		Name: RemoveFeatureFlagList, Order: 170, Destructive: true, Invalidates: []Cache{CacheFlags},
 		Object:      ObjectFeatureFlag,
 		Description: "Remove one include or exclude list from a feature flag (public segments in it are kept).",

@@ -38,8 +38,9 @@ func (p UpdateFeatureFlagListParams) canonical() UpdateFeatureFlagListParams {
 	return c
 }
 
-func init() {
-	Register(Def[UpdateFeatureFlagListParams]{
+// declareFlagListUpdate declares this file's action in r.
+func declareFlagListUpdate(r *Registry) {
+	Add(r, Def[UpdateFeatureFlagListParams]{
 		Name: UpdateFeatureFlagList, Order: 160, Invalidates: []Cache{CacheFlags},
 		Object:      ObjectFeatureFlag,
 		Description: "Change one list of a feature flag: turn it on or off, or replace its users, groups or segments.",

@@ -1,7 +1,6 @@
 package actions
 
 import (
-	"reflect"
 	"slices"
 	"strings"
 
@@ -233,8 +232,6 @@ func unionGroups(a, b []GroupParam) []GroupParam {
 	}
 	return out
 }
-
-var groupParamType = reflect.TypeOf(GroupParam{})
 
 // groupShorthand turns the short forms models write for one group into
 // the object form; anything else is returned as it is.

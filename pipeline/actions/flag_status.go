@@ -24,8 +24,9 @@ func (p UpdateFeatureFlagStatusParams) canonical() UpdateFeatureFlagStatusParams
 	return UpdateFeatureFlagStatusParams{FlagID: idValue(p.FlagID), Status: flagStatusValue(p.Status)}
 }
 
-func init() {
-	Register(Def[UpdateFeatureFlagStatusParams]{
+// declareFlagStatus declares this file's action in r.
+func declareFlagStatus(r *Registry) {
+	Add(r, Def[UpdateFeatureFlagStatusParams]{
 		Name: UpdateFeatureFlagStatus, Order: 130, Destructive: true, Invalidates: []Cache{CacheFlags},
 		Object:      ObjectFeatureFlag,
 		Description: "Turn a feature flag on (enabled) or off (disabled, archived).",

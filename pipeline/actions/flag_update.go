@@ -39,8 +39,9 @@ func (p UpdateFeatureFlagParams) canonical() UpdateFeatureFlagParams {
 	return c
 }
 
-func init() {
-	Register(Def[UpdateFeatureFlagParams]{
+// declareFlagUpdate declares this file's action in r.
+func declareFlagUpdate(r *Registry) {
+	Add(r, Def[UpdateFeatureFlagParams]{
 		Name: UpdateFeatureFlag, Order: 120, Invalidates: []Cache{CacheFlags},
 		Object:      ObjectFeatureFlag,
 		Description: "Change fields of a feature flag (name, key, context, description, tags, status, filter mode); only the fields given change. Lists have their own actions.",

@@ -45,8 +45,9 @@ type ImportExperimentsParams struct {
 // Action implements Params.
 func (ImportExperimentsParams) Action() Name { return ImportExperiments }
 
-func init() {
-	Register(Def[ImportExperimentsParams]{
+// declareImportExperiments declares this file's action in r.
+func declareImportExperiments(r *Registry) {
+	Add(r, Def[ImportExperimentsParams]{
 		Name: ImportExperiments, Order: 96, Object: ObjectExperiment, Invalidates: []Cache{CacheExperiments},
 		Description: "Import experiments from UpGrade export files (new inactive experiments, new ids).",
 		Canonical: func(p ImportExperimentsParams) ImportExperimentsParams {

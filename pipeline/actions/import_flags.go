@@ -32,8 +32,9 @@ type ImportFeatureFlagsParams struct {
 // Action implements Params.
 func (ImportFeatureFlagsParams) Action() Name { return ImportFeatureFlags }
 
-func init() {
-	Register(Def[ImportFeatureFlagsParams]{
+// declareImportFlags declares this file's action in r.
+func declareImportFlags(r *Registry) {
+	Add(r, Def[ImportFeatureFlagsParams]{
 		Name: ImportFeatureFlags, Order: 180, Object: ObjectFeatureFlag, Invalidates: []Cache{CacheFlags},
 		Description: "Import feature flags from UpGrade export files (new disabled flags, new ids).",
 		Canonical:   func(p ImportFeatureFlagsParams) ImportFeatureFlagsParams { p.Files = trimFileNames(p.Files); return p },

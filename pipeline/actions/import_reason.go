@@ -1,19 +1,30 @@
 package actions
 
 import (
+	"regexp"
 	"strings"
-
-	"github.com/upgrade-agent/upgrade-agent/internal/lazyre"
+	"sync"
 )
 
 // class-validator's text, as UpGrade 6.5's import routes answer it: one
 // "property P has failed the following constraints: c1, c2" per broken
 // property, each segment one behind "An instance of SegmentInputValidator
 // has failed the validation:", joined with ", " and newlines.
-var (
-	cvProperty = lazyre.New(`property (\S+) has failed the following constraints: ([A-Za-z]+(?:, [A-Za-z]+)*)`)
-	cvInstance = lazyre.New(`An instance of \w+ has failed the validation:`)
-)
+// They are compiled on first use: a variable built by a call (even
+// lazyre.New's) would be work at package init.
+var cv struct {
+	once               sync.Once
+	property, instance *regexp.Regexp
+}
+
+func cvCompile() {
+	cv.property = regexp.MustCompile(`property (\S+) has failed the following constraints: ([A-Za-z]+(?:, [A-Za-z]+)*)`)
+	cv.instance = regexp.MustCompile(`An instance of \w+ has failed the validation:`)
+}
+
+func cvProperty() *regexp.Regexp { cv.once.Do(cvCompile); return cv.property }
+
+func cvInstance() *regexp.Regexp { cv.once.Do(cvCompile); return cv.instance }
 
 // serverReason puts an import route's error text on one line: each
 // broken property once, with the checks it fails, then any other

@@ -32,8 +32,9 @@ type ImportSegmentsParams struct {
 // Action implements Params.
 func (ImportSegmentsParams) Action() Name { return ImportSegments }
 
-func init() {
-	Register(Def[ImportSegmentsParams]{
+// declareImportSegments declares this file's action in r.
+func declareImportSegments(r *Registry) {
+	Add(r, Def[ImportSegmentsParams]{
 		Name: ImportSegments, Order: 240, Object: ObjectSegment, Invalidates: []Cache{CacheFlags},
 		Description: "Import segments from UpGrade export files (new ids; a name the context has is refused).",
 		Canonical:   func(p ImportSegmentsParams) ImportSegmentsParams { p.Files = trimFileNames(p.Files); return p },

@@ -26,8 +26,9 @@ func (p InitExperimentUserParams) canonical() InitExperimentUserParams {
 	return InitExperimentUserParams{UserID: strings.TrimSpace(p.UserID), Group: normGroupMap(p.Group), WorkingGroup: normWorkingGroup(p.WorkingGroup)}
 }
 
-func init() {
-	Register(Def[InitExperimentUserParams]{
+// declareInitUser declares this file's action in r.
+func declareInitUser(r *Registry) {
+	Add(r, Def[InitExperimentUserParams]{
 		Name: InitExperimentUser, Order: 50,
 		Object:      ObjectExperiment,
 		Description: "Register a user with UpGrade, with their groups and working groups.",

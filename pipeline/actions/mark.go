@@ -45,8 +45,9 @@ func (p MarkDecisionPointParams) canonical() MarkDecisionPointParams {
 	return c
 }
 
-func init() {
-	Register(Def[MarkDecisionPointParams]{
+// declareMark declares this file's action in r.
+func declareMark(r *Registry) {
+	Add(r, Def[MarkDecisionPointParams]{
 		Name: MarkDecisionPoint, Order: 70, Destructive: true, Invalidates: []Cache{CacheEnrollment},
 		Object:      ObjectExperiment,
 		Description: "Record that a user reached a decision point and which condition they saw (enrolls or excludes the user).",

@@ -60,8 +60,9 @@ func metricType(s string) string {
 	return t
 }
 
-func init() {
-	Register(Def[CreateMetricParams]{
+// declareMetricCreate declares this file's action in r.
+func declareMetricCreate(r *Registry) {
+	Add(r, Def[CreateMetricParams]{
 		Name: CreateMetric, Order: 300, Object: ObjectMetric,
 		Description: "Define a metric clients log values of: continuous or categorical, simple or grouped.",
 		Canonical:   CreateMetricParams.canonical,

@@ -26,8 +26,9 @@ func (p DeleteMetricParams) canonical() DeleteMetricParams {
 	return DeleteMetricParams{Key: strings.TrimSpace(p.Key)}
 }
 
-func init() {
-	Register(Def[DeleteMetricParams]{
+// declareMetricDelete declares this file's action in r.
+func declareMetricDelete(r *Registry) {
+	Add(r, Def[DeleteMetricParams]{
 		Name: DeleteMetric, Order: 310, Object: ObjectMetric, Destructive: true, Invalidates: []Cache{CacheExperiments},
 		Description: "Delete a metric, its logged values and every experiment query that uses it.",
 		Canonical:   DeleteMetricParams.canonical,

@@ -94,8 +94,9 @@ func compareFn(s string) string {
 	return strings.TrimSpace(s)
 }
 
-func init() {
-	Register(Def[AddExperimentQueryParams]{
+// declareQueryAdd declares this file's action in r.
+func declareQueryAdd(r *Registry) {
+	Add(r, Def[AddExperimentQueryParams]{
 		Name: AddExperimentQuery, Order: 320, Object: ObjectExperiment, Invalidates: []Cache{CacheExperiments},
 		Description: "Add a query to an experiment: what its results compute per condition from a metric.",
 		Canonical:   AddExperimentQueryParams.canonical,

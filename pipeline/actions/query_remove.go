@@ -26,8 +26,9 @@ func (p RemoveExperimentQueryParams) canonical() RemoveExperimentQueryParams {
 	return RemoveExperimentQueryParams{ExperimentID: idValue(p.ExperimentID), QueryID: idValue(p.QueryID)}
 }
 
-func init() {
-	Register(Def[RemoveExperimentQueryParams]{
+// declareQueryRemove declares this file's action in r.
+func declareQueryRemove(r *Registry) {
+	Add(r, Def[RemoveExperimentQueryParams]{
 		Name: RemoveExperimentQuery, Order: 330, Object: ObjectExperiment, Invalidates: []Cache{CacheExperiments},
 		Description: "Remove one query from an experiment (the metric and its logs stay).",
 		Canonical:   RemoveExperimentQueryParams.canonical,

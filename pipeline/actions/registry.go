@@ -15,8 +15,9 @@ import (
 )
 
 // Def declares an action: everything the agent knows about it, written in
-// the action's one file and handed to Register from that file's init (the
-// built-in set) or to Add (a Registry a caller builds). The registry is the
+// the action's one file and handed to Add, by that file's declare function
+// (the built-in set, see builtins) or by a caller that builds its own
+// Registry. The registry is the
 // one list of actions: the gatherer's prompt, get_action_schema's enum,
 // set_action_needed's enum, the job runners and docs/actions.md's table all
 // read it, so nothing else names the action.
@@ -272,9 +273,9 @@ func foldObject(s string) string {
 // ---- the registry ----
 
 // Registry is a set of actions and lookups: the agent's (pipeline.Deps),
-// the job runner's and the CLI's. The built-in set is assembled by
-// registration from each action's file (Register, as database/sql drivers
-// are) and handed out by Builtin as a copy; a test builds its own with
+// the job runner's and the CLI's. The built-in set is assembled from each
+// action's file (its declare function, see builtins) on first use and
+// handed out by Builtin as a copy; a test builds its own with
 // NewRegistry and Add, and nothing it adds is seen by anyone else.
 //
 // Building a registry computes nothing: an action's schema and references
@@ -294,9 +295,28 @@ type entry struct {
 	pc uintptr
 }
 
-// builtins is the built-in set, filled by the init of each action's file
-// and read only through Builtin's copies afterwards.
-var builtins = NewRegistry()
+var (
+	builtinOnce sync.Once
+	builtinSet  *Registry
+)
+
+// builtins is the built-in set: each file that declares actions has a
+// function declare<File>(r *Registry) that adds them to r, and
+// builtinDeclarations (builtin_list.go, written by a test from the
+// package's files) lists those functions. They run once, when the set is
+// first asked for: nothing runs at package init, and a declaration that
+// cannot work panics then (a programming error, caught by any test that
+// uses the set).
+func builtins() *Registry {
+	builtinOnce.Do(func() {
+		r := NewRegistry()
+		for _, declare := range builtinDeclarations() {
+			declare(r)
+		}
+		builtinSet = r
+	})
+	return builtinSet
+}
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
@@ -305,7 +325,7 @@ func NewRegistry() *Registry {
 
 // Builtin returns a copy of the built-in actions: adding to it changes no
 // other copy.
-func Builtin() *Registry { return builtins.Clone() }
+func Builtin() *Registry { return builtins().Clone() }
 
 // Clone returns a copy of r that can be added to on its own.
 func (r *Registry) Clone() *Registry {
@@ -321,15 +341,8 @@ func (r *Registry) Clone() *Registry {
 	return c
 }
 
-// Register adds an action to the built-in set, from the init of the
-// action's file. It panics on a declaration that cannot work (a name
-// taken, a function missing): a programming error, caught by any test that
-// imports the package.
-func Register[P any](d Def[P]) {
-	add(builtins, d)
-}
-
-// Add adds an action to r, with the same checks as Register.
+// Add adds an action to r. It panics on a declaration that cannot work (a
+// name taken, a function missing): a programming error.
 func Add[P any](r *Registry, d Def[P]) {
 	add(r, d)
 }
@@ -645,6 +658,8 @@ type LookupTool struct {
 	Description string
 	// Schema is the JSON schema of the arguments, worked out on first use.
 	Schema func() json.RawMessage
+	// args is the arguments type (tests compare its schema).
+	args reflect.Type
 	// Run decodes the arguments and runs the lookup; an argument error is
 	// a *ParseError naming the field.
 	Run func(ctx context.Context, env Env, raw json.RawMessage) (any, error)
@@ -662,7 +677,7 @@ func AddLookup[A any](r *Registry, d LookupDef[A]) {
 		panic("actions: lookup " + d.Name + ": Run is required")
 	}
 	t := LookupTool{Name: d.Name, Object: d.Object, Description: d.Description,
-		Schema: sync.OnceValue(SchemaFor[A]),
+		Schema: sync.OnceValue(SchemaFor[A]), args: reflect.TypeFor[A](),
 		Run: func(ctx context.Context, env Env, raw json.RawMessage) (any, error) {
 			args, err := Decode[A](d.Name, raw)
 			if err != nil {

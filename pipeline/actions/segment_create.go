@@ -35,8 +35,9 @@ func (p CreateSegmentParams) members() memberSet {
 	return memberSet{Users: p.Users, Groups: p.Groups, Segments: p.SegmentIDs}.sorted()
 }
 
-func init() {
-	Register(Def[CreateSegmentParams]{
+// declareSegmentCreate declares this file's action in r.
+func declareSegmentCreate(r *Registry) {
+	Add(r, Def[CreateSegmentParams]{
 		Name: CreateSegment, Order: 210, Invalidates: []Cache{CacheFlags},
 		Object:      ObjectSegment,
 		Description: "Create a public segment: a named, reusable set of users, groups and other segments in one context.",

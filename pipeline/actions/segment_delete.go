@@ -23,8 +23,9 @@ func (p DeleteSegmentParams) canonical() DeleteSegmentParams {
 	return DeleteSegmentParams{SegmentID: idValue(p.SegmentID)}
 }
 
-func init() {
-	Register(Def[DeleteSegmentParams]{
+// declareSegmentDelete declares this file's action in r.
+func declareSegmentDelete(r *Registry) {
+	Add(r, Def[DeleteSegmentParams]{
 		Name: DeleteSegment, Order: 230, Destructive: true, Invalidates: []Cache{CacheFlags, CacheExperiments},
 		Object:      ObjectSegment,
 		Description: "Delete a public segment for good; it vanishes from every flag, experiment and segment that uses it.",

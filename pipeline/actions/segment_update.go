@@ -48,8 +48,9 @@ func (p UpdateSegmentParams) canonical() UpdateSegmentParams {
 	return c
 }
 
-func init() {
-	Register(Def[UpdateSegmentParams]{
+// declareSegmentUpdate declares this file's action in r.
+func declareSegmentUpdate(r *Registry) {
+	Add(r, Def[UpdateSegmentParams]{
 		Name: UpdateSegment, Order: 220, Invalidates: []Cache{CacheFlags, CacheExperiments},
 		Object:      ObjectSegment,
 		Description: "Change a public segment: name, description, tags, and its users, groups and sub-segments (whole lists, or members to add and remove). Every flag and experiment using it changes with it.",

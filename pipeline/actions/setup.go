@@ -14,9 +14,9 @@ import (
 // "experiment_query"). Setup and the agent so agree on defaults, spellings
 // and validation, and a caller that sets up a backend names no action.
 func BindCreate(object string, raw json.RawMessage) (*Bound, error) {
-	a, ok := builtins.Lookup("create_" + object)
+	a, ok := builtins().Lookup("create_" + object)
 	if !ok {
-		a, ok = builtins.Lookup("add_" + object)
+		a, ok = builtins().Lookup("add_" + object)
 	}
 	if !ok {
 		return nil, fmt.Errorf("%w: no action creates a %q", ErrUnknownAction, object)
@@ -28,7 +28,7 @@ func BindCreate(object string, raw json.RawMessage) (*Bound, error) {
 // (ResolveRefs) on its params as given, and binds them again when one
 // changed; when none did, b is returned and nothing is bound.
 func ResolveBound(ctx context.Context, api CatalogAPI, b *Bound) (*Bound, error) {
-	a, ok := builtins.Lookup(b.Name)
+	a, ok := builtins().Lookup(b.Name)
 	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownAction, b.Name)
 	}

@@ -31,8 +31,9 @@ func (p UpdateExperimentStatusParams) canonical() UpdateExperimentStatusParams {
 	return c
 }
 
-func init() {
-	Register(Def[UpdateExperimentStatusParams]{
+// declareStatus declares this file's action in r.
+func declareStatus(r *Registry) {
+	Add(r, Def[UpdateExperimentStatusParams]{
 		Name: UpdateExperimentStatus, Order: 30, Destructive: true, Invalidates: []Cache{CacheExperiments, CacheEnrollment},
 		Object:      ObjectExperiment,
 		Description: "Start, stop, restart, cancel or archive an experiment.",

@@ -112,8 +112,9 @@ type stratResult struct {
 	NewValues int            `json:"new_values,omitempty"`
 }
 
-func init() {
-	Register(Def[CreateStratificationFactorParams]{
+// declareStratificationFactor declares this file's actions and lookup in r.
+func declareStratificationFactor(r *Registry) {
+	Add(r, Def[CreateStratificationFactorParams]{
 		Name: CreateStratificationFactor, Order: 92, Object: ObjectExperiment,
 		Description: "Upload users' values of a stratification factor (replaces a user's value).",
 		Canonical:   CreateStratificationFactorParams.canonical,
@@ -125,7 +126,7 @@ func init() {
 			return fmt.Sprintf("Stratification factor %q now holds %d users (%s).", r.Name, r.Users, fmtCounts(r.Values))
 		}),
 	})
-	Register(Def[DeleteStratificationFactorParams]{
+	Add(r, Def[DeleteStratificationFactorParams]{
 		Name: DeleteStratificationFactor, Order: 94, Object: ObjectExperiment, Destructive: true,
 		Description: "Delete a stratification factor no experiment uses, with every user's value.",
 		Canonical: func(p DeleteStratificationFactorParams) DeleteStratificationFactorParams {
@@ -139,7 +140,7 @@ func init() {
 			return fmt.Sprintf("Deleted stratification factor %q (%d users' values).", r.Name, r.Users)
 		}),
 	})
-	AddLookup(builtins, LookupDef[struct{}]{
+	AddLookup(r, LookupDef[struct{}]{
 		Name: "get_stratification_factors", Object: ObjectExperiment,
 		Description: "Stratification factors with value counts.",
 		Run: func(ctx context.Context, env Env, _ struct{}) (any, error) {

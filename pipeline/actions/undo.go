@@ -110,16 +110,22 @@ type Tracking struct {
 	ResultID func(result json.RawMessage) string
 }
 
-var undoReg = struct {
+// undoReg is filled by the declare functions of the undo files, which run
+// with those of the built-in set (builtins): kindOf and trackingOf make
+// sure they ran.
+var undoReg struct {
 	sync.RWMutex
 	kinds   map[string]Kind
 	tracked map[Name]Tracking
-}{kinds: map[string]Kind{}, tracked: map[Name]Tracking{}}
+}
 
 // RegisterKind registers how undo reads and restores a kind of object.
 func RegisterKind(name string, k Kind) {
 	undoReg.Lock()
 	defer undoReg.Unlock()
+	if undoReg.kinds == nil {
+		undoReg.kinds = map[string]Kind{}
+	}
 	undoReg.kinds[name] = k
 }
 
@@ -128,10 +134,14 @@ func RegisterKind(name string, k Kind) {
 func Track(name Name, t Tracking) {
 	undoReg.Lock()
 	defer undoReg.Unlock()
+	if undoReg.tracked == nil {
+		undoReg.tracked = map[Name]Tracking{}
+	}
 	undoReg.tracked[name] = t
 }
 
 func kindOf(name string) (Kind, bool) {
+	builtins()
 	undoReg.RLock()
 	defer undoReg.RUnlock()
 	k, ok := undoReg.kinds[name]
@@ -139,6 +149,7 @@ func kindOf(name string) (Kind, bool) {
 }
 
 func trackingOf(name Name) (Tracking, bool) {
+	builtins()
 	undoReg.RLock()
 	defer undoReg.RUnlock()
 	t, ok := undoReg.tracked[name]
@@ -232,10 +243,15 @@ func snapshot(v any) (json.RawMessage, error) {
 
 // ---- comparing ----
 
-// volatile are the members that differ between two copies of one state:
-// timestamps, version numbers, counters the server keeps.
-var volatile = map[string]bool{"createdAt": true, "updatedAt": true, "versionNumber": true,
-	"featureFlagExposures": true, "stateTimeLogs": true}
+// volatile reports the members that differ between two copies of one
+// state: timestamps, version numbers, counters the server keeps.
+func volatile(member string) bool {
+	switch member {
+	case "createdAt", "updatedAt", "versionNumber", "featureFlagExposures", "stateTimeLogs":
+		return true
+	}
+	return false
+}
 
 // FieldDiff is one field that differs between two states of an object.
 type FieldDiff struct {
@@ -286,7 +302,7 @@ func flatten(prefix string, v any, out map[string]any) {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			if volatile[k] {
+			if volatile(k) {
 				continue
 			}
 			p := k

@@ -26,8 +26,9 @@ func (p UndoChangeParams) canonical() UndoChangeParams {
 	return p
 }
 
-func init() {
-	Register(Def[UndoChangeParams]{
+// declareUndoAction declares this file's action in r.
+func declareUndoAction(r *Registry) {
+	Add(r, Def[UndoChangeParams]{
 		Name: UndoChange, Order: 900, Destructive: true,
 		Invalidates: []Cache{CacheExperiments, CacheFlags, CacheEnrollment},
 		Description: "Undo a recorded change: put its object back as it was before it.",

@@ -25,7 +25,8 @@ const (
 	KindImported = "imported_experiments"
 )
 
-func init() {
+// declareUndoDesigns registers this file's undo kinds and tracking (not per registry).
+func declareUndoDesigns(*Registry) {
 	RegisterKind(KindStratFactor, Kind{Read: readStratSnap, Name: stratSnapName, Restore: restoreStrat, Refuse: refuseStrat,
 		Recreated: "Its values are uploaded again, one per user, as the change found them.",
 		Lost:      "a factor's link to the experiments that stratified by it (they keep their setting, not the link UpGrade made)"})

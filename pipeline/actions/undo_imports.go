@@ -16,7 +16,8 @@ const (
 	KindImportedSegments = "imported_segments"
 )
 
-func init() {
+// declareUndoImports registers this file's undo kinds and tracking (not per registry).
+func declareUndoImports(*Registry) {
 	RegisterKind(KindImportedFlags, Kind{Read: readImportedFlags, Name: importedNames, Restore: restoreImportedFlags,
 		Refuse: func(_, _ json.RawMessage) string { return "" }})
 	RegisterKind(KindImportedSegments, Kind{Read: readImportedSegments, Name: importedNames, Restore: restoreImportedSegments,

@@ -23,7 +23,8 @@ const (
 	KindSegment     = "segment"
 )
 
-func init() {
+// declareUndoKinds registers this file's undo kinds and tracking (not per registry).
+func declareUndoKinds(*Registry) {
 	RegisterKind(KindExperiment, Kind{Read: readExperimentSnap, Name: snapName, Restore: restoreExperiment, Refuse: refuseExperiment,
 		Normal: normalExperiment})
 	RegisterKind(KindFeatureFlag, Kind{Read: readFlagSnap, Name: snapName, Restore: restoreFlag, Refuse: func(_, _ json.RawMessage) string { return "" }})

@@ -17,7 +17,8 @@ import (
 // KindMetric is a metric (or a group), by its stored key.
 const KindMetric = "metric"
 
-func init() {
+// declareUndoMetrics registers this file's undo kinds and tracking (not per registry).
+func declareUndoMetrics(*Registry) {
 	RegisterKind(KindMetric, Kind{Read: readMetricSnap, Name: metricSnapName, Restore: restoreMetric, Refuse: func(_, _ json.RawMessage) string { return "" },
 		Recreated: "It is saved again with its type, values and context; the experiment queries UpGrade deleted with it are added back to their experiments (new query ids where the server gives them).",
 		Lost:      "a query's results logged before the delete"})

@@ -141,8 +141,9 @@ func keepGroups(l *[]GroupParam) *[]GroupParam {
 	return &out
 }
 
-func init() {
-	Register(Def[UpdateExperimentParams]{
+// declareUpdate declares this file's action in r.
+func declareUpdate(r *Registry) {
+	Add(r, Def[UpdateExperimentParams]{
 		Name: UpdateExperiment, Order: 20, Invalidates: []Cache{CacheExperiments},
 		Object:      ObjectExperiment,
 		Description: "Change fields of an existing experiment; only the fields given change. Condition and decision point ids are kept.",

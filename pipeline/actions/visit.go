@@ -30,8 +30,9 @@ func (p VisitDecisionPointParams) canonical() VisitDecisionPointParams {
 		Group: normGroupMap(p.Group), WorkingGroup: normWorkingGroup(p.WorkingGroup)}
 }
 
-func init() {
-	Register(Def[VisitDecisionPointParams]{
+// declareVisit declares this file's action in r.
+func declareVisit(r *Registry) {
+	Add(r, Def[VisitDecisionPointParams]{
 		Name: VisitDecisionPoint, Order: 80, Destructive: true, Invalidates: []Cache{CacheEnrollment},
 		Object:      ObjectExperiment,
 		Description: "Simulate one user visiting a decision point: init, assign, then mark what was assigned.",
