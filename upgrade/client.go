@@ -126,7 +126,7 @@ func New(cfg Config) (*Client, error) {
 	if c.hc == nil {
 		c.hc = sharedHTTPClient()
 	}
-	// Calls made under a traced context become otelhttp client spans;
+	// Calls made under a traced context become HTTP client spans;
 	// untraced ones go straight through.
 	traced := *c.hc
 	traced.Transport = tracing.Transport(traced.Transport)
