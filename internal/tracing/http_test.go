@@ -74,7 +74,7 @@ func call(t *testing.T, rt func(*Provider) http.RoundTripper, method, url string
 		Description: got.Status.Description, ChildOfTurn: got.Parent.SpanID() == turn.SpanContext().SpanID(),
 		Propagated: strings.Contains(*seen, got.SpanContext.SpanID().String())}
 	for _, a := range got.Attributes {
-		s.Attrs[string(a.Key)] = a.Value.Emit()
+		s.Attrs[string(a.Key)] = a.Value.String()
 	}
 	return s
 }
@@ -178,7 +178,7 @@ func TestRequestAttrs(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, "https://upgrade.example.org:8443/api/experiments", nil)
 	got := map[string]string{}
 	for _, a := range requestAttrs(req) {
-		got[string(a.Key)] = a.Value.Emit()
+		got[string(a.Key)] = a.Value.String()
 	}
 	want := map[string]string{"http.request.method": "POST", "url.full": "https://upgrade.example.org:8443/api/experiments",
 		"server.address": "upgrade.example.org", "server.port": "8443", "network.protocol.version": "1.1"}
@@ -188,7 +188,7 @@ func TestRequestAttrs(t *testing.T) {
 	req, _ = http.NewRequest(http.MethodGet, "https://[::1]:443/", nil)
 	keys := []string{}
 	for _, a := range requestAttrs(req) {
-		keys = append(keys, string(a.Key)+"="+a.Value.Emit())
+		keys = append(keys, string(a.Key)+"="+a.Value.String())
 	}
 	sort.Strings(keys)
 	if d := cmp.Diff([]string{"http.request.method=GET", "network.protocol.version=1.1", "server.address=::1", "url.full=https://[::1]:443/"}, keys); d != "" {
