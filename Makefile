@@ -13,8 +13,11 @@ FUZZTIME  ?= 10s
 
 all: lint test build
 
+# A static binary (CGO_ENABLED=0), as gh, kubectl and terraform release
+# theirs: nothing of it needs cgo (Go's own DNS resolver and user lookup),
+# and a dynamically linked one pays about 2 ms of loading at every start.
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) .
 
 test:
 	bash scripts/test

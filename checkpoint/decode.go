@@ -11,19 +11,28 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/upgrade-agent/upgrade-agent/internal/canonjson"
+	"github.com/upgrade-agent/upgrade-agent/internal/lazy"
 )
 
 // migrations[N] rewrites a document of format_version N into the shape of version N+1,
 // in place; Load applies them in a chain up to FormatVersion and sets format_version
 // after each step. A migration sees the document's top-level members as raw JSON, so
 // what it does not touch (the state, above all) keeps its bytes, and it can move
-// numbers without rounding.
-var migrations = map[int]func(doc map[string]json.RawMessage) error{
+// numbers without rounding. A slice, not a map: the compiler lays it out, where a map
+// literal is built at package init.
+var migrations = []func(doc map[string]json.RawMessage) error{
 	1: migrateV1,
+}
+
+// migrationFrom is the migration of format_version v, nil when there is none.
+func migrationFrom(v int) func(doc map[string]json.RawMessage) error {
+	if v < 0 || v >= len(migrations) {
+		return nil
+	}
+	return migrations[v]
 }
 
 // migrateV1: version 2 only added effects_dropped (the effect log is compacted from
@@ -295,7 +304,7 @@ func decodeStrict(data []byte, cp *Checkpoint) error {
 }
 
 func migrate(data []byte, from int) (*Checkpoint, error) {
-	if migrations[from] == nil {
+	if migrationFrom(from) == nil {
 		return nil, fmt.Errorf("unknown format_version %d (this upgrade-agent reads %d)", from, FormatVersion)
 	}
 	var doc map[string]json.RawMessage
@@ -303,7 +312,7 @@ func migrate(data []byte, from int) (*Checkpoint, error) {
 		return nil, fmt.Errorf("format_version %d: %w", from, err)
 	}
 	for v := from; v < FormatVersion; v++ {
-		m := migrations[v]
+		m := migrationFrom(v)
 		if m == nil {
 			return nil, fmt.Errorf("no migration from format_version %d to %d", v, v+1)
 		}
@@ -331,7 +340,9 @@ func migrate(data []byte, from int) (*Checkpoint, error) {
 
 // memberOrder is the order of the members on disk: the declaration order of the fields
 // of Checkpoint.
-var memberOrder = sync.OnceValue(func() map[string]int {
+var memberOrder = &lazy.Value[map[string]int]{New: checkpointMemberOrder}
+
+func checkpointMemberOrder() map[string]int {
 	order := map[string]int{}
 	t := reflect.TypeFor[Checkpoint]()
 	for i := range t.NumField() {
@@ -339,7 +350,7 @@ var memberOrder = sync.OnceValue(func() map[string]int {
 		order[name] = i
 	}
 	return order
-})
+}
 
 // marshalMembers encodes a migrated document compactly with its members in the order
 // Save writes them (members this version does not know last, for the strict decode to
@@ -353,10 +364,10 @@ func marshalMembers(doc map[string]json.RawMessage) ([]byte, error) {
 		size += len(k) + len(v) + 4
 	}
 	rank := func(k string) int {
-		if r, ok := memberOrder()[k]; ok {
+		if r, ok := memberOrder.Get()[k]; ok {
 			return r
 		}
-		return len(memberOrder())
+		return len(memberOrder.Get())
 	}
 	slices.SortFunc(keys, func(a, b string) int {
 		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b))

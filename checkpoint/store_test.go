@@ -798,7 +798,7 @@ func TestMigration(t *testing.T) {
 		doc["counters"] = json.RawMessage(`{"consecutive_auto_replies":0,"turns":` + turns + `}`)
 		return nil
 	}
-	t.Cleanup(func() { delete(migrations, 0) })
+	t.Cleanup(func() { migrations[0] = nil })
 
 	got, err := s.Load("mig1")
 	if err != nil {

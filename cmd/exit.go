@@ -84,7 +84,7 @@ func storeRefusal(err error) (int, string) {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		code = pe.Code
-	} else if m := sqlState().FindStringSubmatch(err.Error()); m != nil {
+	} else if m := sqlState.Get().FindStringSubmatch(err.Error()); m != nil {
 		code = m[1]
 	}
 	switch {
@@ -104,7 +104,7 @@ func storeRefusal(err error) (int, string) {
 }
 
 // sqlState is compiled on first need: nothing is computed at init.
-var sqlState = lazyre.New(`\(SQLSTATE ([0-9A-Z]{5})\)`)
+var sqlState = lazyre.Of(`\(SQLSTATE ([0-9A-Z]{5})\)`)
 
 // storeSource names where the store URL came from, for a hint: the
 // config file, UPGRADE_AGENT_STORE or --store.

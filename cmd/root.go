@@ -8,7 +8,9 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,10 +26,14 @@ import (
 // their init functions), to drive the root's error handling.
 var testCommands []func(*Factory) *cobra.Command
 
-func init() {
-	// The root's PersistentPreRunE resolves the global settings; a command
-	// with a persistent hook of its own must not silently skip it.
-	cobra.EnableTraverseRunHooks = true
+// traverseRunHooks sets cobra.EnableTraverseRunHooks once, when the first
+// root is built rather than at package init: the root's PersistentPreRunE
+// resolves the global settings, and a command with a persistent hook of
+// its own must not silently skip it.
+var traverseRunHooks sync.Once
+
+func enableTraverseRunHooks() {
+	traverseRunHooks.Do(func() { cobra.EnableTraverseRunHooks = true })
 }
 
 // annotationNoGlobals marks commands that must work whatever the settings
@@ -36,20 +42,35 @@ const annotationNoGlobals = "upgrade-agent/no-globals"
 
 // Execute runs the command line of this process and returns its exit code.
 func Execute(opts ...FactoryOption) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		// After the first signal, the next one kills the process the
-		// usual way instead of being swallowed.
-		<-ctx.Done()
-		stop()
-	}()
-	return Run(ctx, os.Args[1:], SystemIO(), os.Getenv, opts...)
+	args := os.Args[1:]
+	ctx := context.Background()
+	// A quick command (version, completion) runs without the signal
+	// handling: it never waits, and setting it up (a goroutine and the
+	// runtime's signal delivery) is a good part of its start-up.
+	if tc := selectedCommand(args); tc == nil || !tc.quick {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		go func() {
+			// After the first signal, the next one kills the process the
+			// usual way instead of being swallowed.
+			<-ctx.Done()
+			stop()
+		}()
+	}
+	return Run(ctx, args, SystemIO(), os.Getenv, opts...)
 }
 
 // Run executes one command line with the given streams and environment and
 // returns the exit code. It prints the error, if any, exactly once.
-func Run(ctx context.Context, args []string, streams *IOStreams, getenv func(string) string, opts ...FactoryOption) (code int) {
+func Run(ctx context.Context, args []string, streams *IOStreams, getenv func(string) string, opts ...FactoryOption) int {
+	return runWith(ctx, rootFor, args, streams, getenv, opts...)
+}
+
+// runWith is Run with the root built by build (tests compare rootFor with
+// the whole tree).
+func runWith(ctx context.Context, build func(*Factory, []string) *cobra.Command, args []string, streams *IOStreams,
+	getenv func(string) string, opts ...FactoryOption) (code int) {
 	own := *streams // the command may make its writers terminal-safe
 	streams = &own
 	f := NewFactory(streams, getenv, opts...)
@@ -65,7 +86,7 @@ func Run(ctx context.Context, args []string, streams *IOStreams, getenv func(str
 			code = exitcode.Failure
 		}
 	}()
-	root := NewRootCmd(f)
+	root := build(f, args)
 	root.SetArgs(args)
 	c, err := root.ExecuteContextC(ctx)
 	err = classify(c, err)
@@ -161,8 +182,102 @@ type globalFlags struct {
 	traceContent   bool
 }
 
+// topCommand is a command of spec/cli.md under the root.
+type topCommand struct {
+	name    string
+	aliases []string
+	build   func(*Factory) *cobra.Command
+	// all: the command needs the whole tree (completion scripts).
+	all bool
+	// quick: the command finishes at once and never waits on anything,
+	// so Execute installs no signal handling for it (Ctrl-C ends it the
+	// usual way).
+	quick bool
+}
+
+// topCommands are the commands of spec/cli.md, in the order help lists
+// them, with the name and aliases that select each (TestTopCommands checks
+// them against what build makes).
+var topCommands = []topCommand{
+	{name: "ask", build: func(f *Factory) *cobra.Command { return NewCmdAsk(f, nil) }},
+	{name: "resume", build: func(f *Factory) *cobra.Command { return NewCmdResume(f, nil) }},
+	{name: "sessions", build: newCmdSessions},
+	{name: "changes", build: newCmdChanges},
+	{name: "undo", build: func(f *Factory) *cobra.Command { return NewCmdUndo(f, nil) }},
+	{name: "scenario", build: NewCmdScenario},
+	{name: "eval", build: func(f *Factory) *cobra.Command { return NewCmdEval(f, nil) }},
+	{name: "experiments", aliases: []string{"experiment", "exp"}, build: NewCmdExperiments},
+	{name: "metrics", aliases: []string{"metric"}, build: NewCmdMetrics},
+	{name: "flags", aliases: []string{"flag", "featureflags"}, build: NewCmdFlags},
+	{name: "segments", aliases: []string{"segment", "seg"}, build: NewCmdSegments},
+	{name: "stratification", aliases: []string{"strata"}, build: NewCmdStratification},
+	{name: "contexts", aliases: []string{"context"}, build: func(f *Factory) *cobra.Command { return NewCmdContexts(f, nil) }},
+	{name: "health", build: func(f *Factory) *cobra.Command { return NewCmdHealth(f, nil) }},
+	{name: "jobs", build: NewCmdJobs},
+	{name: "audit", build: NewCmdAudit},
+	{name: "sim", build: NewCmdSim},
+	{name: "version", build: func(f *Factory) *cobra.Command { return NewCmdVersion(f, nil) }, quick: true},
+	{name: "completion", build: func(f *Factory) *cobra.Command { return NewCmdCompletion(f, nil) }, all: true, quick: true},
+}
+
 // NewRootCmd builds the whole command tree over f.
 func NewRootCmd(f *Factory) *cobra.Command {
+	return newRoot(f, topCommands, testCommands)
+}
+
+// rootFor builds the root for running args: the root with only the
+// top-level command args select, when cobra resolves args to a command
+// under it, else the whole tree (help, completion, no command, an unknown
+// one with its suggestions). What cobra does with args then depends only
+// on the root and that command's subtree, so it does the same as with the
+// whole tree, and a simple command like "version" does not build the
+// other commands with all their flags (TestLazyRootAsFullTree).
+func rootFor(f *Factory, args []string) *cobra.Command {
+	if tc := selectedCommand(args); tc != nil && !tc.all {
+		root := newRoot(f, []topCommand{*tc}, nil)
+		if c, _, err := root.Find(args); err == nil && c != root {
+			return root
+		}
+	}
+	return NewRootCmd(f)
+}
+
+// selectedCommand is the top-level command the first argument that is
+// not a flag names, as cobra's Find takes it (a flag of the root that
+// takes a value takes the next argument), nil when none does.
+func selectedCommand(args []string) *topCommand {
+	var g globalFlags
+	fs := pflag.NewFlagSet("upgrade-agent", pflag.ContinueOnError)
+	bindGlobalFlags(fs, &g)
+	takesValue := func(fl *pflag.Flag) bool { return fl == nil || fl.NoOptDefVal == "" }
+	name := ""
+	for len(args) > 0 && name == "" {
+		s := args[0]
+		args = args[1:]
+		switch {
+		case s == "--":
+			return nil
+		case strings.HasPrefix(s, "--") && !strings.Contains(s, "=") && takesValue(fs.Lookup(s[2:])),
+			strings.HasPrefix(s, "-") && !strings.HasPrefix(s, "--") && len(s) == 2 && takesValue(fs.ShorthandLookup(s[1:])):
+			if len(args) <= 1 {
+				return nil
+			}
+			args = args[1:]
+		case s != "" && !strings.HasPrefix(s, "-"):
+			name = s
+		}
+	}
+	for i := range topCommands {
+		if tc := &topCommands[i]; tc.name == name || slices.Contains(tc.aliases, name) {
+			return tc
+		}
+	}
+	return nil
+}
+
+// newRoot builds the root over f with the given commands under it.
+func newRoot(f *Factory, cmds []topCommand, tests []func(*Factory) *cobra.Command) *cobra.Command {
+	enableTraverseRunHooks()
 	var g globalFlags
 	root := &cobra.Command{
 		Use:   "upgrade-agent",
@@ -220,29 +335,10 @@ embedded simulator kept in the state dir.`,
 	})
 
 	bindGlobalFlags(root.PersistentFlags(), &g)
-	// The commands of spec/cli.md, in the order help lists them.
-	root.AddCommand(
-		NewCmdAsk(f, nil),
-		NewCmdResume(f, nil),
-		newCmdSessions(f),
-		newCmdChanges(f),
-		NewCmdUndo(f, nil),
-		NewCmdScenario(f),
-		NewCmdEval(f, nil),
-		NewCmdExperiments(f),
-		NewCmdMetrics(f),
-		NewCmdFlags(f),
-		NewCmdSegments(f),
-		NewCmdStratification(f),
-		NewCmdContexts(f, nil),
-		NewCmdHealth(f, nil),
-		NewCmdJobs(f),
-		NewCmdAudit(f),
-		NewCmdSim(f),
-		NewCmdVersion(f, nil),
-		NewCmdCompletion(f, nil),
-	)
-	for _, fn := range testCommands {
+	for _, tc := range cmds {
+		root.AddCommand(tc.build(f))
+	}
+	for _, fn := range tests {
 		root.AddCommand(fn(f))
 	}
 	// Each command's help names the -o values it takes.

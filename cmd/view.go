@@ -146,7 +146,7 @@ func WriteData(w io.Writer, format string, v any) error {
 // which older parsers would otherwise read as true or false.
 func blockStyle(n *yaml.Node) {
 	n.Style = 0
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && oldBool[strings.ToLower(n.Value)] {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && oldBool(strings.ToLower(n.Value)) {
 		n.Style = yaml.DoubleQuotedStyle
 	}
 	for _, c := range n.Content {
@@ -154,4 +154,12 @@ func blockStyle(n *yaml.Node) {
 	}
 }
 
-var oldBool = map[string]bool{"y": true, "yes": true, "n": true, "no": true, "on": true, "off": true}
+// oldBool reports the words YAML 1.1 reads as booleans (a switch: a
+// package-level map is built at init).
+func oldBool(s string) bool {
+	switch s {
+	case "y", "yes", "n", "no", "on", "off":
+		return true
+	}
+	return false
+}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/upgrade-agent/upgrade-agent/config"
 	"github.com/upgrade-agent/upgrade-agent/exitcode"
 	"github.com/upgrade-agent/upgrade-agent/pipeline"
@@ -236,15 +234,15 @@ func trustedServers(cfg *config.Config) []string {
 	return names
 }
 
-// jobProgress shows a job's progress: a progress bar on a terminal, plain
-// lines ("job ID: 120/500") otherwise, at most one a second, plus a final
-// line when the job ends.
+// jobProgress shows a job's progress: a progress line redrawn in place on
+// a terminal, plain lines ("job ID: 120/500") otherwise, at most one a
+// second, plus a final line when the job ends.
 type jobProgress struct {
 	w     io.Writer
 	tty   bool
 	id    string
 	now   func() time.Time
-	bar   *progressbar.ProgressBar
+	bar   *progressLine
 	last  time.Time
 	shown string
 }
@@ -256,19 +254,11 @@ func newJobProgress(w io.Writer, tty bool, id string, now func() time.Time) *job
 func (p *jobProgress) update(st pipeline.JobStatus) {
 	if p.tty && st.Total > 0 {
 		if p.bar == nil {
-			p.bar = progressbar.NewOptions(st.Total,
-				progressbar.OptionSetWriter(p.w),
-				progressbar.OptionSetDescription("job "+p.id),
-				progressbar.OptionShowCount(),
-				progressbar.OptionSetPredictTime(true),
-				progressbar.OptionThrottle(100*time.Millisecond),
-				progressbar.OptionSetWidth(30),
-				progressbar.OptionOnCompletion(func() { fmt.Fprintln(p.w) }),
-			)
+			p.bar = newProgressLine(p.w, "job "+p.id, st.Done, p.now)
 		}
-		_ = p.bar.Set(st.Done)
+		p.bar.set(st.Done, st.Total)
 		if st.Terminal() && st.State != actions.JobSucceeded {
-			_ = p.bar.Exit() // ends the bar's line
+			p.bar.end()
 			p.bar = nil
 			fmt.Fprintf(p.w, "job %s %s at %d/%d\n", p.id, st.State, st.Done, st.Total)
 		}
@@ -290,8 +280,8 @@ func (p *jobProgress) update(st pipeline.JobStatus) {
 }
 
 func (p *jobProgress) finish() {
-	if p.bar != nil && !p.bar.IsFinished() {
+	if p.bar != nil {
 		// Stopped early (timeout, Ctrl-C): end the bar's line.
-		_ = p.bar.Exit()
+		p.bar.end()
 	}
 }

@@ -308,10 +308,10 @@ func (p *parser) err() error {
 }
 
 var (
-	syntaxLine = lazyre.New(`^yaml: line (\d+): (.*)$`)
-	typeLine   = lazyre.New(`^line (\d+): (.*)$`)
-	unknownKey = lazyre.New(`^field (.+) not found in type \S+$`)
-	badValue   = lazyre.New("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
+	syntaxLine = lazyre.Of(`^yaml: line (\d+): (.*)$`)
+	typeLine   = lazyre.Of(`^line (\d+): (.*)$`)
+	unknownKey = lazyre.Of(`^field (.+) not found in type \S+$`)
+	badValue   = lazyre.Of("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
 )
 
 // yamlError turns a yaml.v3 error into problems with lines and keys.
@@ -319,7 +319,7 @@ func (p *parser) yamlError(err error) {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		for _, e := range te.Errors {
-			m := typeLine().FindStringSubmatch(e)
+			m := typeLine.Get().FindStringSubmatch(e)
 			if m == nil {
 				p.add(0, "", e)
 				continue
@@ -330,7 +330,7 @@ func (p *parser) yamlError(err error) {
 		return
 	}
 	msg := err.Error()
-	if m := syntaxLine().FindStringSubmatch(msg); m != nil {
+	if m := syntaxLine.Get().FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		p.add(line, "", "invalid YAML: "+m[2])
 		return
@@ -339,12 +339,12 @@ func (p *parser) yamlError(err error) {
 }
 
 func (p *parser) typeProblem(line int, msg string) {
-	if m := unknownKey().FindStringSubmatch(msg); m != nil {
+	if m := unknownKey.Get().FindStringSubmatch(msg); m != nil {
 		p.add(line, p.keyNamed(line, m[1]), fmt.Sprintf("unknown key %q", m[1]))
 		return
 	}
 	key := p.keyAt(line)
-	if m := badValue().FindStringSubmatch(msg); m != nil {
+	if m := badValue.Get().FindStringSubmatch(msg); m != nil {
 		tag, value, into := m[1], m[2], m[3]
 		if into == "time.Duration" {
 			p.add(line, key, fmt.Sprintf("invalid duration %s (use Go syntax such as 30s, 2m or 1h30m)", quoteShort(value, tag)))

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/lazy"
 	"github.com/upgrade-agent/upgrade-agent/internal/textdist"
 	"github.com/upgrade-agent/upgrade-agent/pipeline/actions"
 	"github.com/upgrade-agent/upgrade-agent/upgrade"
@@ -72,7 +72,11 @@ type addErrorArgs struct {
 // lookupTools are the gatherer's built-in read tools, each with the object
 // it is about (spec/pipeline.md, "Tool scope"): made once per process, on
 // first need, so that their bytes repeat from call to call.
-var lookupTools = sync.OnceValue(func() []*toolDef {
+var lookupToolDefs = &lazy.Value[[]*toolDef]{New: buildLookupTools}
+
+func lookupTools() []*toolDef { return lookupToolDefs.Get() }
+
+func buildLookupTools() []*toolDef {
 	defs := []*toolDef{
 		newTool("check_upgrade_health", "UpGrade's version.", true,
 			func(ctx context.Context, t *turn, _ noArgs) (any, error) {
@@ -202,7 +206,7 @@ var lookupTools = sync.OnceValue(func() []*toolDef {
 	defs = append(defs, metricTools()...)
 	defs = append(defs, changeTools()...)
 	return defs
-})
+}
 
 // lookupTool is the built-in lookup of that name.
 func lookupTool(name string) *toolDef {

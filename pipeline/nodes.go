@@ -242,7 +242,7 @@ func readAnswer(args *analyzeArgs, message string) answerKind {
 	if args.UserConfirmed == nil || *args.UserConfirmed {
 		return answerUnclear
 	}
-	changed := args.IntentType == IntentNeedsInfo && changeCue().MatchString(message)
+	changed := args.IntentType == IntentNeedsInfo && changeCue.Get().MatchString(message)
 	if args.ChangeRequested != nil {
 		changed = *args.ChangeRequested
 	}
@@ -255,7 +255,7 @@ func readAnswer(args *analyzeArgs, message string) answerKind {
 // changeCue: words and figures that carry a change in a denial ("no, use
 // 60/40 instead"), for models that do not fill change_requested;
 // compiled on first use, not at init.
-var changeCue = lazyre.New(`(?i)\b(instead|use|change|make it|set|rather|switch|with|but)\b|\d`)
+var changeCue = lazyre.Of(`(?i)\b(instead|use|change|make it|set|rather|switch|with|but)\b|\d`)
 
 // answerDirectly ends the turn with text written by the analyzer.
 func (a *Agent) answerDirectly(t *turn, text string) string {

@@ -7,7 +7,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/upgrade-agent/upgrade-agent/audit"
@@ -56,8 +55,8 @@ func (a *Agent) startTurnSpan(ctx context.Context, sess *Session, in Input) (con
 		return ctx, trace.SpanFromContext(ctx)
 	}
 	return tracing.Start(ctx, "invoke_agent "+agentName, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
-		semconv.GenAIOperationNameInvokeAgent, semconv.GenAIProviderNameKey.String(providerName),
-		semconv.GenAIAgentNameKey.String(agentName), semconv.GenAIConversationIDKey.String(sess.cp.SessionID),
+		tracing.GenAIOperationName.String(tracing.GenAIOperationInvokeAgent), tracing.GenAIProviderName.String(providerName),
+		tracing.GenAIAgentName.String(agentName), tracing.GenAIConversationID.String(sess.cp.SessionID),
 		attrInput.String(inputKind(in))))
 }
 
@@ -70,8 +69,8 @@ func (a *Agent) endTurnSpan(span trace.Span, sess *Session, res *Result, err err
 	turnNo := sess.cp.Counters.Turns
 	if res != nil {
 		status, turnNo = res.Status, res.Turn
-		span.SetAttributes(semconv.GenAIUsageInputTokensKey.Int(res.Usage.PromptTokens),
-			semconv.GenAIUsageOutputTokensKey.Int(res.Usage.CompletionTokens))
+		span.SetAttributes(tracing.GenAIUsageInputTokens.Int(res.Usage.PromptTokens),
+			tracing.GenAIUsageOutputTokens.Int(res.Usage.CompletionTokens))
 	}
 	span.SetAttributes(attrTurn.Int(turnNo), attrStatus.String(string(status)))
 	if a.deps.ExitCode != nil {
@@ -90,10 +89,10 @@ func startChatSpan(ctx context.Context, node string, req llm.Request) (context.C
 		name += " " + req.Model
 	}
 	ctx, span := tracing.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
-		semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(providerName),
-		semconv.GenAIRequestModelKey.String(req.Model), attrNode.String(node)))
+		tracing.GenAIOperationName.String(tracing.GenAIOperationChat), tracing.GenAIProviderName.String(providerName),
+		tracing.GenAIRequestModel.String(req.Model), attrNode.String(node)))
 	if tracing.Content(ctx) {
-		span.SetAttributes(semconv.GenAIInputMessagesKey.String(tracing.Redact(ctx, messagesJSON(req.Messages))))
+		span.SetAttributes(tracing.GenAIInputMessages.String(tracing.Redact(ctx, messagesJSON(req.Messages))))
 	}
 	return ctx, span
 }
@@ -103,15 +102,15 @@ func endChatSpan(ctx context.Context, span trace.Span, resp *llm.Response, err e
 		return
 	}
 	if resp != nil {
-		span.SetAttributes(semconv.GenAIUsageInputTokensKey.Int(resp.Usage.PromptTokens),
-			semconv.GenAIUsageOutputTokensKey.Int(resp.Usage.CompletionTokens),
-			semconv.GenAIResponseFinishReasonsKey.StringSlice([]string{finishReason(resp)}))
+		span.SetAttributes(tracing.GenAIUsageInputTokens.Int(resp.Usage.PromptTokens),
+			tracing.GenAIUsageOutputTokens.Int(resp.Usage.CompletionTokens),
+			tracing.GenAIResponseFinishReasons.StringSlice([]string{finishReason(resp)}))
 		if resp.UsageEstimated {
 			span.SetAttributes(attrEstimated.Bool(true))
 		}
 		if tracing.Content(ctx) {
 			out := llm.Message{Role: llm.RoleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls}
-			span.SetAttributes(semconv.GenAIOutputMessagesKey.String(tracing.Redact(ctx, messagesJSON([]llm.Message{out}))))
+			span.SetAttributes(tracing.GenAIOutputMessages.String(tracing.Redact(ctx, messagesJSON([]llm.Message{out}))))
 		}
 	}
 	tracing.End(span, err)
@@ -168,10 +167,10 @@ func startToolSpan(ctx context.Context, name string, call llm.ToolCall) (context
 		return ctx, trace.SpanFromContext(ctx)
 	}
 	ctx, span := tracing.Start(ctx, "execute_tool "+name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
-		semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolNameKey.String(name),
-		semconv.GenAIToolCallIDKey.String(call.ID), semconv.GenAIToolTypeKey.String("function")))
+		tracing.GenAIOperationName.String(tracing.GenAIOperationExecuteTool), tracing.GenAIToolName.String(name),
+		tracing.GenAIToolCallID.String(call.ID), tracing.GenAIToolType.String("function")))
 	if tracing.Content(ctx) {
-		span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(tracing.Redact(ctx, call.Arguments)))
+		span.SetAttributes(tracing.GenAIToolCallArguments.String(tracing.Redact(ctx, call.Arguments)))
 	}
 	return ctx, span
 }
@@ -183,11 +182,11 @@ func endToolSpan(ctx context.Context, span trace.Span, o toolOutcome, errType st
 		return
 	}
 	if tracing.Content(ctx) {
-		span.SetAttributes(semconv.GenAIToolCallResultKey.String(tracing.Redact(ctx, o.content)))
+		span.SetAttributes(tracing.GenAIToolCallResult.String(tracing.Redact(ctx, o.content)))
 	}
 	if errType != "" {
 		span.SetStatus(codes.Error, errType)
-		span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+		span.SetAttributes(tracing.ErrorTypeKey.String(errType))
 	}
 	span.End()
 }

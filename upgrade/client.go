@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/lazy"
 	"github.com/upgrade-agent/upgrade-agent/internal/redact"
 	"github.com/upgrade-agent/upgrade-agent/internal/retry"
 	"github.com/upgrade-agent/upgrade-agent/internal/tracing"
@@ -65,13 +66,15 @@ const (
 // job keeps 16 or more requests in flight against one host, so the idle pool
 // per host is far larger than net/http's default of 2, which would otherwise
 // close and reopen connections on every burst.
-var sharedHTTPClient = sync.OnceValue(func() *http.Client {
+var sharedHTTPClient = &lazy.Value[*http.Client]{New: newSharedHTTPClient}
+
+func newSharedHTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 256
 	t.MaxIdleConnsPerHost = 64
 	t.IdleConnTimeout = 90 * time.Second
 	return &http.Client{Transport: t}
-})
+}
 
 // Client speaks UpGrade's REST API. It is safe for concurrent use.
 type Client struct {
@@ -124,9 +127,9 @@ func New(cfg Config) (*Client, error) {
 			Timeout: defaultTimeout, MaxRetries: defaultMaxRetries, MaxRetryTime: defaultMaxRetryTime}),
 	}
 	if c.hc == nil {
-		c.hc = sharedHTTPClient()
+		c.hc = sharedHTTPClient.Get()
 	}
-	// Calls made under a traced context become otelhttp client spans;
+	// Calls made under a traced context become HTTP client spans;
 	// untraced ones go straight through.
 	traced := *c.hc
 	traced.Transport = tracing.Transport(traced.Transport)

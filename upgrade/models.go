@@ -29,17 +29,25 @@ const (
 var AllStates = []State{StateInactive, StatePreview, StateScheduled, StateEnrolling,
 	StateEnrollmentComplete, StateCancelled, StateArchived, StateDraft}
 
-var displayToInternal = map[string]State{
-	"running":   StateEnrolling,
-	"paused":    StateEnrollmentComplete,
-	"completed": StateCancelled,
+// displayToInternal maps UpGrade's display names of states to internal ones
+// (a switch: a package-level map is built at init).
+func displayToInternal(name string) (State, bool) {
+	switch name {
+	case "running":
+		return StateEnrolling, true
+	case "paused":
+		return StateEnrollmentComplete, true
+	case "completed":
+		return StateCancelled, true
+	}
+	return "", false
 }
 
 // NormalizeState maps a display name to its internal name; internal names
 // (any case) pass through. Unknown names are returned unchanged.
 func NormalizeState(s string) State {
 	t := strings.TrimSpace(s)
-	if st, ok := displayToInternal[strings.ToLower(t)]; ok {
+	if st, ok := displayToInternal(strings.ToLower(t)); ok {
 		return st
 	}
 	for _, st := range AllStates {

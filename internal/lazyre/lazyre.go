@@ -14,6 +14,30 @@ import (
 // returns the same *regexp.Regexp on every call (safe for concurrent use).
 // An invalid expr panics at that first call, as regexp.MustCompile does at
 // init: the expressions are constants, and a test that uses one finds it.
+//
+// New is itself a call at package init (a closure and a sync.OnceValue
+// are allocated); Of is not.
 func New(expr string) func() *regexp.Regexp {
 	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
+
+// RE is a regular expression compiled on its first use.
+type RE struct {
+	expr string
+	once sync.Once
+	re   *regexp.Regexp
+}
+
+// Of returns expr to be compiled on the first Get. A package-level
+// `var x = lazyre.Of("...")` costs no init at all: the compiler inlines Of
+// and lays the value out in the binary, so the package has no init work
+// for it (quality.TestOwnPackagesHaveNoInit checks this).
+func Of(expr string) *RE { return &RE{expr: expr} }
+
+// Get compiles the expression on its first call and returns the same
+// *regexp.Regexp on every call (safe for concurrent use). An invalid
+// expression panics there, as regexp.MustCompile does.
+func (r *RE) Get() *regexp.Regexp {
+	r.once.Do(func() { r.re = regexp.MustCompile(r.expr) })
+	return r.re
 }

@@ -31,7 +31,7 @@ const MinLen = 4
 
 // tokenShape matches credentials by their look, configured or not:
 // OpenAI-style keys and bearer tokens.
-var tokenShape = lazyre.New(`\b(sk-[A-Za-z0-9_\-]{16,}|Bearer\s+[A-Za-z0-9._\-]{16,})`)
+var tokenShape = lazyre.Of(`\b(sk-[A-Za-z0-9_\-]{16,}|Bearer\s+[A-Za-z0-9._\-]{16,})`)
 
 // Redactor hides a fixed set of secrets. The zero value hides only
 // token-shaped strings.
@@ -56,7 +56,7 @@ func (r Redactor) String(s string) string {
 	for _, sec := range r.secrets {
 		s = strings.ReplaceAll(s, sec, Mark)
 	}
-	return tokenShape().ReplaceAllString(s, Mark)
+	return tokenShape.Get().ReplaceAllString(s, Mark)
 }
 
 // Bytes is String for a byte slice.
@@ -71,7 +71,7 @@ func String(s string, secrets ...string) string {
 
 // credentialKey matches attribute names whose values are credentials
 // whatever they contain.
-var credentialKey = lazyre.New(`(?i)(^|[_.-])(authorization|token|api[_-]?key|secret|password|cookie)$`)
+var credentialKey = lazyre.Of(`(?i)(^|[_.-])(authorization|token|api[_-]?key|secret|password|cookie)$`)
 
 // placeholder tells descriptions such as "none" or "bearer [redacted]",
 // which other packages log in place of a credential, from the credential
@@ -89,7 +89,7 @@ func placeholder(v slog.Value) bool {
 // the secrets and token-shaped strings in its text (the message's too).
 // Use it as slog.HandlerOptions.ReplaceAttr.
 func (r Redactor) Attr(_ []string, a slog.Attr) slog.Attr {
-	if a.Key != slog.MessageKey && credentialKey().MatchString(a.Key) && !placeholder(a.Value) {
+	if a.Key != slog.MessageKey && credentialKey.Get().MatchString(a.Key) && !placeholder(a.Value) {
 		return slog.String(a.Key, Mark)
 	}
 	var s string

@@ -3,7 +3,10 @@
 // OTEL_EXPORTER_OTLP_ENDPOINT is set, over OTLP/HTTP in the protocol's JSON
 // encoding, by this package's own exporter (otlp.go): OTel's otlptracehttp
 // links grpc and protobuf, about 3 ms of package init for every command.
-// The spans follow the GenAI semantic conventions of semconv v1.40.0.
+// The spans follow the GenAI semantic conventions of semconv v1.40.0, with
+// the keys as constants (semconv.go), and HTTP calls become client spans
+// through Transport (http.go), as otelhttp made them: both OTel packages
+// do work at init that every command would pay for.
 //
 // The provider travels in the context, never in a global: code that makes
 // spans calls Start with its context and gets OTel's no-op span when

@@ -4,18 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/upgrade-agent/upgrade-agent/internal/redact"
@@ -72,8 +68,8 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		return nil, nil
 	}
 	p := &Provider{content: opts.Content, red: redact.New(opts.Secrets...)}
-	res := resource.NewWithAttributes(semconv.SchemaURL,
-		semconv.ServiceName("upgrade-agent"), semconv.ServiceVersion(opts.Version))
+	res := resource.NewWithAttributes(SchemaURL,
+		ServiceName.String("upgrade-agent"), ServiceVersion.String(opts.Version))
 	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 	if opts.File != "" {
 		f, err := os.OpenFile(opts.File, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
@@ -99,7 +95,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		tpOpts = append(tpOpts, sdktrace.WithBatcher(newOTLPExporter(cfg, opts.Version)))
 	}
 	p.tp = sdktrace.NewTracerProvider(tpOpts...)
-	p.tracer = p.tp.Tracer("github.com/upgrade-agent/upgrade-agent", trace.WithSchemaURL(semconv.SchemaURL))
+	p.tracer = p.tp.Tracer("github.com/upgrade-agent/upgrade-agent", trace.WithSchemaURL(SchemaURL))
 	return p, nil
 }
 
@@ -162,7 +158,7 @@ func Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (con
 func End(span trace.Span, err error) {
 	if err != nil && span.IsRecording() {
 		span.SetStatus(codes.Error, redact.String(err.Error()))
-		span.SetAttributes(semconv.ErrorTypeKey.String(ErrorType(err)))
+		span.SetAttributes(ErrorTypeKey.String(ErrorType(err)))
 	}
 	span.End()
 }
@@ -193,31 +189,6 @@ func TraceID(ctx context.Context) string {
 	}
 	return sc.TraceID().String()
 }
-
-// Transport wraps base (nil: http.DefaultTransport) so that HTTP calls
-// made under a traced context become client spans with OTel's HTTP
-// conventions. Without a provider in the request's context the calls go
-// straight to base.
-func Transport(base http.RoundTripper) http.RoundTripper {
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		p := from(r.Context())
-		if p == nil {
-			return base.RoundTrip(r)
-		}
-		// Built per call: only traced runs pay for it, and a command
-		// without a turn span still reaches this process's provider.
-		traced := otelhttp.NewTransport(base, otelhttp.WithTracerProvider(p.tp),
-			otelhttp.WithPropagators(propagation.TraceContext{}))
-		return traced.RoundTrip(r)
-	})
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // Attrs is a shorthand for a list of attributes.
 type Attrs = []attribute.KeyValue

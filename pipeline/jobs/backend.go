@@ -7,7 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"sort"
-	"sync"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/lazy"
 )
 
 // RecordBackend keeps job records somewhere other than the jobs folder: the
@@ -108,13 +109,15 @@ func (s *Store) listBackend() ([]*Record, error) {
 
 // hostname is this machine's name, recorded with a worker's pid: a pid
 // means something only on the machine it was taken on.
-var hostname = sync.OnceValue(func() string {
+var hostname = &lazy.Value[string]{New: thisHostname}
+
+func thisHostname() string {
 	h, _ := os.Hostname()
 	return h
-})
+}
 
 // onThisHost reports whether the record's pid belongs to this machine.
-func onThisHost(r *Record) bool { return r.Host == "" || r.Host == hostname() }
+func onThisHost(r *Record) bool { return r.Host == "" || r.Host == hostname.Get() }
 
 // sortNewestFirst orders records most recently created first, then by id.
 func sortNewestFirst(out []*Record) {

@@ -169,7 +169,7 @@ func (r *Runner) launch(ctx context.Context, id string) error {
 	_, err = r.Store.Update(id, func(rec *Record) error {
 		rec.Attempts++
 		if rec.Worker == "" && !rec.Terminal() {
-			rec.PID, rec.Host = pid, hostname() // until the worker claims the job and writes its own
+			rec.PID, rec.Host = pid, hostname.Get() // until the worker claims the job and writes its own
 		}
 		return nil
 	})

@@ -94,10 +94,10 @@ var (
 // without an error for the caller.
 var errNoChange = errors.New("no change")
 
-var idRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+var idRE = lazyre.Of(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
 
 // ValidID reports whether id can name a job.
-func ValidID(id string) bool { return idRE().MatchString(id) }
+func ValidID(id string) bool { return idRE.Get().MatchString(id) }
 
 func checkID(id string) error {
 	if !ValidID(id) {

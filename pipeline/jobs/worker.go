@@ -80,7 +80,7 @@ func (w *Worker) Run(ctx context.Context, id string) error {
 			return errNoChange
 		}
 		now := w.now()
-		r.State, r.Worker, r.PID, r.Host, r.HeartbeatAt = actions.JobRunning, token, pid, hostname(), &now
+		r.State, r.Worker, r.PID, r.Host, r.HeartbeatAt = actions.JobRunning, token, pid, hostname.Get(), &now
 		return nil
 	})
 	if err != nil {

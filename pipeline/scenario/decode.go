@@ -9,11 +9,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/upgrade-agent/upgrade-agent/internal/lazy"
 	"github.com/upgrade-agent/upgrade-agent/internal/lazyre"
 	"github.com/upgrade-agent/upgrade-agent/internal/textdist"
 	"github.com/upgrade-agent/upgrade-agent/llm/llmtest"
@@ -166,7 +166,9 @@ type backendYAML struct {
 
 // yamlTypes are the structs above by the name yaml.v3 gives them in its
 // errors ("scenario.expectYAML"), for the known keys of a message.
-var yamlTypes = sync.OnceValue(func() map[string]reflect.Type {
+var yamlTypes = &lazy.Value[map[string]reflect.Type]{New: buildYAMLTypes}
+
+func buildYAMLTypes() map[string]reflect.Type {
 	m := map[string]reflect.Type{}
 	for _, v := range []any{fileYAML{}, optionsYAML{}, setupYAML{}, experimentYAML{}, userYAML{}, stepYAML{},
 		resumeYAML{}, expectYAML{}, confirmationYAML{}, expectActionYAML{}, expectErrorYAML{}, jobYAML{}, backendYAML{},
@@ -176,9 +178,7 @@ var yamlTypes = sync.OnceValue(func() map[string]reflect.Type {
 		m[t.String()] = t
 	}
 	return m
-})
-
-var nodeType = reflect.TypeFor[yaml.Node]()
+}
 
 // nulls refuses `key:` with no value (or null) where a mapping or a list
 // belongs, which the decoder would take for a key not written at all.
@@ -198,7 +198,7 @@ func (d *decoder) nulls(n *yaml.Node, v reflect.Value, path []any) error {
 			}
 		}
 	case reflect.Struct:
-		if v.Type() == nodeType {
+		if v.Type() == reflect.TypeFor[yaml.Node]() {
 			return nil
 		}
 		for i, key := range yamlKeys(v.Type()) {
@@ -207,7 +207,7 @@ func (d *decoder) nulls(n *yaml.Node, v reflect.Value, path []any) error {
 				continue
 			}
 			p := append(slices.Clip(path), any(key))
-			if isNull(c) && v.Field(i).Type() != nodeType {
+			if isNull(c) && v.Field(i).Type() != reflect.TypeFor[yaml.Node]() {
 				want, ft := "a mapping (key: value)", v.Field(i).Type()
 				if ft.Kind() == reflect.Pointer {
 					ft = ft.Elem()
@@ -255,7 +255,7 @@ func yamlKeys(t reflect.Type) []string {
 // types) are read from the packages that own them where they are checked.
 func actionStates() []string { return []string{"success", "error", "cancelled"} }
 
-var nameRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+var nameRE = lazyre.Of(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
 // set converts the value n into *dst with conv when the file writes it;
 // the first error is kept in d.err and ends the conversion.
@@ -290,7 +290,7 @@ func (d *decoder) scenario(f *fileYAML) (*Scenario, error) {
 	sc := &Scenario{File: d.file, Backend: BackendSim, Seed: 1, LLM: LLMSpec{Mode: LLMScript}, Golden: GoldenByDefault(d.file),
 		Options: Options{Confirm: "always", WaitJobs: DefaultWaitJobs}}
 	set(d, &sc.Name, &f.Name, "name", d.str)
-	if d.err == nil && f.Name.Kind != 0 && !nameRE().MatchString(sc.Name) {
+	if d.err == nil && f.Name.Kind != 0 && !nameRE.Get().MatchString(sc.Name) {
 		d.fail(resolve(&f.Name), "name %q: use letters, digits, '.', '_' and '-' (it names golden/<name>.txt)", sc.Name)
 	}
 	set(d, &sc.Description, &f.Description, "description", d.str)
@@ -616,7 +616,7 @@ func (d *decoder) regexps(n *yaml.Node, what string) ([]string, error) {
 		return nil, err
 	}
 	for _, re := range list {
-		if _, err := regexp.Compile(templateRE().ReplaceAllString(re, "x")); err != nil {
+		if _, err := regexp.Compile(templateRE.Get().ReplaceAllString(re, "x")); err != nil {
 			return nil, d.errf(n, "%s: %q is not a valid regular expression: %v", what, re, err)
 		}
 	}

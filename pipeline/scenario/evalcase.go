@@ -133,7 +133,7 @@ func ParseCase(data []byte, path string) (*Case, error) {
 func (d *decoder) evalCase(f *caseYAML) (*Case, error) {
 	c := &Case{File: d.file, Line: d.root.Line}
 	set(d, &c.Name, &f.Name, "name", d.str)
-	if d.err == nil && f.Name.Kind != 0 && !nameRE().MatchString(c.Name) {
+	if d.err == nil && f.Name.Kind != 0 && !nameRE.Get().MatchString(c.Name) {
 		d.fail(resolve(&f.Name), "name %q: use letters, digits, '.', '_' and '-'", c.Name)
 	}
 	var desc string

@@ -122,13 +122,13 @@ func (d *decoder) decodeFile(data []byte, f any, empty, top string) error {
 	return d.nulls(d.root, reflect.ValueOf(f).Elem(), nil)
 }
 
-var yamlLineRE = lazyre.New(`^(?:yaml: )?line (\d+): `)
+var yamlLineRE = lazyre.Of(`^(?:yaml: )?line (\d+): `)
 
 // yamlError turns a yaml.v3 syntax error ("yaml: line 3: ...") into a
 // ParseError with the line in its place.
 func yamlError(path string, err error) error {
 	msg := err.Error()
-	if m := yamlLineRE().FindStringSubmatch(msg); m != nil {
+	if m := yamlLineRE.Get().FindStringSubmatch(msg); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		return &ParseError{File: path, Line: n, Msg: msg[len(m[0]):]}
 	}
@@ -186,9 +186,9 @@ func (d *decoder) errf(n *yaml.Node, format string, args ...any) error {
 // The messages of yaml.v3's strict decoder, which name a line but no
 // column and a Go type rather than a place in the file.
 var (
-	unknownFieldRE = lazyre.New(`^line (\d+): field (.*) not found in type (\S+)$`)
-	repeatedRE     = lazyre.New(`^line (\d+): (?:field (.*) already set in type \S+|mapping key (".*") already defined at line \d+)$`)
-	mismatchRE     = lazyre.New("^line (\\d+): cannot unmarshal !!(\\w+)(?: `.*`)? into (.+)$")
+	unknownFieldRE = lazyre.Of(`^line (\d+): field (.*) not found in type (\S+)$`)
+	repeatedRE     = lazyre.Of(`^line (\d+): (?:field (.*) already set in type \S+|mapping key (".*") already defined at line \d+)$`)
+	mismatchRE     = lazyre.Of("^line (\\d+): cannot unmarshal !!(\\w+)(?: `.*`)? into (.+)$")
 )
 
 // decodeError turns the first error of the strict decoder into a
@@ -199,9 +199,9 @@ func (d *decoder) decodeError(err error) error {
 		return yamlError(d.file, err)
 	}
 	msg := te.Errors[0]
-	if m := unknownFieldRE().FindStringSubmatch(msg); m != nil {
+	if m := unknownFieldRE.Get().FindStringSubmatch(msg); m != nil {
 		if k, path := d.findKey(atoi(m[1]), named(m[2])); k != nil {
-			known := yamlKeys(yamlTypes()[strings.TrimPrefix(m[3], "*")])
+			known := yamlKeys(yamlTypes.Get()[strings.TrimPrefix(m[3], "*")])
 			hint := ""
 			if s := textdist.Closest(k.Value, known, 3); s != "" {
 				hint = fmt.Sprintf("; did you mean %q?", s)
@@ -209,7 +209,7 @@ func (d *decoder) decodeError(err error) error {
 			return d.errf(k, "unknown key %q in %s%s (known: %s)", k.Value, label(path), hint, strings.Join(known, ", "))
 		}
 	}
-	if m := repeatedRE().FindStringSubmatch(msg); m != nil {
+	if m := repeatedRE.Get().FindStringSubmatch(msg); m != nil {
 		name := m[2]
 		if m[3] != "" {
 			name, _ = strconv.Unquote(m[3])
@@ -218,7 +218,7 @@ func (d *decoder) decodeError(err error) error {
 			return d.errf(k, "key %q appears twice in %s", k.Value, label(path))
 		}
 	}
-	if m := mismatchRE().FindStringSubmatch(msg); m != nil {
+	if m := mismatchRE.Get().FindStringSubmatch(msg); m != nil {
 		if n, path := d.findValue(atoi(m[1]), tagged("!!"+m[2])); n != nil {
 			want := "a mapping (key: value)"
 			if strings.HasPrefix(m[3], "[]") {

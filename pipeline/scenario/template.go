@@ -12,7 +12,7 @@ import (
 
 // templateRE matches {{experiment:NAME}}, {{condition:EXPERIMENT:CODE}},
 // {{session}} and {{job}}.
-var templateRE = lazyre.New(`\{\{\s*(experiment|condition|session|job|flag|segment|list)\s*(?::([^{}]*))?\}\}`)
+var templateRE = lazyre.Of(`\{\{\s*(experiment|condition|session|job|flag|segment|list)\s*(?::([^{}]*))?\}\}`)
 
 // resolver expands templates. Names stay resolvable after an experiment is
 // deleted (the last id seen under the name wins), so a step that deletes an
@@ -49,8 +49,8 @@ func (r *resolver) expand(s string) (string, error) {
 		return s, nil
 	}
 	var firstErr error
-	out := templateRE().ReplaceAllStringFunc(s, func(m string) string {
-		v, err := r.one(templateRE().FindStringSubmatch(m))
+	out := templateRE.Get().ReplaceAllStringFunc(s, func(m string) string {
+		v, err := r.one(templateRE.Get().FindStringSubmatch(m))
 		if err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("template %s: %w", m, err)
 		}

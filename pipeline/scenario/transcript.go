@@ -216,10 +216,10 @@ func compact(v any) string {
 // ---- normalisation ----
 
 var (
-	uuidRE     = lazyre.New(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
-	timeRE     = lazyre.New(`\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})`)
-	agentIDRE  = lazyre.New(`\bid-\d{4,}\b`)
-	loopbackRE = lazyre.New(`\b127\.0\.0\.1:\d+`)
+	uuidRE     = lazyre.Of(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	timeRE     = lazyre.Of(`\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})`)
+	agentIDRE  = lazyre.Of(`\bid-\d{4,}\b`)
+	loopbackRE = lazyre.Of(`\b127\.0\.0\.1:\d+`)
 )
 
 // normalizer replaces what differs between runs or machines with stable
@@ -268,7 +268,7 @@ func (n *normalizer) apply(s string) string {
 	}
 	// Any other loopback server (the scripted LLM) listens on a new port
 	// each run.
-	s = loopbackRE().ReplaceAllString(s, "127.0.0.1:<port>")
+	s = loopbackRE.Get().ReplaceAllString(s, "127.0.0.1:<port>")
 	if n.session != "" {
 		s = strings.ReplaceAll(s, n.session, "<session>")
 	}
@@ -280,7 +280,7 @@ func (n *normalizer) apply(s string) string {
 	}
 	seen := map[string]string{}
 	counts := map[string]int{}
-	s = uuidRE().ReplaceAllStringFunc(s, func(m string) string {
+	s = uuidRE.Get().ReplaceAllStringFunc(s, func(m string) string {
 		key := strings.ToLower(m)
 		if p, ok := seen[key]; ok {
 			return p
@@ -295,7 +295,7 @@ func (n *normalizer) apply(s string) string {
 		return p
 	})
 	ids := map[string]string{}
-	s = agentIDRE().ReplaceAllStringFunc(s, func(m string) string {
+	s = agentIDRE.Get().ReplaceAllStringFunc(s, func(m string) string {
 		if p, ok := ids[m]; ok {
 			return p
 		}
@@ -303,7 +303,7 @@ func (n *normalizer) apply(s string) string {
 		ids[m] = p
 		return p
 	})
-	return timeRE().ReplaceAllString(s, "<time>")
+	return timeRE.Get().ReplaceAllString(s, "<time>")
 }
 
 func indexOf(list []string, s string) int {

@@ -108,8 +108,17 @@ func (s *Store) takeToken(id string) (int64, error) {
 }
 
 // ErrLockLost: this process held the session, but another took it since
-// (its lock connection dropped); nothing was written.
-var ErrLockLost = fmt.Errorf("%w: the session lock was lost", checkpoint.ErrLocked)
+// (its lock connection dropped); nothing was written. It wraps
+// checkpoint.ErrLocked. (A type of its own rather than fmt.Errorf, which
+// would be a call at package init.)
+var ErrLockLost error = &lockLostError{}
+
+type lockLostError struct{}
+
+func (*lockLostError) Error() string {
+	return checkpoint.ErrLocked.Error() + ": the session lock was lost"
+}
+func (*lockLostError) Unwrap() error { return checkpoint.ErrLocked }
 
 // fence is the save's check of the session's token, in the save's own
 // transaction, and the lease of a write the save announces: until the

@@ -43,18 +43,35 @@ func (s *Sim) handleEnrollmentTotals(c *call) {
 	c.ok(out)
 }
 
-// dateRanges are the dateEnum values: how many buckets and their size.
-var dateRanges = map[string]struct {
+// dateRange is a dateEnum value: how many buckets and their size.
+type dateRange struct {
 	n     int
 	month bool
+}
+
+// dateRanges are the dateEnum values, in the order of rangeNames (a slice
+// the compiler lays out: a package-level map is built at init).
+var dateRanges = []struct {
+	name string
+	r    dateRange
 }{
-	"last_seven_days":    {7, false},
-	"last_fourteen_days": {14, false},
-	"last_thirty_days":   {30, false},
-	"last_three_months":  {3, true},
-	"last_six_months":    {6, true},
-	"last_twelve_months": {12, true},
-	"total":              {0, true},
+	{"last_seven_days", dateRange{7, false}},
+	{"last_fourteen_days", dateRange{14, false}},
+	{"last_thirty_days", dateRange{30, false}},
+	{"last_three_months", dateRange{3, true}},
+	{"last_six_months", dateRange{6, true}},
+	{"last_twelve_months", dateRange{12, true}},
+	{"total", dateRange{0, true}},
+}
+
+// dateRangeOf is the range of a dateEnum value; zero for an unknown one.
+func dateRangeOf(enum string) dateRange {
+	for _, d := range dateRanges {
+		if d.name == enum {
+			return d.r
+		}
+	}
+	return dateRange{}
 }
 
 // handleEnrollmentByDate answers POST /stats/enrollment/date: newest
@@ -99,12 +116,15 @@ func (s *Sim) handleEnrollmentByDate(c *call) {
 }
 
 func rangeNames() []string {
-	return []string{"last_seven_days", "last_fourteen_days", "last_thirty_days",
-		"last_three_months", "last_six_months", "last_twelve_months", "total"}
+	out := make([]string, 0, len(dateRanges))
+	for _, d := range dateRanges {
+		out = append(out, d.name)
+	}
+	return out
 }
 
 func (s *Sim) dateBucketsLocked(e *upgrade.Experiment, enum string, now time.Time, shift time.Duration) []any {
-	r := dateRanges[enum]
+	r := dateRangeOf(enum)
 	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
 	var starts []time.Time
 	var next func(time.Time) time.Time

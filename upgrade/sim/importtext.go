@@ -1,10 +1,11 @@
 package sim
 
 import (
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/lazyre"
 )
 
 // The error text of POST /experiments/validation and /experiments/import:
@@ -28,20 +29,26 @@ var dtoOrder = []string{"conditionPayloads", "moocletPolicyParameters", "id", "n
 // their constraints in (the decorators' bottom-up order). Every other
 // field reports its type constraint, then isNotEmpty, then
 // nestedValidation.
-var constraintOrder = map[string][]string{
-	"name":          {"isNotEmpty", "isString"},
-	"queries.name":  {"isNotEmpty", "isString"},
-	"queries.query": {"isNotEmpty", "isObject"},
-	"stratificationFactor.stratificationFactorName": {"isNotEmpty", "isString"},
-	"experimentSegmentInclusion.segment.type":       {"isEnum", "isString"},
-	"experimentSegmentExclusion.segment.type":       {"isEnum", "isString"},
-	"context":                         {"isString", "arrayMinSize", "isArray", "isNotEmpty"},
-	"tags":                            {"isString", "isArray", "isNotEmpty"},
-	"factors.levels.payload.value":    {"isString"},
-	"conditionPayloads.payload.value": {"isString"},
+// (A switch: a package-level map is built at init.)
+func constraintOrder(field string) []string {
+	switch field {
+	case "name", "queries.name", "stratificationFactor.stratificationFactorName":
+		return []string{"isNotEmpty", "isString"}
+	case "queries.query":
+		return []string{"isNotEmpty", "isObject"}
+	case "experimentSegmentInclusion.segment.type", "experimentSegmentExclusion.segment.type":
+		return []string{"isEnum", "isString"}
+	case "context":
+		return []string{"isString", "arrayMinSize", "isArray", "isNotEmpty"}
+	case "tags":
+		return []string{"isString", "isArray", "isNotEmpty"}
+	case "factors.levels.payload.value", "conditionPayloads.payload.value":
+		return []string{"isString"}
+	}
+	return nil
 }
 
-var indexRe = regexp.MustCompile(`\[\d+\]`)
+var indexRe = lazyre.Of(`\[\d+\]`)
 
 func topKey(path string) string {
 	if i := strings.IndexAny(path, ".["); i >= 0 {
@@ -100,7 +107,7 @@ func importErrorText(fails []failure) string {
 	var cur strings.Builder
 	last := ""
 	for i, p := range props {
-		order := constraintOrder[indexRe.ReplaceAllString(p.path, "")]
+		order := constraintOrder(indexRe.Get().ReplaceAllString(p.path, ""))
 		if order == nil {
 			order = []string{"isString", "isEnum", "isNumber", "isInt", "isBoolean", "isDateString", "isObject", "isArray", "arrayMinSize", "isNotEmpty", "nestedValidation"}
 		}

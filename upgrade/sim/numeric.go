@@ -22,7 +22,9 @@ type pgNum struct {
 // many significant digits.
 const pgMinSigDigits = 16
 
-var bigTenThousand = big.NewRat(10000, 1)
+// bigTenThousand is 10000 as a big.Rat (a function: a package-level
+// big.NewRat is a call at init).
+func bigTenThousand() *big.Rat { return big.NewRat(10000, 1) }
 
 // parsePgNum reads a value as cast(text as decimal) does; false when the
 // text is no number.
@@ -102,13 +104,13 @@ func firstDigit(r *big.Rat) (weight int, digit int64) {
 	}
 	unit := big.NewRat(1, 1)
 	if a.Cmp(unit) >= 0 {
-		for next := new(big.Rat).Mul(unit, bigTenThousand); a.Cmp(next) >= 0; next = new(big.Rat).Mul(unit, bigTenThousand) {
+		for next := new(big.Rat).Mul(unit, bigTenThousand()); a.Cmp(next) >= 0; next = new(big.Rat).Mul(unit, bigTenThousand()) {
 			unit = next
 			weight++
 		}
 	} else {
 		for a.Cmp(unit) < 0 {
-			unit = new(big.Rat).Quo(unit, bigTenThousand)
+			unit = new(big.Rat).Quo(unit, bigTenThousand())
 			weight--
 		}
 	}

@@ -13,13 +13,12 @@ import (
 
 // The enumerations the real server validates against.
 var (
-	stateNames = func() []string {
-		out := []string{"running", "paused", "completed"}
-		for _, st := range upgrade.AllStates {
-			out = append(out, string(st))
-		}
-		return out
-	}()
+	// stateNames are the display names, then upgrade.AllStates (a literal
+	// the compiler lays out; TestStateNames checks it against AllStates).
+	stateNames = []string{"running", "paused", "completed",
+		string(upgrade.StateInactive), string(upgrade.StatePreview), string(upgrade.StateScheduled),
+		string(upgrade.StateEnrolling), string(upgrade.StateEnrollmentComplete), string(upgrade.StateCancelled),
+		string(upgrade.StateArchived), string(upgrade.StateDraft)}
 	consistencyRules = []string{upgrade.ConsistencyIndividual, upgrade.ConsistencyExperiment, upgrade.ConsistencyGroup}
 	assignmentUnits  = []string{upgrade.UnitIndividual, upgrade.UnitGroup, upgrade.UnitWithinSubjects}
 	postRules        = []string{upgrade.PostRuleContinue, upgrade.PostRuleRevert, upgrade.PostRuleAssign}
@@ -77,17 +76,24 @@ func (c *checker) missing(m map[string]any, path, key, typeCon string) {
 		cons = append(cons, typeCon)
 	}
 	cons = append(cons, "isNotEmpty")
-	if ok && v == nil && (typeCon == "isArray" || typeCon == "") && nestedKeys[key] {
+	if ok && v == nil && (typeCon == "isArray" || typeCon == "") && nestedKey(key) {
 		cons = append(cons, "nestedValidation")
 	}
 	c.failc(join(path, key), "should not be empty", cons...)
 }
 
-// nestedKeys are the DTO fields under ValidateNested.
-var nestedKeys = map[string]bool{"conditions": true, "partitions": true, "factors": true, "levels": true, "queries": true,
-	"stateTimeLogs": true, "conditionPayloads": true, "levelCombinationElements": true, "payload": true, "metric": true,
-	"level": true, "segment": true, "experimentSegmentInclusion": true, "experimentSegmentExclusion": true,
-	"individualForSegment": true, "groupForSegment": true, "subSegments": true, "stratificationFactor": true}
+// nestedKey reports the DTO fields under ValidateNested (a switch: a
+// package-level map is built at init).
+func nestedKey(key string) bool {
+	switch key {
+	case "conditions", "partitions", "factors", "levels", "queries",
+		"stateTimeLogs", "conditionPayloads", "levelCombinationElements", "payload", "metric",
+		"level", "segment", "experimentSegmentInclusion", "experimentSegmentExclusion",
+		"individualForSegment", "groupForSegment", "subSegments", "stratificationFactor":
+		return true
+	}
+	return false
+}
 
 // messageConstraints names the class-validator constraint behind each
 // message of the checker (by prefix).
