@@ -48,6 +48,8 @@ type options struct {
 	// flowsOnly measures the scenario flows alone (LLM calls, prompt
 	// sizes), without the processes, stores and load figures.
 	flowsOnly bool
+	// startupOnly measures the start-up figures alone.
+	startupOnly bool
 }
 
 func main() {
@@ -59,6 +61,7 @@ func main() {
 	flag.BoolVar(&o.verbose, "v", false, "list how every scenario step was classified, on stderr")
 	flag.StringVar(&o.profile, "cpuprofile", "", "write a CPU profile of the long session to `file`")
 	flag.BoolVar(&o.flowsOnly, "flows", false, "measure only the scenario flows (LLM calls, prompt sizes, token ratios against the original design)")
+	flag.BoolVar(&o.startupOnly, "startup", false, "measure only the start-up figures (`version` against hello-worlds, package init)")
 	flag.Parse()
 
 	start := time.Now()
@@ -84,6 +87,10 @@ func run(ctx context.Context, o options, log io.Writer) ([]row, error) {
 	if o.flowsOnly {
 		fmt.Fprintln(log, "benchtable: scenario suite only (LLM calls and prompt characters per flow)...")
 		return scenarioFlows(ctx, filepath.Join(root, o.scenarios), steps)
+	}
+	if o.startupOnly {
+		fmt.Fprintln(log, "benchtable: start-up only (`version` against hello-worlds, package init)...")
+		return startupFigures(ctx, root, o.askRuns)
 	}
 
 	fmt.Fprintln(log, "benchtable: synthetic long session (prompt size, overhead, checkpoint)...")

@@ -88,6 +88,7 @@ func newAskSetup(ctx context.Context, root, prefix string) (*askSetup, error) {
 	}
 	build := exec.CommandContext(ctx, "go", "build", "-o", a.bin, ".")
 	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as `make build` builds it
 	if out, err := build.CombinedOutput(); err != nil {
 		a.close()
 		return nil, fmt.Errorf("go build: %v\n%s", err, out)
