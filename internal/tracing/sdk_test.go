@@ -67,7 +67,9 @@ func (e *chatErr) Error() string { return e.msg }
 // (the HTTP span, the panic's event), which compare blanks.
 func spanTree(t *testing.T, ctx context.Context, tr trace.Tracer, url string) {
 	t.Helper()
-	at := func(ms int) time.Time { return time.Date(2026, 12, 7, 15, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond) }
+	at := func(ms int) time.Time {
+		return time.Date(2026, 12, 7, 15, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond)
+	}
 	rctx, root := tr.Start(ctx, "invoke_agent upgrade-agent", trace.WithTimestamp(at(0)), trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(GenAIOperationName.String("invoke_agent"), GenAIConversationID.String("s-1"), attribute.Int("upgrade_agent.turn", 1)))
 	nctx, node := tr.Start(rctx, "analyzer", trace.WithTimestamp(at(1)), trace.WithAttributes(attribute.String("upgrade_agent.node", "analyzer")))
