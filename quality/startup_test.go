@@ -119,8 +119,13 @@ func TestOwnPackagesImportNoJSONSchemaGo(t *testing.T) {
 // internal/tracing exports OTLP/HTTP JSON with its own code instead. The
 // MCP Go SDK (1.2 ms, with encoding/gob, oauthex and x/oauth2) is replaced
 // by mcpclient's own JSON-RPC client; its tests still drive SDK servers.
+// The OTel SDK and its stdout exporter (19 package inits, with semconv
+// v1.43.0 and the SDK's self-observability instruments) are replaced by
+// internal/tracing's own provider and file writer; its test compares the
+// file with what the SDK and stdouttrace write.
 var heavyForStartup = []string{"google.golang.org/grpc", "google.golang.org/protobuf", "golang.org/x/net/trace", "html/template",
-	"github.com/modelcontextprotocol/go-sdk", "encoding/gob"}
+	"github.com/modelcontextprotocol/go-sdk", "encoding/gob",
+	"go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters/stdout/stdouttrace"}
 
 // TestBinaryLinksNoRPCStack lists the binary's packages with go list
 // -deps: none of heavyForStartup may be among them. Tests may import them

@@ -9,23 +9,42 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 )
 
+// memProcessor keeps every ended span, as it ends.
+type memProcessor struct {
+	mu    sync.Mutex
+	spans []*spanRecord
+}
+
+func (m *memProcessor) onEnd(r *spanRecord) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.spans = append(m.spans, r)
+}
+
+func (*memProcessor) shutdown(context.Context) error { return nil }
+
+func (m *memProcessor) GetSpans() []*spanRecord {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]*spanRecord{}, m.spans...)
+}
+
 // testProvider is a provider whose spans land in memory.
-func testProvider(t *testing.T) (*Provider, *tracetest.InMemoryExporter) {
+func testProvider(t *testing.T) (*Provider, *memProcessor) {
 	t.Helper()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	exp := &memProcessor{}
+	tp := newTracerProvider(newResource(nil, "test"), nil, exp)
+	t.Cleanup(func() { _ = tp.shutdown(context.Background()) })
 	return &Provider{tp: tp, tracer: tp.Tracer("test")}, exp
 }
 
@@ -57,14 +76,14 @@ func call(t *testing.T, rt func(*Provider) http.RoundTripper, method, url string
 		_ = res.Body.Close()
 	}
 	turn.End()
-	var got *tracetest.SpanStub
+	var got *spanRecord
 	spans := exp.GetSpans()
 	for i := range spans {
 		if spans[i].Name != "turn" {
 			if got != nil {
 				t.Fatalf("two client spans: %v", spans)
 			}
-			got = &spans[i]
+			got = spans[i]
 		}
 	}
 	if got == nil {

@@ -15,8 +15,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // otlpExporter sends spans to an OTLP/HTTP collector in the protocol's JSON
@@ -38,7 +36,7 @@ type otlpExporter struct {
 	stopped bool
 }
 
-var _ sdktrace.SpanExporter = (*otlpExporter)(nil)
+var _ spanExporter = (*otlpExporter)(nil)
 
 // maxResponseBody is how much of a collector's answer is read.
 const maxResponseBody = 64 << 10
@@ -72,7 +70,7 @@ func newOTLPExporter(cfg otlpConfig, version string) *otlpExporter {
 // ExportSpans sends one batch. Answers 429, 502, 503 and 504 and timed-out
 // requests are tried again, at most attempts times in all, waiting as
 // Retry-After says or with a doubling backoff, never past ctx's deadline.
-func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+func (e *otlpExporter) ExportSpans(ctx context.Context, spans []*spanRecord) error {
 	e.mu.Lock()
 	stopped := e.stopped
 	e.mu.Unlock()
@@ -204,8 +202,8 @@ func partialSuccess(answer []byte) error {
 	return fmt.Errorf("OTLP export: the collector rejected %d spans: %s", n, excerpt([]byte(r.PartialSuccess.ErrorMessage)))
 }
 
-// Shutdown stops further exports. The batch span processor has flushed
-// its queue through ExportSpans before it calls Shutdown.
+// Shutdown stops further exports. The batcher has flushed its queue
+// through ExportSpans before it calls Shutdown.
 func (e *otlpExporter) Shutdown(ctx context.Context) error {
 	e.mu.Lock()
 	e.stopped = true

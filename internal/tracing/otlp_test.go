@@ -21,8 +21,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -268,7 +266,7 @@ func TestOTLPJSONValues(t *testing.T) {
 	psid, _ := trace.SpanIDFromHex("1112131415161718")
 	sid, _ := trace.SpanIDFromHex("2122232425262728")
 	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: psid, Remote: true})
-	stub := tracetest.SpanStub{
+	stub := &spanRecord{
 		Name: "s", SpanKind: trace.SpanKindConsumer, Parent: parent,
 		SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}),
 		StartTime:   time.Unix(1, 5), EndTime: time.Unix(2, 0),
@@ -280,10 +278,10 @@ func TestOTLPJSONValues(t *testing.T) {
 			{Key: "slice", Value: attribute.SliceValue(attribute.IntValue(7), attribute.StringValue("x"))},
 			{Key: "empty"},
 		},
-		Links:             []sdktrace.Link{{SpanContext: parent, Attributes: []attribute.KeyValue{attribute.String("why", "caused by")}}},
+		Links:             []linkRecord{{SpanContext: parent, Attributes: []attribute.KeyValue{attribute.String("why", "caused by")}}},
 		DroppedAttributes: 2,
 	}
-	body, err := json.Marshal(encodeSpans([]sdktrace.ReadOnlySpan{stub.Snapshot()}))
+	body, err := json.Marshal(encodeSpans([]*spanRecord{stub}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,8 +311,8 @@ func testExporter(t *testing.T, url string, headers map[string]string) *otlpExpo
 	return e
 }
 
-func oneSpan() []sdktrace.ReadOnlySpan {
-	return []sdktrace.ReadOnlySpan{tracetest.SpanStub{Name: "s"}.Snapshot()}
+func oneSpan() []*spanRecord {
+	return []*spanRecord{{Name: "s"}}
 }
 
 // TestOTLPRetries: 429/502/503/504 are tried again, a bounded number of

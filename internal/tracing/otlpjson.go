@@ -8,8 +8,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -136,28 +134,37 @@ const (
 
 // encodeSpans groups spans by resource, then by instrumentation scope, in
 // the order they come.
-func encodeSpans(spans []sdktrace.ReadOnlySpan) otlpRequest {
+func encodeSpans(spans []*spanRecord) otlpRequest {
 	var req otlpRequest
-	byRes := map[attribute.Distinct]*otlpResourceSpans{}
-	type scopeKey struct {
-		res   attribute.Distinct
-		scope instrumentation.Scope
+	type resKey struct {
+		attrs     attribute.Distinct
+		schemaURL string
 	}
-	byScope := map[scopeKey]*otlpScopeSpans{}
+	byRes := map[resKey]*otlpResourceSpans{}
+	type scopeSpansKey struct {
+		res   resKey
+		scope scopeKey
+		attrs attribute.Distinct
+	}
+	byScope := map[scopeSpansKey]*otlpScopeSpans{}
+	empty := &resourceRecord{}
 	for _, s := range spans {
 		if s == nil {
 			continue
 		}
-		res := s.Resource()
-		rk := res.Equivalent()
+		res := s.Resource
+		if res == nil {
+			res = empty
+		}
+		rk := resKey{res.attrs.Equivalent(), res.schemaURL}
 		rs := byRes[rk]
 		if rs == nil {
-			rs = &otlpResourceSpans{Resource: otlpResource{Attributes: keyValues(res.Attributes())}, SchemaURL: res.SchemaURL()}
+			rs = &otlpResourceSpans{Resource: otlpResource{Attributes: keyValues(res.attrs.ToSlice())}, SchemaURL: res.schemaURL}
 			byRes[rk] = rs
 			req.ResourceSpans = append(req.ResourceSpans, rs)
 		}
-		scope := s.InstrumentationScope()
-		sk := scopeKey{rk, scope}
+		scope := s.InstrumentationScope
+		sk := scopeSpansKey{rk, scopeKey{scope.Name, scope.Version, scope.SchemaURL}, scope.Attributes.Equivalent()}
 		ss := byScope[sk]
 		if ss == nil {
 			ss = &otlpScopeSpans{Scope: otlpScope{Name: scope.Name, Version: scope.Version,
@@ -170,32 +177,32 @@ func encodeSpans(spans []sdktrace.ReadOnlySpan) otlpRequest {
 	return req
 }
 
-func encodeSpan(s sdktrace.ReadOnlySpan) otlpSpan {
-	sc, parent := s.SpanContext(), s.Parent()
+func encodeSpan(s *spanRecord) otlpSpan {
+	sc, parent := s.SpanContext, s.Parent
 	tid, sid := sc.TraceID(), sc.SpanID()
 	out := otlpSpan{
 		TraceID:                hex.EncodeToString(tid[:]),
 		SpanID:                 hex.EncodeToString(sid[:]),
 		TraceState:             sc.TraceState().String(),
 		Flags:                  spanFlags(sc.TraceFlags(), parent),
-		Name:                   s.Name(),
-		Kind:                   spanKind(s.SpanKind()),
-		StartTimeUnixNano:      unixNano(s.StartTime().UnixNano()),
-		EndTimeUnixNano:        unixNano(s.EndTime().UnixNano()),
-		Attributes:             keyValues(s.Attributes()),
-		DroppedAttributesCount: count(s.DroppedAttributes()),
-		DroppedEventsCount:     count(s.DroppedEvents()),
-		DroppedLinksCount:      count(s.DroppedLinks()),
-		Status:                 status(s.Status()),
+		Name:                   s.Name,
+		Kind:                   spanKind(s.SpanKind),
+		StartTimeUnixNano:      unixNano(s.StartTime.UnixNano()),
+		EndTimeUnixNano:        unixNano(s.EndTime.UnixNano()),
+		Attributes:             keyValues(s.Attributes),
+		DroppedAttributesCount: count(s.DroppedAttributes),
+		DroppedEventsCount:     count(s.DroppedEvents),
+		DroppedLinksCount:      count(s.DroppedLinks),
+		Status:                 status(s.Status),
 	}
 	if psid := parent.SpanID(); psid.IsValid() {
 		out.ParentSpanID = hex.EncodeToString(psid[:])
 	}
-	for _, ev := range s.Events() {
+	for _, ev := range s.Events {
 		out.Events = append(out.Events, otlpEvent{TimeUnixNano: unixNano(ev.Time.UnixNano()), Name: ev.Name,
 			Attributes: keyValues(ev.Attributes), DroppedAttributesCount: count(ev.DroppedAttributeCount)})
 	}
-	for _, l := range s.Links() {
+	for _, l := range s.Links {
 		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
 		out.Links = append(out.Links, otlpLink{TraceID: hex.EncodeToString(ltid[:]), SpanID: hex.EncodeToString(lsid[:]),
 			TraceState: l.SpanContext.TraceState().String(), Attributes: keyValues(l.Attributes),
@@ -231,7 +238,7 @@ func spanKind(k trace.SpanKind) int {
 
 // status maps OTel Go's codes (Unset 0, Error 1, Ok 2) to OTLP's
 // StatusCode (Unset 0, Ok 1, Error 2).
-func status(s sdktrace.Status) otlpStatus {
+func status(s statusRecord) otlpStatus {
 	out := otlpStatus{Message: s.Description}
 	switch s.Code {
 	case codes.Ok:

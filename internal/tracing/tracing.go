@@ -9,9 +9,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/upgrade-agent/upgrade-agent/internal/redact"
@@ -28,7 +25,8 @@ type Options struct {
 	Content bool
 	// Getenv reads OTEL_EXPORTER_OTLP_ENDPOINT,
 	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and the exporter's other
-	// OTEL_EXPORTER_OTLP_* variables (docs/tracing.md).
+	// OTEL_EXPORTER_OTLP_* variables, and OTEL_RESOURCE_ATTRIBUTES and
+	// OTEL_SERVICE_NAME for the resource (docs/tracing.md).
 	Getenv func(string) string
 	// Version is the tool's version, for the resource.
 	Version string
@@ -38,7 +36,7 @@ type Options struct {
 
 // Provider is the process's tracer provider and what it writes to.
 type Provider struct {
-	tp      *sdktrace.TracerProvider
+	tp      *tracerProvider
 	tracer  trace.Tracer
 	file    *os.File
 	content bool
@@ -68,33 +66,29 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		return nil, nil
 	}
 	p := &Provider{content: opts.Content, red: redact.New(opts.Secrets...)}
-	res := resource.NewWithAttributes(SchemaURL,
-		ServiceName.String("upgrade-agent"), ServiceVersion.String(opts.Version))
-	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	var processors []spanProcessor
 	if opts.File != "" {
 		f, err := os.OpenFile(opts.File, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("trace file: %w", err)
 		}
 		p.file = f
-		exp, err := stdouttrace.New(stdouttrace.WithWriter(f))
-		if err != nil {
-			_ = f.Close()
-			return nil, fmt.Errorf("trace file: %w", err)
-		}
-		tpOpts = append(tpOpts, sdktrace.WithBatcher(exp))
+		processors = append(processors, newBatcher(newFileExporter(f)))
 	}
 	if endpoint != "" {
 		cfg, err := readOTLPConfig(opts.Getenv, endpoint)
 		if err != nil {
+			for _, b := range processors {
+				_ = b.shutdown(ctx)
+			}
 			if p.file != nil {
 				_ = p.file.Close()
 			}
 			return nil, fmt.Errorf("OTLP exporter: %w", err)
 		}
-		tpOpts = append(tpOpts, sdktrace.WithBatcher(newOTLPExporter(cfg, opts.Version)))
+		processors = append(processors, newBatcher(newOTLPExporter(cfg, opts.Version)))
 	}
-	p.tp = sdktrace.NewTracerProvider(tpOpts...)
+	p.tp = newTracerProvider(newResource(opts.Getenv, opts.Version), nil, processors...)
 	p.tracer = p.tp.Tracer("github.com/upgrade-agent/upgrade-agent", trace.WithSchemaURL(SchemaURL))
 	return p, nil
 }
@@ -105,7 +99,7 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
-	err := p.tp.Shutdown(ctx)
+	err := p.tp.shutdown(ctx)
 	if p.file != nil {
 		err = errors.Join(err, p.file.Sync(), p.file.Close())
 	}
