@@ -59,7 +59,7 @@ const (
 	defaultTaskTTL = 24 * time.Hour
 )
 
-var serverNameRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+var serverNameRE = lazyre.Of(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
 
 // Validate checks one server entry on its own; Connect also rejects
 // duplicate names.
@@ -67,7 +67,7 @@ func (c ServerConfig) Validate() error {
 	switch {
 	case c.Name == "":
 		return errors.New("name is empty")
-	case !serverNameRE().MatchString(c.Name):
+	case !serverNameRE.Get().MatchString(c.Name):
 		return fmt.Errorf("name %q: use letters, digits, '-' and '_' only, starting with a letter or digit", c.Name)
 	case strings.Contains(c.Name, "__"):
 		return fmt.Errorf("name %q: must not contain \"__\" (it separates server and tool in tool names)", c.Name)

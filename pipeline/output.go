@@ -258,7 +258,15 @@ func (t *turn) outputProblem(field, msg string) {
 	t.st.Errors = append(t.st.Errors, ErrorEntry{Type: ErrTypeValidation, Field: field, Message: msg})
 }
 
-var jsonTypes = map[string]bool{"null": true, "boolean": true, "object": true, "array": true, "number": true, "string": true, "integer": true}
+// jsonType reports whether name is one of JSON Schema's seven type names
+// (a switch rather than a map: a map literal is work at package init).
+func jsonType(name string) bool {
+	switch name {
+	case "null", "boolean", "object", "array", "number", "string", "integer":
+		return true
+	}
+	return false
+}
 
 // checkTypes rejects unknown "type" names anywhere in a schema document,
 // which the resolver accepts silently.
@@ -270,13 +278,13 @@ func checkTypes(v any, path string) error {
 			if k == "type" {
 				switch t := sub.(type) {
 				case string:
-					if !jsonTypes[t] {
+					if !jsonType(t) {
 						return fmt.Errorf("%s: unknown type %q", at, t)
 					}
 					continue
 				case []any:
 					for _, e := range t {
-						if name, ok := e.(string); !ok || !jsonTypes[name] {
+						if name, ok := e.(string); !ok || !jsonType(name) {
 							return fmt.Errorf("%s: unknown type %v", at, e)
 						}
 					}

@@ -185,3 +185,26 @@ func TestLoadOutputSchemaRefusesHugeFilesAndFIFOs(t *testing.T) {
 		t.Errorf("a FIFO: %v", err)
 	}
 }
+
+// checkTypes knows JSON Schema's seven type names, as a string or in a
+// list, and no other (jsonType is a switch; a typo there would let a bad
+// schema through or refuse a good one).
+func TestOutputCheckTypesNames(t *testing.T) {
+	for _, name := range []string{"null", "boolean", "object", "array", "number", "string", "integer"} {
+		doc := map[string]any{"properties": map[string]any{"a": map[string]any{"type": name}}}
+		if err := checkTypes(doc, ""); err != nil {
+			t.Errorf("type %q: %v", name, err)
+		}
+		if err := checkTypes(map[string]any{"type": []any{name, "null"}}, ""); err != nil {
+			t.Errorf("type [%q null]: %v", name, err)
+		}
+	}
+	for _, name := range []string{"", "int", "String", "float", "map"} {
+		if err := checkTypes(map[string]any{"items": map[string]any{"type": name}}, ""); err == nil {
+			t.Errorf("type %q accepted", name)
+		}
+		if err := checkTypes(map[string]any{"type": []any{"string", name}}, ""); err == nil {
+			t.Errorf("type [string %q] accepted", name)
+		}
+	}
+}

@@ -301,7 +301,7 @@ func stepTokens(sr scenario.StepReport, orig originalTools, dropped int) (ours, 
 // step n at FixedTime + n minutes, which is how each stored exchange is
 // matched to its step.
 func droppedHistory(hist []pipeline.Exchange, step int) int {
-	cut := scenario.FixedTime.Add(time.Duration(step) * time.Minute)
+	cut := scenario.FixedTime().Add(time.Duration(step) * time.Minute)
 	var before []pipeline.Exchange
 	for _, ex := range hist {
 		if ex.At.Before(cut) {

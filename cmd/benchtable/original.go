@@ -56,7 +56,7 @@ func unscopedTools(ctx context.Context, reg *actions.Registry) (originalTools, e
 	if err != nil {
 		return originalTools{}, err
 	}
-	sess := pipeline.NewSession(checkpoint.NewSessionID(), scenario.FixedTime)
+	sess := pipeline.NewSession(checkpoint.NewSessionID(), scenario.FixedTime())
 	if _, err := agent.Ask(ctx, sess, "Which experiments exist right now?"); err != nil {
 		return originalTools{}, fmt.Errorf("a turn to list the tools: %w", err)
 	}

@@ -66,7 +66,7 @@ func TestTokenRowCanFail(t *testing.T) {
 func TestDroppedHistory(t *testing.T) {
 	var hist []pipeline.Exchange
 	for i := 1; i <= historyWindow+2; i++ {
-		hist = append(hist, pipeline.Exchange{User: "hi", Assistant: "hello", At: scenario.FixedTime.Add(time.Duration(i) * time.Minute)})
+		hist = append(hist, pipeline.Exchange{User: "hi", Assistant: "hello", At: scenario.FixedTime().Add(time.Duration(i) * time.Minute)})
 	}
 	if n := droppedHistory(hist, historyWindow+1); n != 0 {
 		t.Errorf("within the window: %d", n)

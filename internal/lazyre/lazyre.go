@@ -10,17 +10,6 @@ import (
 	"sync"
 )
 
-// New returns a function that compiles expr once, on its first call, and
-// returns the same *regexp.Regexp on every call (safe for concurrent use).
-// An invalid expr panics at that first call, as regexp.MustCompile does at
-// init: the expressions are constants, and a test that uses one finds it.
-//
-// New is itself a call at package init (a closure and a sync.OnceValue
-// are allocated); Of is not.
-func New(expr string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
-}
-
 // RE is a regular expression compiled on its first use.
 type RE struct {
 	expr string

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -81,7 +80,7 @@ func (r RecordedRequest) PromptChars() int {
 // 127.0.0.1. It answers each call with the next queued Reply, records every
 // request, and reports calls it could not answer and replies never used.
 type Server struct {
-	srv *httptest.Server
+	srv *httpServer
 
 	mu       sync.Mutex
 	queue    []Reply
@@ -97,7 +96,7 @@ type Server struct {
 // check with Verify yourself.
 func NewServer(t TB) *Server {
 	s := &Server{}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
+	s.srv = startHTTP(http.HandlerFunc(s.handle))
 	if t != nil {
 		t.Helper()
 		t.Cleanup(func() {
@@ -114,7 +113,7 @@ func NewServer(t TB) *Server {
 
 // URL is the base URL to configure a client with (OPENAI_BASE_URL); it ends
 // in /v1.
-func (s *Server) URL() string { return s.srv.URL + "/v1" }
+func (s *Server) URL() string { return s.srv.url + "/v1" }
 
 // Close stops the server. It is safe to call more than once.
 func (s *Server) Close() { s.srv.Close() }

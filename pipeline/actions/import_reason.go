@@ -1,30 +1,19 @@
 package actions
 
 import (
-	"regexp"
 	"strings"
-	"sync"
+
+	"github.com/upgrade-agent/upgrade-agent/internal/lazyre"
 )
 
 // class-validator's text, as UpGrade 6.5's import routes answer it: one
 // "property P has failed the following constraints: c1, c2" per broken
 // property, each segment one behind "An instance of SegmentInputValidator
 // has failed the validation:", joined with ", " and newlines.
-// They are compiled on first use: a variable built by a call (even
-// lazyre.New's) would be work at package init.
-var cv struct {
-	once               sync.Once
-	property, instance *regexp.Regexp
-}
-
-func cvCompile() {
-	cv.property = regexp.MustCompile(`property (\S+) has failed the following constraints: ([A-Za-z]+(?:, [A-Za-z]+)*)`)
-	cv.instance = regexp.MustCompile(`An instance of \w+ has failed the validation:`)
-}
-
-func cvProperty() *regexp.Regexp { cv.once.Do(cvCompile); return cv.property }
-
-func cvInstance() *regexp.Regexp { cv.once.Do(cvCompile); return cv.instance }
+var (
+	cvProperty = lazyre.Of(`property (\S+) has failed the following constraints: ([A-Za-z]+(?:, [A-Za-z]+)*)`)
+	cvInstance = lazyre.Of(`An instance of \w+ has failed the validation:`)
+)
 
 // serverReason puts an import route's error text on one line: each
 // broken property once, with the checks it fails, then any other
@@ -32,7 +21,7 @@ func cvInstance() *regexp.Regexp { cv.once.Do(cvCompile); return cv.instance }
 // stratification factor). Text that is not class-validator's comes back
 // with its whitespace folded.
 func serverReason(msg string) string {
-	ms := cvProperty().FindAllStringSubmatch(msg, -1)
+	ms := cvProperty.Get().FindAllStringSubmatch(msg, -1)
 	if len(ms) == 0 {
 		return strings.Join(strings.Fields(msg), " ")
 	}
@@ -46,7 +35,7 @@ func serverReason(msg string) string {
 		}
 	}
 	out := "UpGrade's checks fail on " + strings.Join(parts, ", ")
-	rest := cvInstance().ReplaceAllString(cvProperty().ReplaceAllString(msg, "\x00"), "\x00")
+	rest := cvInstance.Get().ReplaceAllString(cvProperty.Get().ReplaceAllString(msg, "\x00"), "\x00")
 	var extra []string
 	for _, piece := range strings.Split(rest, "\x00") {
 		s := strings.Trim(strings.Join(strings.Fields(piece), " "), " ,-")

@@ -141,8 +141,9 @@ func toolChars(body []byte) int {
 // minutes, so that history timestamps differ but never vary between runs.
 // With RunOptions.KeepState the clock starts from the real time instead
 // (keptEpoch), so kept state carries real times; transcripts normalise
-// every timestamp, so they are the same either way.
-var FixedTime = time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
+// every timestamp, so they are the same either way. It is a function, not
+// a variable: a time.Date at package level is a call at init.
+func FixedTime() time.Time { return time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC) }
 
 // SessionID is the session id of every scenario run.
 const SessionID = "scenario-session"
@@ -228,7 +229,7 @@ type run struct {
 func Run(ctx context.Context, sc *Scenario, opts RunOptions) (*Report, error) {
 	start := time.Now()
 	r := &run{sc: sc, opts: opts, rep: &Report{Name: sc.Name, File: sc.File}, clk: &clock{},
-		res: newResolver(), norm: newNormalizer(), epoch: FixedTime}
+		res: newResolver(), norm: newNormalizer(), epoch: FixedTime()}
 	if opts.KeepState != "" {
 		r.epoch = keptEpoch(wallClock(), len(sc.Steps))
 	}
