@@ -3,10 +3,8 @@
 // difference of two proportions, Welch's interval for a difference of two
 // means, and the chi-square goodness-of-fit test of a sample-ratio check.
 //
-// The distributions (normal, Student's t, chi-square) are gonum's
-// stat/distuv ones, computed from gonum's mathext as distuv does (distuv
-// itself links gonum's linear algebra into the binary); this package only
-// combines them. It knows nothing of
+// The distributions (normal, Student's t, chi-square) come from gonum's
+// stat/distuv; this package only combines them. It knows nothing of
 // UpGrade, HTTP or output: callers pass counts and summaries in and get
 // numbers out.
 package stats

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"math"
 
-	"gonum.org/v1/gonum/mathext"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // MinPerCondition is the smallest number of participants with a value a
@@ -29,7 +29,7 @@ type Interval struct {
 
 // zFor is the two-sided normal quantile of a confidence level.
 func zFor(level float64) float64 {
-	return normalQuantile(1 - (1-level)/2)
+	return distuv.UnitNormal.Quantile(1 - (1-level)/2)
 }
 
 // Wilson is the Wilson score interval for x successes in n trials
@@ -81,7 +81,7 @@ func Mean(s Sample, level float64) (Interval, error) {
 	if s.N < 2 || s.SD < 0 || math.IsNaN(s.SD) {
 		return Interval{}, ErrNoData
 	}
-	t := tQuantile(float64(s.N-1), 1-(1-level)/2)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(s.N - 1)}.Quantile(1 - (1-level)/2)
 	h := t * s.SD / math.Sqrt(float64(s.N))
 	return Interval{Low: s.Mean - h, High: s.Mean + h}, nil
 }
@@ -101,7 +101,7 @@ func MeanDiff(a, b Sample, level float64) (diff float64, iv Interval, df float64
 		return diff, Interval{Low: diff, High: diff}, math.Inf(1), nil
 	}
 	df = sq(va+vb) / (sq(va)/float64(a.N-1) + sq(vb)/float64(b.N-1))
-	t := tQuantile(df, 1-(1-level)/2)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(1 - (1-level)/2)
 	return diff, Interval{Low: diff - t*se, High: diff + t*se}, df, nil
 }
 
@@ -141,51 +141,8 @@ func SampleRatio(observed []int, weights []float64) (GoodnessOfFit, error) {
 		chi += sq(float64(observed[i])-exp) / exp
 	}
 	df := k - 1
-	p := chiSquareSurvival(float64(df), chi)
+	p := distuv.ChiSquared{K: float64(df)}.Survival(chi)
 	return GoodnessOfFit{ChiSquare: chi, DF: df, P: p}, nil
 }
 
 func sq(x float64) float64 { return x * x }
-
-// normalQuantile, tQuantile and chiSquareSurvival are gonum's
-// distuv.UnitNormal.Quantile, StudentsT{Mu: 0, Sigma: 1, Nu: nu}.Quantile
-// and ChiSquared{K: k}.Survival, computed as distuv does on gonum's
-// mathext: distuv imports gonum/stat, which links mat, lapack, blas and an
-// LP solver (about 0.2 ms of package init on every command) for nothing
-// this package uses. TestDistributionsMatchDistuv compares them with
-// distuv bit for bit.
-
-const badPercentile = "distuv: percentile out of bounds"
-
-func normalQuantile(p float64) float64 {
-	if p < 0 || p > 1 {
-		panic(badPercentile)
-	}
-	return 0 + 1*mathext.NormalQuantile(p)
-}
-
-func tQuantile(nu, p float64) float64 {
-	if p < 0 || p > 1 {
-		panic(badPercentile)
-	}
-	// F(x) = 1 - I_{nu/(x^2+nu)}(nu/2, 1/2)/2 for x > 0.
-	if p == 0.5 {
-		return 0
-	}
-	var y float64
-	if p > 0.5 {
-		t := mathext.InvRegIncBeta(nu/2, 0.5, 2*(1-p))
-		y = math.Sqrt(nu * (1 - t) / t)
-	} else {
-		t := mathext.InvRegIncBeta(nu/2, 0.5, 2*p)
-		y = -math.Sqrt(nu * (1 - t) / t)
-	}
-	return y*1 + 0
-}
-
-func chiSquareSurvival(k, x float64) float64 {
-	if x < 0 {
-		return 1
-	}
-	return mathext.GammaIncRegComp(0.5*k, 0.5*x)
-}
