@@ -13,29 +13,34 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/internal/inittrace"
 )
 
-// initBudgetMs is what the inits of this module's packages together may
-// cost the upgrade-agent binary (issue 26): schemas, tool lists, prompts,
-// tables and regular expressions are built when a command first needs
-// them.
-const initBudgetMs = 3.0
-
 // allInitBudgetMs is what the inits of all packages may cost, each
-// package's smallest time summed. Issue 26 asks for 3 ms in all; the
-// standard library alone (net/http, crypto, TLS for the clients) takes
-// about 2.3 ms on the two-core machine, encoding/gob (MCP SDK) 0.8,
-// jsonschema-go, pgx, yaml, x/text and OpenTelemetry's SDK 2 more, so 3 ms
-// is out of reach without dropping those dependencies (docs/ARCHITECTURE.md,
-// "Start-up"). This budget holds what we have, 6.8-6.9 ms measured at load
-// average 9, with room for a busy machine; grpc and protobuf coming back
-// (2.2-2.9 ms) fail TestBinaryLinksNoRPCStack rather than this one.
-const allInitBudgetMs = 10.0
+// package's smallest time summed. Issue 26 asks for 3 ms in all; on the
+// two-core development machine the packages the binary cannot do without
+// are already about that much by themselves: a hello-world that links only
+// them (inittrace.FloorSource: net/http, crypto/tls, cobra, go-openai, yaml,
+// pgx, gonum's statistics, the OTel trace API) measures 2.6-3.0 ms read this
+// way, 4.2-4.5 ms in its best single run (`go run ./cmd/benchtable
+// -startup`). The binary measures 4.4-4.8 ms at load average 1 (116
+// inits); this budget catches a new dependency with heavy inits with room
+// for a busy machine, and maxInits below catches one with many small ones
+// on any machine. This module's own packages may have no init work at all
+// (TestOwnPackagesHaveNoInit).
+const allInitBudgetMs = 7.0
+
+// maxInits is how many packages of the binary may have init work: 116 in
+// December 2026 (226 before the OTLP exporter, the MCP SDK, jsonschema-go,
+// progressbar, otelhttp and the OTel SDK left the binary). Each costs page
+// faults at every start whatever it does: about 25 us each on the
+// development VM.
+const maxInits = 125
 
 // TestPackageInitBudget builds the real binary and runs `upgrade-agent
 // version` fifteen times with GODEBUG=inittrace=1. A loaded machine adds
 // the time the scheduler gave to others to any run, never takes it away,
 // so the test keeps each package's smallest init time over the runs and
-// sums those: for this module's packages (initBudgetMs) and for all
-// (allInitBudgetMs). On a failure it lists each package's smallest time,
+// sums those (allInitBudgetMs); and it counts the packages with init work
+// (maxInits). The binary is built as `make build` builds it
+// (CGO_ENABLED=0). On a failure it lists each package's smallest time,
 // largest first.
 func TestPackageInitBudget(t *testing.T) {
 	if testing.Short() {
@@ -49,6 +54,7 @@ func TestPackageInitBudget(t *testing.T) {
 	defer cancel()
 	bin := filepath.Join(t.TempDir(), "upgrade-agent")
 	build := exec.CommandContext(ctx, goTool, "build", "-o", bin, "..")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -58,13 +64,11 @@ func TestPackageInitBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const mod = "github.com/upgrade-agent/upgrade-agent"
-	own, all := r.Within(mod), r.Within("")
-	t.Logf("package init: %.2f ms for this module's packages, %.2f ms for all %d packages (each package's smallest of %d runs); %.2f ms in the best run",
-		own, all, len(r.Least), r.Runs, r.Total())
-	if own > initBudgetMs {
-		t.Errorf("the inits of this module's packages take %.2f ms (each package's smallest of %d runs), over the %.0f ms budget; "+
-			"each package's smallest time:\n%s", own, r.Runs, initBudgetMs, r.Top(25))
+	all := r.Within("")
+	t.Logf("package init: %.2f ms for all %d packages with init work (each package's smallest of %d runs); %.2f ms in the best run",
+		all, len(r.Least), r.Runs, r.Total())
+	if len(r.Least) > maxInits {
+		t.Errorf("%d packages of the binary have init work, over the %d allowed; each package's smallest time:\n%s", len(r.Least), maxInits, r.Top(len(r.Least)))
 	}
 	if all > allInitBudgetMs {
 		t.Errorf("the inits of all packages take %.2f ms (each package's smallest of %d runs), over the %.0f ms budget; "+
