@@ -3,7 +3,6 @@ package quality
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,20 +17,10 @@ import (
 // switches for fixed maps, functions for computed constants such as
 // scenario.FixedTime).
 func TestOwnPackagesHaveNoInit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command in PATH")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bin := filepath.Join(t.TempDir(), "upgrade-agent")
-	if out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, "..").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	out, err := exec.CommandContext(ctx, goTool, "tool", "nm", bin).Output()
+	bin := buildAgent(ctx, t)
+	out, err := exec.CommandContext(ctx, goCommand(t), "tool", "nm", bin).Output()
 	if err != nil {
 		t.Fatalf("go tool nm: %v", err)
 	}
