@@ -17,9 +17,9 @@ import (
 // two-core development machine the packages the binary cannot do without
 // are already about that much by themselves: a hello-world that links only
 // them (inittrace.FloorSource: net/http, crypto/tls, cobra, go-openai, yaml,
-// pgx, gonum's statistics, the OTel trace API) measures 2.6-3.0 ms read this
-// way, 4.2-4.5 ms in its best single run (`go run ./cmd/benchtable
-// -startup`). The binary measures 4.4-4.8 ms at load average 1 (116
+// pgx, gonum's statistics, the OTel trace API) measures 2.5-3.0 ms read this
+// way, 3.5-4.5 ms in its best single run (`go run ./cmd/benchtable
+// -startup`). The binary measures 3.9-4.8 ms at load average 1 (116
 // inits); this budget catches a new dependency with heavy inits with room
 // for a busy machine, and maxInits below catches one with many small ones
 // on any machine. This module's own packages may have no init work at all
