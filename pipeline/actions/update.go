@@ -242,7 +242,13 @@ func planUpdate(b *Planner, p UpdateExperimentParams) error {
 		b.Warn("nothing would change")
 	}
 	b.segmentListLines(e, "  ", updateSegmentNote(e, p))
-	b.Line("Existing condition and decision point ids are kept (matched by code and by site/target).")
+	if len(switchChange(cur, next)) > 0 {
+		// A switch replaces the conditions: only a code both designs have
+		// keeps its id, which the line for other updates would overstate.
+		b.Line("The conditions are replaced by the new design's (new ids; a code both designs have keeps its id); decision point ids are kept (matched by site/target).")
+	} else {
+		b.Line("Existing condition and decision point ids are kept (matched by code and by site/target).")
+	}
 	if len(changes) > 0 && e.State == upgrade.StateEnrolling {
 		b.Warn("the experiment is enrolling: the change applies to users assigned from now on")
 	}
