@@ -150,60 +150,6 @@ type Ref struct {
 	Path string
 }
 
-// Resolve replaces every string at r.Path in params (canonical params as
-// a map) with fn's answer, and reports whether anything changed. An error
-// names the place.
-func (r Ref) Resolve(params map[string]any, fn func(value string) (string, error)) (bool, error) {
-	return resolveAt(params, strings.Split(r.Path, "."), r.Path, fn)
-}
-
-func resolveAt(obj map[string]any, path []string, full string, fn func(string) (string, error)) (bool, error) {
-	key, list := strings.CutSuffix(path[0], "[]")
-	v, ok := obj[key]
-	if !ok || v == nil {
-		return false, nil
-	}
-	var items []any
-	if list {
-		items, _ = v.([]any)
-	} else {
-		items = []any{v}
-	}
-	changed := false
-	for i, item := range items {
-		if len(path) > 1 {
-			next, ok := item.(map[string]any)
-			if !ok {
-				continue
-			}
-			ch, err := resolveAt(next, path[1:], full, fn)
-			if err != nil {
-				return false, err
-			}
-			changed = changed || ch
-			continue
-		}
-		s, ok := item.(string)
-		if !ok {
-			continue
-		}
-		id, err := fn(s)
-		if err != nil {
-			return false, err
-		}
-		if id == s {
-			continue
-		}
-		changed = true
-		if list {
-			items[i] = id
-		} else {
-			obj[key] = id
-		}
-	}
-	return changed, nil
-}
-
 // refsOf reads the `ref` tags of a params type.
 func refsOf(t reflect.Type, prefix string) []Ref {
 	for t.Kind() == reflect.Pointer {

@@ -152,8 +152,8 @@ func TestRefsFromTags(t *testing.T) {
 	if d := cmp.Diff(wantRefs, refs); d != "" {
 		t.Fatalf("refs (-want +got):\n%s", d)
 	}
-	var m map[string]any
-	_ = json.Unmarshal([]byte(`{"items":[{"id":"Gold"},{"id":"x-1"}],"ids":["Gold"],"inner":{"flag_id":"Beta"}}`), &m)
+	var p params
+	_ = json.Unmarshal([]byte(`{"items":[{"id":"Gold"},{"id":"x-1"}],"ids":["Gold"],"inner":{"flag_id":"Beta"}}`), &p)
 	upper := func(v string) (string, error) {
 		if v == "x-1" {
 			return v, nil
@@ -161,12 +161,12 @@ func TestRefsFromTags(t *testing.T) {
 		return strings.ToUpper(v), nil
 	}
 	for _, r := range refs {
-		if _, err := r.Resolve(m, upper); err != nil {
+		if _, err := refParamsOf(&p).resolve(r, upper); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, _ := json.Marshal(m)
-	if want := `{"ids":["GOLD"],"inner":{"flag_id":"BETA"},"items":[{"id":"GOLD"},{"id":"x-1"}]}`; string(got) != want {
+	got, _ := json.Marshal(p)
+	if want := `{"items":[{"id":"GOLD"},{"id":"x-1"}],"ids":["GOLD"],"inner":{"flag_id":"BETA"}}`; string(got) != want {
 		t.Errorf("resolved: %s, want %s", got, want)
 	}
 }
