@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
@@ -49,11 +48,11 @@ func startupFigures(ctx context.Context, root string, runs int) ([]row, error) {
 		return nil, err
 	}
 	defer a.close()
-	hello, err := buildHello(ctx, a.tmp, "hello", helloWorld)
+	hello, err := inittrace.BuildHello(ctx, a.tmp, "hello", helloWorld)
 	if err != nil {
 		return nil, err
 	}
-	helloNet, err := buildHello(ctx, a.tmp, "hellohttp", helloHTTP)
+	helloNet, err := inittrace.BuildHello(ctx, a.tmp, "hellohttp", helloHTTP)
 	if err != nil {
 		return nil, err
 	}
@@ -128,26 +127,4 @@ func startupFigures(ctx context.Context, root string, runs int) ([]row, error) {
 		row{"package init of the dependency floor (same reading); in brackets each package's smallest time summed, for the binary and for the floor (what quality.TestPackageInitBudget reads)",
 			fmt.Sprintf("%.1f ms (%d inits) [%.1f ms; %.1f ms]", rd.Total(), len(rd.Best), r.Within(""), rd.Within("")), info, info})
 	return rows, nil
-}
-
-// buildHello builds the one-file program src as dir/name.
-func buildHello(ctx context.Context, dir, name, src string) (string, error) {
-	bin := filepath.Join(dir, name)
-	srcDir := filepath.Join(dir, name+"src")
-	if err := os.MkdirAll(srcDir, 0o700); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(srcDir, "main.go"), []byte(src), 0o600); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(srcDir, "go.mod"), []byte("module "+name+"\n"), 0o600); err != nil {
-		return "", err
-	}
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	build.Dir = srcDir
-	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %v\n%s", name, err, out)
-	}
-	return bin, nil
 }

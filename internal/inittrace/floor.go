@@ -47,10 +47,6 @@ func main() { fmt.Println("hello") }
 // agent's own build filled.
 func BuildFloor(ctx context.Context, dir, modRoot string) (string, error) {
 	const name = "depsfloor"
-	src := filepath.Join(dir, name+"src")
-	if err := os.MkdirAll(src, 0o700); err != nil {
-		return "", err
-	}
 	mod, err := os.ReadFile(filepath.Join(modRoot, "go.mod"))
 	if err != nil {
 		return "", err
@@ -63,7 +59,22 @@ func BuildFloor(ctx context.Context, dir, modRoot string) (string, error) {
 	if !ok || !strings.HasPrefix(first, "module ") {
 		return "", fmt.Errorf("%s: the first line is not a module line", filepath.Join(modRoot, "go.mod"))
 	}
-	files := map[string][]byte{"go.mod": []byte("module " + name + "\n" + rest), "go.sum": sum, "main.go": []byte(FloorSource)}
+	return buildModule(ctx, dir, name, map[string][]byte{"go.mod": []byte("module " + name + "\n" + rest), "go.sum": sum, "main.go": []byte(FloorSource)})
+}
+
+// BuildHello builds the one-file program src, a module of its own with no
+// requirements, as dir/name, with CGO_ENABLED=0 as `make build` builds the
+// agent.
+func BuildHello(ctx context.Context, dir, name, src string) (string, error) {
+	return buildModule(ctx, dir, name, map[string][]byte{"go.mod": []byte("module " + name + "\n"), "main.go": []byte(src)})
+}
+
+// buildModule writes files into dir/<name>src and builds it as dir/name.
+func buildModule(ctx context.Context, dir, name string, files map[string][]byte) (string, error) {
+	src := filepath.Join(dir, name+"src")
+	if err := os.MkdirAll(src, 0o700); err != nil {
+		return "", err
+	}
 	for f, b := range files {
 		if err := os.WriteFile(filepath.Join(src, f), b, 0o600); err != nil {
 			return "", err
@@ -74,7 +85,7 @@ func BuildFloor(ctx context.Context, dir, modRoot string) (string, error) {
 	build.Dir = src
 	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build of the dependency floor: %v\n%s", err, out)
+		return "", fmt.Errorf("go build %s: %v\n%s", name, err, out)
 	}
 	return bin, nil
 }

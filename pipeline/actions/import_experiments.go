@@ -61,11 +61,9 @@ func declareImportExperiments(r *Registry) {
 		Execute:   executeImportExperiments,
 		Reconcile: reconcileImportExperiments,
 		Report: ReportAs(func(r importResult) string {
-			parts := make([]string, len(r.Created))
-			for i, e := range r.Created {
-				parts[i] = fmt.Sprintf("%q (id %s, context %s)", e.Name, e.ID, e.Context)
-			}
-			s := fmt.Sprintf("Imported %d experiment(s), inactive: %s.", len(r.Created), strings.Join(parts, ", "))
+			s := importedLine("experiment(s), inactive", r.Created, func(e importedExperiment) string {
+				return fmt.Sprintf("%q (id %s, context %s)", e.Name, e.ID, e.Context)
+			})
 			if len(r.Twins) > 0 {
 				s += " Twins of existing names: " + strings.Join(r.Twins, ", ") + "."
 			}

@@ -43,17 +43,29 @@ func declareImportFlags(r *Registry) {
 		Execute:     executeImportFlags,
 		Reconcile:   reconcileImportFlags,
 		Report: ReportAs(func(r importedFlags) string {
-			parts := make([]string, len(r.Created))
-			for i, f := range r.Created {
-				parts[i] = fmt.Sprintf("%q (key %s, id %s, context %s)", f.Name, f.Key, f.ID, f.Context)
-			}
-			s := fmt.Sprintf("Imported %d feature flag(s), disabled: %s.", len(r.Created), strings.Join(parts, ", "))
-			if len(r.Refused) > 0 {
-				s += " Not imported: " + strings.Join(r.Refused, "; ") + "."
-			}
-			return s
+			return importedLine("feature flag(s), disabled", r.Created, func(f importedFlag) string {
+				return fmt.Sprintf("%q (key %s, id %s, context %s)", f.Name, f.Key, f.ID, f.Context)
+			}) + notImported(r.Refused)
 		}),
 	})
+}
+
+// importedLine is the report line of an import: "Imported N what: a, b."
+// with each created object described.
+func importedLine[T any](what string, created []T, describe func(T) string) string {
+	parts := make([]string, len(created))
+	for i, c := range created {
+		parts[i] = describe(c)
+	}
+	return fmt.Sprintf("Imported %d %s: %s.", len(created), what, strings.Join(parts, ", "))
+}
+
+// notImported is the report's tail naming the files an import refused.
+func notImported(refused []string) string {
+	if len(refused) == 0 {
+		return ""
+	}
+	return " Not imported: " + strings.Join(refused, "; ") + "."
 }
 
 func trimFileNames(files []ImportFileParam) []ImportFileParam {

@@ -43,15 +43,9 @@ func declareImportSegments(r *Registry) {
 		Execute:     executeImportSegments,
 		Reconcile:   reconcileImportSegments,
 		Report: ReportAs(func(r importedSegments) string {
-			parts := make([]string, len(r.Created))
-			for i, s := range r.Created {
-				parts[i] = fmt.Sprintf("%q (id %s, context %s)", s.Name, s.ID, s.Context)
-			}
-			s := fmt.Sprintf("Imported %d segment(s): %s.", len(r.Created), strings.Join(parts, ", "))
-			if len(r.Refused) > 0 {
-				s += " Not imported: " + strings.Join(r.Refused, "; ") + "."
-			}
-			return s
+			return importedLine("segment(s)", r.Created, func(s importedSegment) string {
+				return fmt.Sprintf("%q (id %s, context %s)", s.Name, s.ID, s.Context)
+			}) + notImported(r.Refused)
 		}),
 	})
 }
