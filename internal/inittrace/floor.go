@@ -40,13 +40,49 @@ var _, _, _ = http.Get, json.Marshal, tls.Client
 func main() { fmt.Println("hello") }
 `
 
-// BuildFloor builds FloorSource as dir/depsfloor, with CGO_ENABLED=0 as
-// `make build` builds the agent, in a module whose requirements are
-// modRoot's (its go.mod under another module path, and its go.sum), so the
-// versions are the binary's and the modules come from the cache the
-// agent's own build filled.
+// ChosenFloorSource is a hello-world that links net/http, crypto/tls and
+// encoding/json, as any HTTPS and JSON client must, and, with blank
+// imports, only the libraries the brief chose (spec/cli.md): cobra for the
+// commands, go-openai for the LLM, yaml v3 for YAML. (The brief names
+// tablewriter too; the binary draws its tables itself and does not link
+// it.) Its start-up is the one no binary built on those choices can go
+// below on a machine, whatever the rest of it does; FloorSource adds what
+// this module chose itself (pgx, gonum, the OTel trace API).
+const ChosenFloorSource = `package main
+
+import (
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	_ "github.com/sashabaranov/go-openai"
+	_ "github.com/spf13/cobra"
+	_ "go.yaml.in/yaml/v3"
+)
+
+var _, _, _ = http.Get, json.Marshal, tls.Client
+
+func main() { fmt.Println("hello") }
+`
+
+// BuildFloor builds FloorSource as dir/depsfloor (see buildAgainst).
 func BuildFloor(ctx context.Context, dir, modRoot string) (string, error) {
-	const name = "depsfloor"
+	return buildAgainst(ctx, dir, modRoot, "depsfloor", FloorSource)
+}
+
+// BuildChosenFloor builds ChosenFloorSource as dir/chosenfloor (see
+// buildAgainst).
+func BuildChosenFloor(ctx context.Context, dir, modRoot string) (string, error) {
+	return buildAgainst(ctx, dir, modRoot, "chosenfloor", ChosenFloorSource)
+}
+
+// buildAgainst builds the one-file program src as dir/name, with
+// CGO_ENABLED=0 as `make build` builds the agent, in a module whose
+// requirements are modRoot's (its go.mod under another module path, and
+// its go.sum), so the versions are the binary's and the modules come from
+// the cache the agent's own build filled.
+func buildAgainst(ctx context.Context, dir, modRoot, name, src string) (string, error) {
 	mod, err := os.ReadFile(filepath.Join(modRoot, "go.mod"))
 	if err != nil {
 		return "", err
@@ -59,7 +95,7 @@ func BuildFloor(ctx context.Context, dir, modRoot string) (string, error) {
 	if !ok || !strings.HasPrefix(first, "module ") {
 		return "", fmt.Errorf("%s: the first line is not a module line", filepath.Join(modRoot, "go.mod"))
 	}
-	return buildModule(ctx, dir, name, map[string][]byte{"go.mod": []byte("module " + name + "\n" + rest), "go.sum": sum, "main.go": []byte(FloorSource)})
+	return buildModule(ctx, dir, name, map[string][]byte{"go.mod": []byte("module " + name + "\n" + rest), "go.sum": sum, "main.go": []byte(src)})
 }
 
 // BuildHello builds the one-file program src, a module of its own with no

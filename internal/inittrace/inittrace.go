@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 // Init is the clock time one package's init took, in milliseconds.
@@ -63,10 +65,24 @@ type Report struct {
 	Best []Init
 	// Least is each package's smallest time over the runs, largest first.
 	Least []Init
+	// Totals is each run's total, in the order of the runs.
+	Totals []float64
 }
 
 // Total is the best run's total.
 func (r Report) Total() float64 { return Sum(r.Best) }
+
+// Median is the median of the runs' totals (the lower middle one of an
+// even number; 0 without runs): what a typical start pays, where Total is
+// what one pays when nothing else is running.
+func (r Report) Median() float64 {
+	if len(r.Totals) == 0 {
+		return 0
+	}
+	t := slices.Clone(r.Totals)
+	slices.Sort(t)
+	return stat.Quantile(0.5, stat.Empirical, t, nil)
+}
 
 // Without is the best run's total leaving out pkgs.
 func (r Report) Without(pkgs ...string) float64 {
@@ -124,6 +140,7 @@ func Measure(ctx context.Context, bin string, args, env []string, runs int, enou
 			return r, fmt.Errorf("%s %s: no inittrace lines on stderr", bin, strings.Join(args, " "))
 		}
 		r.Runs++
+		r.Totals = append(r.Totals, Sum(inits))
 		for _, in := range inits {
 			if v, ok := least[in.Package]; !ok || in.Ms < v {
 				least[in.Package] = in.Ms
