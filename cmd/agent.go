@@ -70,11 +70,15 @@ func resolveTurnOptions(f *Factory, o *TurnOptions, confirmSet, convSet bool) {
 // newTurnEnv builds the agent for one ask or resume run.
 func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, error) {
 	env := &turnEnv{}
-	store, err := f.Sessions()
-	if err != nil {
-		return nil, err
+	// The team store's connection is made while the model, the UpGrade
+	// client and the simulator are set up; its error still comes first.
+	f.openStoreEarly()
+	storeFirst := func(err error) error {
+		if _, serr := f.Sessions(); serr != nil {
+			return serr
+		}
+		return err
 	}
-	env.store = store
 	s := pipeline.Settings{Model: f.opts().Model, Policy: o.Confirm, Yes: o.Yes, WaitJobs: o.WaitJobs, Secrets: f.Secrets()}
 	if cfg := f.opts().Config; cfg != nil {
 		if cfg.MaxAutoReplies != nil {
@@ -95,13 +99,13 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 	if o.OutputSchema != "" {
 		schema, err := pipeline.LoadOutputSchema(o.OutputSchema)
 		if err != nil {
-			return nil, err
+			return nil, storeFirst(err)
 		}
 		s.Output = &pipeline.OutputConfig{Schema: schema, Enabled: o.ConversationalOutputs}
 	}
 	client, closer, err := f.turnLLM()
 	if err != nil {
-		return nil, err
+		return nil, storeFirst(err)
 	}
 	if closer != nil {
 		env.closers = append(env.closers, func() {
@@ -113,9 +117,15 @@ func newTurnEnv(ctx context.Context, f *Factory, o *TurnOptions) (*turnEnv, erro
 	api, cleanup, err := f.Upgrade(ctx)
 	if err != nil {
 		env.Close()
-		return nil, err
+		return nil, storeFirst(err)
 	}
 	env.closers = append(env.closers, cleanup)
+	store, err := f.Sessions()
+	if err != nil {
+		env.Close()
+		return nil, err
+	}
+	env.store = store
 	jobRunner, err := jobRunner(f)
 	if err != nil {
 		env.Close()

@@ -79,8 +79,26 @@ func storePassword(o *GlobalOptions) string {
 // teamState is the store and trail this process opened, once.
 type teamState struct {
 	pg      *pgstore.Store
+	pgErr   error         // the early open's failure
+	pgOpen  chan struct{} // closed when the early open has ended; nil when none started
 	fileLog *audit.FileLog
 	files   *checkpoint.FileStore
+}
+
+// openStoreEarly starts connecting to the PostgreSQL store, when one is
+// configured, in the background: a connection is a server process and a
+// scram handshake (about 20 ms on the two-core machine, mostly waiting), so
+// a turn overlaps it with the rest of its set-up. pgStore waits for it.
+func (f *Factory) openStoreEarly() {
+	if f.opts().Team.Store == "" || f.team.pg != nil || f.team.pgOpen != nil {
+		return
+	}
+	done := make(chan struct{})
+	f.team.pgOpen = done
+	go func() {
+		defer close(done)
+		f.team.pg, f.team.pgErr = f.openPG()
+	}()
 }
 
 // pgStore opens the PostgreSQL store (once per process); nil without one.
@@ -89,9 +107,28 @@ func (f *Factory) pgStore() (*pgstore.Store, error) {
 	if o.Team.Store == "" {
 		return nil, nil
 	}
+	if f.team.pgOpen != nil {
+		<-f.team.pgOpen
+		f.team.pgOpen = nil
+		if err := f.team.pgErr; err != nil {
+			f.team.pgErr = nil
+			return nil, err
+		}
+	}
 	if f.team.pg != nil {
 		return f.team.pg, nil
 	}
+	s, err := f.openPG()
+	if err != nil {
+		return nil, err
+	}
+	f.team.pg = s
+	return s, nil
+}
+
+// openPG connects to the configured PostgreSQL store.
+func (f *Factory) openPG() (*pgstore.Store, error) {
+	o := f.opts()
 	write, margin := writeWindow(o.UpgradeTimeout)
 	s, err := pgstore.Open(context.Background(), o.Team.Store, pgstore.Options{Secrets: f.Secrets(), Now: f.Now,
 		WriteDeadline: write, LeaseMargin: margin,
@@ -105,7 +142,6 @@ func (f *Factory) pgStore() (*pgstore.Store, error) {
 		}
 		return nil, fmt.Errorf("%s", redact.String(err.Error(), f.Secrets()...))
 	}
-	f.team.pg = s
 	return s, nil
 }
 
@@ -122,6 +158,10 @@ func writeWindow(timeout time.Duration) (write, margin time.Duration) {
 // closeTeam stores what the trail still holds back and ends the store's
 // connection.
 func (f *Factory) closeTeam() {
+	if f.team.pgOpen != nil { // an early open nobody waited for
+		<-f.team.pgOpen
+		f.team.pgOpen, f.team.pgErr = nil, nil
+	}
 	var staged error
 	if f.team.fileLog != nil {
 		staged = f.team.fileLog.Flush()

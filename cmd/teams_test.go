@@ -435,6 +435,13 @@ func TestTeamNewerSchemaRefused(t *testing.T) {
 	if code != 2 || !strings.Contains(e, "version 7") {
 		t.Errorf("newer schema: exit %d, want 2 naming the version\n%s\n%s", code, o, e)
 	}
+	// ask connects to the store in the background while it sets up the
+	// model; the store's refusal still comes first, before a model that
+	// cannot be set up.
+	code, o, e = m.run(t, "ask", "--llm", "script:"+filepath.Join(t.TempDir(), "missing.yaml"), "hello")
+	if code != 2 || !strings.Contains(e, "version 7") {
+		t.Errorf("ask on a newer schema with a missing script: exit %d, want 2 naming the version\n%s\n%s", code, o, e)
+	}
 	tm.checkNoPassword(t)
 }
 

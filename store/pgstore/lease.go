@@ -12,13 +12,16 @@ import (
 	"github.com/upgrade-agent/upgrade-agent/checkpoint"
 )
 
-// Lock takes the session: its advisory lock, on a connection of its own,
-// without waiting (ErrLocked at once when another process holds it), and
-// then its fencing token, a number in upgrade_agent_locks that every taker
-// raises. The advisory lock dies with its connection (a killed process, a
-// restarted server, idle_session_timeout); the token is what a save checks,
-// so a holder whose connection dropped learns it lost the session at its
-// next save, before any write (docs/teams.md, "Fencing").
+// Lock takes the session: its advisory lock, on the store's connection,
+// without waiting (ErrLocked at once when another process holds it, or
+// when this process already does: a session-level advisory lock is
+// re-entrant within one connection, so the process keeps its own list),
+// and then its fencing token, a number in upgrade_agent_locks that every
+// taker raises. The advisory lock dies with the connection (a killed
+// process, a restarted server, idle_session_timeout), and a reconnect does
+// not take it again; the token is what a save checks, so a holder whose
+// connection dropped learns it lost the session at its next save, before
+// any write (docs/teams.md, "Fencing").
 //
 // When the session's lease is live (a write announced by an earlier holder
 // may still land on UpGrade), Lock waits, holding the advisory lock, until
@@ -27,30 +30,24 @@ func (s *Store) Lock(id string) (func(), error) {
 	if !checkpoint.ValidID(id) {
 		return nil, fmt.Errorf("lock session: invalid session id %q", id)
 	}
-	conn, err := s.connect(context.Background())
-	if err != nil {
-		return nil, err
+	if _, mine := s.locked.LoadOrStore(id, struct{}{}); mine {
+		return nil, checkpoint.Locked(id)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-	defer cancel()
+	key := lockKey("session", id)
 	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, lockKey("session", id)).Scan(&ok); err != nil {
-		_ = conn.Close(context.Background())
-		return nil, s.wrap("lock session "+id, err)
-	}
-	if !ok {
-		_ = conn.Close(context.Background())
+	err := s.with(func(ctx context.Context, c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok)
+	})
+	if err != nil || !ok {
+		s.locked.Delete(id)
+		if err != nil {
+			return nil, s.wrap("lock session "+id, err)
+		}
 		return nil, checkpoint.Locked(id)
 	}
 	release := func() {
-		// Released by the server before it answers, so the next holder
-		// (this machine's next command, say) finds it free at once;
-		// closing the connection alone releases it only once the server
-		// has noticed, a moment later.
-		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-		defer cancel()
-		_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, lockKey("session", id))
-		_ = conn.Close(context.Background())
+		s.unlockAdvisory(key)
+		s.locked.Delete(id)
 	}
 	token, err := s.takeToken(id)
 	if err != nil {
@@ -65,6 +62,21 @@ func (s *Store) Lock(id string) (func(), error) {
 			release()
 		})
 	}, nil
+}
+
+// unlockAdvisory releases a session's advisory lock on the current
+// connection. The server releases it before it answers, so the next holder
+// (this machine's next command, say) finds it free at once; a connection
+// that ended took the lock with it, and none is made just to unlock.
+func (s *Store) unlockAdvisory(key int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.conn == nil || s.conn.IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	_, _ = s.conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key)
 }
 
 // takeToken raises the session's fencing token once no lease is live.
@@ -131,7 +143,8 @@ func (s *Store) fence(ctx context.Context, tx pgx.Tx, id string, announced, star
 		return nil // not locked by this process: library use, import
 	}
 	var token int64
-	err := tx.QueryRow(ctx, `SELECT token FROM upgrade_agent_locks WHERE session_id = $1 FOR UPDATE`, id).Scan(&token)
+	var leased bool
+	err := tx.QueryRow(ctx, `SELECT token, lease_until IS NOT NULL FROM upgrade_agent_locks WHERE session_id = $1 FOR UPDATE`, id).Scan(&token, &leased)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return s.wrap("save session "+id, err)
 	}
@@ -142,7 +155,7 @@ func (s *Store) fence(ctx context.Context, tx pgx.Tx, id string, announced, star
 	case announced:
 		_, err = tx.Exec(ctx, `UPDATE upgrade_agent_locks SET lease_until = now() + make_interval(secs => $2) WHERE session_id = $1`,
 			id, (s.write + s.margin).Seconds())
-	case !started:
+	case !started && leased: // most saves have no lease to end: no statement, no row version
 		_, err = tx.Exec(ctx, `UPDATE upgrade_agent_locks SET lease_until = NULL WHERE session_id = $1`, id)
 	}
 	return s.wrap("save session "+id, err)

@@ -117,6 +117,7 @@ type Store struct {
 
 	known  sync.Map // session id -> knownRow: the row this process last read or wrote
 	tokens sync.Map // session id -> int64: the fencing token of a lock this process holds
+	locked sync.Map // session id -> struct{}: advisory locks this process holds or is taking
 
 	stageMu sync.Mutex
 	staged  []audit.Entry // approved entries held for their session's next save
@@ -134,6 +135,13 @@ func Open(ctx context.Context, rawURL string, o Options) (*Store, error) {
 	cfg, err := pgx.ParseConfig(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %s", ErrURL, Redacted(rawURL), red.String(err.Error()))
+	}
+	if !strings.Contains(rawURL, "default_query_exec_mode") {
+		// One round trip per statement: the parameters go as text and the
+		// server infers their types (what libpq's PQexecParams does). The
+		// default prepares each new statement first, a second round trip
+		// that a process making a few dozen statements never earns back.
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
 	s := &Store{cfg: cfg, secrets: o.Secrets, red: red, now: o.Now, timeout: o.Timeout,
 		write: o.WriteDeadline, margin: o.LeaseMargin, onWait: o.OnWait}

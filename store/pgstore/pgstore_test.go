@@ -365,3 +365,48 @@ func TestFencedByToken(t *testing.T) {
 		t.Errorf("save after the token moved on: %v, want ErrLocked", err)
 	}
 }
+
+// TestLockOnTheStoreConnection: a process that holds sessions has one
+// connection to the store, not one more per lock (each is a backend and a
+// scram handshake: about 20 ms on the two-core machine), and a lock it
+// releases is free for another process at once.
+func TestLockOnTheStoreConnection(t *testing.T) {
+	_, url := newDatabase(t)
+	app := "onelock" + strings.ToLower(rand.Text()[:6])
+	s := open(t, url+"&application_name="+app)
+	unlockA, err := s.Lock("one1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlockB, err := s.Lock("one2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t, url)
+	defer conn.Close(context.Background())
+	var backends, locks int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&backends); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = $1`, app).Scan(&locks); err != nil {
+		t.Fatal(err)
+	}
+	if backends != 1 || locks != 2 {
+		t.Fatalf("a store holding two sessions: %d connections and %d advisory locks, want 1 and 2", backends, locks)
+	}
+	other := open(t, url)
+	if _, err := other.Lock("one1"); !errors.Is(err, checkpoint.ErrLocked) {
+		t.Fatalf("another process locking a held session: %v, want ErrLocked", err)
+	}
+	unlockA()
+	u, err := other.Lock("one1")
+	if err != nil {
+		t.Fatalf("a released session, at once: %v", err)
+	}
+	u()
+	unlockB()
+	if _, err := s.Lock("one2"); err != nil {
+		t.Fatalf("locking again a session this process released: %v", err)
+	}
+}
