@@ -374,13 +374,30 @@ func schemaVersion(ctx context.Context, q interface {
 	return *v, nil
 }
 
+// currentVersion is migrate's first look, outside any transaction: one
+// statement, the one a store at the current schema costs every command (a
+// new server process's first query, about 2 ms less than schemaVersion's
+// two on the two-core machine). A missing table (undefined_table) reads as
+// no schema; the migration reads again, carefully, under its lock.
+func currentVersion(ctx context.Context, c *pgx.Conn) (int, error) {
+	var v *int
+	err := c.QueryRow(ctx, `SELECT max(version) FROM upgrade_agent_schema`).Scan(&v)
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42P01" {
+		return 0, nil
+	}
+	if err != nil || v == nil {
+		return 0, err
+	}
+	return *v, nil
+}
+
 // migrate brings the schema to SchemaVersion. The common case, a current
 // schema, costs one read and writes nothing (a least-privilege role gets
 // here); creation and upgrades run under an advisory lock so two machines
 // starting at once do not both make them.
 func (s *Store) migrate(ctx context.Context) error {
 	err := s.with(func(ctx context.Context, c *pgx.Conn) error {
-		v, err := schemaVersion(ctx, c)
+		v, err := currentVersion(ctx, c)
 		if err != nil {
 			return s.wrap("read the schema version", err)
 		}
