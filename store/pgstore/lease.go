@@ -79,34 +79,43 @@ func (s *Store) unlockAdvisory(key int64) {
 	_, _ = s.conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key)
 }
 
-// takeToken raises the session's fencing token once no lease is live.
+// takeToken raises the session's fencing token once no lease is live: one
+// statement (an upsert that raises the token only when no lease is live,
+// by the database's clock), and a read of the lease's holder and end when
+// one is.
 func (s *Store) takeToken(id string) (int64, error) {
 	told := false
 	for {
 		var token int64
+		err := s.with(func(ctx context.Context, c *pgx.Conn) error {
+			return c.QueryRow(ctx, `INSERT INTO upgrade_agent_locks AS l (session_id, token, holder) VALUES ($1, 1, $2)
+				ON CONFLICT (session_id) DO UPDATE SET token = l.token + 1, holder = EXCLUDED.holder, lease_until = NULL
+				WHERE l.lease_until IS NULL OR l.lease_until <= now()
+				RETURNING token`, id, s.holder).Scan(&token)
+		})
+		if err == nil {
+			return token, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return 0, s.wrap("lock session "+id, err)
+		}
+		// A live lease: who holds it, and until when.
 		var live bool
 		var left float64
 		var holder string
-		err := s.tx(func(ctx context.Context, tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `INSERT INTO upgrade_agent_locks (session_id, token) VALUES ($1, 0) ON CONFLICT (session_id) DO NOTHING`, id); err != nil {
-				return err
-			}
-			if err := tx.QueryRow(ctx, `SELECT token, holder, coalesce(lease_until > now(), false),
+		err = s.with(func(ctx context.Context, c *pgx.Conn) error {
+			return c.QueryRow(ctx, `SELECT holder, coalesce(lease_until > now(), false),
 				coalesce(extract(epoch FROM lease_until - now()), 0)::float8
-				FROM upgrade_agent_locks WHERE session_id = $1 FOR UPDATE`, id).Scan(&token, &holder, &live, &left); err != nil {
-				return err
-			}
-			if live {
-				return nil
-			}
-			return tx.QueryRow(ctx, `UPDATE upgrade_agent_locks SET token = token + 1, holder = $2, lease_until = NULL
-				WHERE session_id = $1 RETURNING token`, id, s.holder).Scan(&token)
+				FROM upgrade_agent_locks WHERE session_id = $1`, id).Scan(&holder, &live, &left)
 		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // the row went meanwhile (the session was removed)
+		}
 		if err != nil {
 			return 0, s.wrap("lock session "+id, err)
 		}
 		if !live {
-			return token, nil
+			continue // it ended meanwhile
 		}
 		wait := time.Duration(left * float64(time.Second))
 		if !told && s.onWait != nil {
