@@ -107,13 +107,8 @@ func (f *Factory) pgStore() (*pgstore.Store, error) {
 	if o.Team.Store == "" {
 		return nil, nil
 	}
-	if f.team.pgOpen != nil {
-		<-f.team.pgOpen
-		f.team.pgOpen = nil
-		if err := f.team.pgErr; err != nil {
-			f.team.pgErr = nil
-			return nil, err
-		}
+	if err := f.awaitEarlyOpen(); err != nil {
+		return nil, err
 	}
 	if f.team.pg != nil {
 		return f.team.pg, nil
@@ -124,6 +119,18 @@ func (f *Factory) pgStore() (*pgstore.Store, error) {
 	}
 	f.team.pg = s
 	return s, nil
+}
+
+// awaitEarlyOpen waits for openStoreEarly's connection, when one was
+// started, and returns its failure once (the next pgStore tries again).
+func (f *Factory) awaitEarlyOpen() error {
+	if f.team.pgOpen == nil {
+		return nil
+	}
+	<-f.team.pgOpen
+	err := f.team.pgErr
+	f.team.pgOpen, f.team.pgErr = nil, nil
+	return err
 }
 
 // openPG connects to the configured PostgreSQL store.
@@ -158,10 +165,7 @@ func writeWindow(timeout time.Duration) (write, margin time.Duration) {
 // closeTeam stores what the trail still holds back and ends the store's
 // connection.
 func (f *Factory) closeTeam() {
-	if f.team.pgOpen != nil { // an early open nobody waited for
-		<-f.team.pgOpen
-		f.team.pgOpen, f.team.pgErr = nil, nil
-	}
+	_ = f.awaitEarlyOpen() // an early open nobody waited for; its failure was nobody's concern
 	var staged error
 	if f.team.fileLog != nil {
 		staged = f.team.fileLog.Flush()

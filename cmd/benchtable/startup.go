@@ -79,34 +79,26 @@ func startupFigures(ctx context.Context, root string, runs int) ([]row, error) {
 		}
 		return time.Since(start), nil
 	}
+	// One process of each, in turn, every round; the first rounds warm the
+	// page cache.
 	const warmup = 3
-	var agent, floor, floorNet, floorDep, floorChosen []time.Duration
+	bins := []struct {
+		path string
+		args []string
+	}{{hello, nil}, {helloNet, nil}, {helloDep, nil}, {helloChosen, nil}, {a.bin, []string{"version"}}}
+	walls := make([][]time.Duration, len(bins))
 	for i := range runs + warmup {
-		h, err := timeOne(hello)
-		if err != nil {
-			return nil, err
-		}
-		hn, err := timeOne(helloNet)
-		if err != nil {
-			return nil, err
-		}
-		hd, err := timeOne(helloDep)
-		if err != nil {
-			return nil, err
-		}
-		hc, err := timeOne(helloChosen)
-		if err != nil {
-			return nil, err
-		}
-		v, err := timeOne(a.bin, "version")
-		if err != nil {
-			return nil, err
-		}
-		if i >= warmup {
-			floor, floorNet, floorDep, agent = append(floor, h), append(floorNet, hn), append(floorDep, hd), append(agent, v)
-			floorChosen = append(floorChosen, hc)
+		for j, b := range bins {
+			d, err := timeOne(b.path, b.args...)
+			if err != nil {
+				return nil, err
+			}
+			if i >= warmup {
+				walls[j] = append(walls[j], d)
+			}
 		}
 	}
+	floor, floorNet, floorDep, floorChosen, agent := walls[0], walls[1], walls[2], walls[3], walls[4]
 	medAgent, medFloor, medNet, medDep := percentile(agent, 0.5), percentile(floor, 0.5), percentile(floorNet, 0.5), percentile(floorDep, 0.5)
 	ratio := float64(medAgent) / float64(max(medFloor, time.Microsecond))
 	depRatio := float64(medDep) / float64(max(medFloor, time.Microsecond))
